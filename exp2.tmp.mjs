@@ -1,0 +1,34 @@
+import { startBridge } from "./dist/src/bridge/index.js";
+import { Redis } from "@upstash/redis";
+const b = await startBridge({ redisUrl: "redis://127.0.0.1:16390", token: "tok" });
+console.log(b.url);
+const post = async (path, body, headers = {}) => { const r = await fetch(b.url + path, { method: "POST", headers: { authorization: "Bearer tok", ...headers }, body: JSON.stringify(body) }); return [r.status, await r.text()]; };
+console.log(await post("/", ["PING"], {"upstash-encoding":"base64"}));
+console.log(await post("/", ["SET", "a", "OK"], {"upstash-encoding":"base64"}));
+console.log(await post("/", ["EVAL", "return {1, 'a', false, {2, redis.status_reply('OK'), redis.error_reply('boom')}}", 0], {"upstash-encoding":"base64"}));
+console.log(await post("/pipeline", [["SET","p","1"],["HSET","p","a","b"],["GET","p"]]));
+console.log(await post("/multi-exec", [["SET","m","1"],["HSET","m","a","b"],["GET","m"]]));
+console.log(await post("/multi-exec", [["SET","m2","1"],["SET","m"],["GET","m"]]));
+console.log(await post("/", ["SUBSCRIBE","x"]));
+console.log(await post("/", ["GET",{a:1}]));
+console.log((await fetch(b.url + "/", {method:"POST", body:'["PING"]'})).status);
+const r = new Redis({ url: b.url, token: "tok" });
+await r.set("x", "héllo ✓");
+console.log(await r.get("x"), await r.ping(), await r.eval("return {1,'OK',redis.status_reply('OK')}", [], []));
+b.setFaults({ rules: [{ action: "lose", match: "incr" }] });
+await r.set("n", 0);
+const r0 = new Redis({ url: b.url, token: "tok", retry: { retries: 0 } });
+try { await r0.incr("n"); } catch (e) { console.log("threw", e.message); }
+b.setFaults({ rules: [{ action: "lose", match: "incr", times: 1 }] });
+console.log("incr default", await r.incr("n"));
+b.clearFaults();
+console.log(await r.get("n"), b.stats());
+b.setFaults({ rules: [{ action: "lose", mode: "hang", match: "incr" }] });
+const rh = new Redis({ url: b.url, token: "tok", signal: () => AbortSignal.timeout(300) });
+try { await rh.incr("n"); } catch (e) { console.log("hang threw", e.name, e.message); }
+b.setFaults({ rules: [{ action: "lose", mode: "hang", match: "incr" }] });
+const p = r0.incr("n").catch(e => console.log("hang2 threw", e.message));
+await new Promise(r => setTimeout(r, 100));
+await b.close();
+await p;
+console.log("closed");

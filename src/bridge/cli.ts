@@ -1,0 +1,142 @@
+#!/usr/bin/env node
+/**
+ * `edgelock-bridge`: runs the Upstash-REST-compatible bridge in front of a Redis server.
+ *
+ * ```
+ * edgelock-bridge --token dev [--redis-url redis://127.0.0.1:6379] [--port 8079] [--host 127.0.0.1]
+ * ```
+ *
+ * Exit codes: 0 after SIGTERM/SIGINT, 1 when Redis is unreachable at start (or the port cannot
+ * be bound), 2 on a usage error (e.g. no token).
+ *
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import type { Bridge } from "./index.js";
+import { RedisUnavailableError, startBridge } from "./index.js";
+
+const USAGE =
+  "usage: edgelock-bridge --token <token> [--redis-url <url>] [--port <port>] [--host <host>] (env: EDGELOCK_BRIDGE_TOKEN, REDIS_URL, PORT)";
+
+const HELP = `${USAGE}
+
+Serves the Upstash REST protocol (POST /, /pipeline, /multi-exec) over a Redis server.
+
+  --token <token>     bearer token clients must send (env EDGELOCK_BRIDGE_TOKEN; required)
+  --redis-url <url>   Redis to forward to (env REDIS_URL; default redis://127.0.0.1:6379)
+  --port <port>       port to listen on, 0 for any free port (env PORT; default 8079)
+  --host <host>       interface to bind (default 127.0.0.1)
+  --help              print this help
+
+Control endpoints (same token): GET /__bridge/stats, POST /__bridge/stats/reset,
+POST /__bridge/faults (JSON FaultConfig), DELETE /__bridge/faults.`;
+
+interface CliConfig {
+  redisUrl: string;
+  token: string;
+  port: number;
+  host: string;
+}
+
+/** Parses flags and environment; returns a config, or an exit code after printing. */
+function readConfig(argv: string[], env: NodeJS.ProcessEnv): CliConfig | number {
+  let values: ReturnType<typeof parse>["values"];
+  try {
+    values = parse(argv).values;
+  } catch (error) {
+    process.stderr.write(`edgelock-bridge: ${(error as Error).message}. ${USAGE}\n`);
+    return 2;
+  }
+  if (values.help) {
+    process.stdout.write(`${HELP}\n`);
+    return 0;
+  }
+  const token = values.token ?? env.EDGELOCK_BRIDGE_TOKEN;
+  if (!token) {
+    process.stderr.write(`edgelock-bridge: a token is required. ${USAGE}\n`);
+    return 2;
+  }
+  const portText = values.port ?? env.PORT ?? "8079";
+  const port = Number(portText);
+  if (!/^\d+$/.test(portText) || port > 65535) {
+    process.stderr.write(`edgelock-bridge: invalid port "${portText}". ${USAGE}\n`);
+    return 2;
+  }
+  return {
+    token,
+    port,
+    redisUrl: values["redis-url"] ?? env.REDIS_URL ?? "redis://127.0.0.1:6379",
+    host: values.host ?? "127.0.0.1",
+  };
+}
+
+function parse(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    strict: true,
+    allowPositionals: false,
+    options: {
+      "redis-url": { type: "string" },
+      token: { type: "string" },
+      port: { type: "string" },
+      host: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+}
+
+/** The Redis URL with any password masked, for messages. */
+function redact(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = "***";
+    return parsed.toString();
+  } catch {
+    return "<invalid url>";
+  }
+}
+
+function describe(error: unknown): string {
+  const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
+  const text = cause instanceof Error ? cause.message || cause.name : String(cause);
+  return text.replace(/\s+/g, " ");
+}
+
+async function main(): Promise<number | undefined> {
+  const config = readConfig(process.argv.slice(2), process.env);
+  if (typeof config === "number") return config;
+
+  let bridge: Bridge;
+  try {
+    bridge = await startBridge(config);
+  } catch (error) {
+    const target =
+      error instanceof RedisUnavailableError
+        ? `cannot reach Redis at ${redact(config.redisUrl)}`
+        : `cannot listen on ${config.host}:${config.port}`;
+    process.stderr.write(`edgelock-bridge: ${target}: ${describe(error)}\n`);
+    return 1;
+  }
+  process.stdout.write(`edgelock-bridge listening on ${bridge.url}\n`);
+
+  const stop = () => {
+    bridge.close().then(
+      () => process.exit(0),
+      () => process.exit(0),
+    );
+  };
+  process.once("SIGTERM", stop);
+  process.once("SIGINT", stop);
+  return undefined;
+}
+
+main().then(
+  (code) => {
+    if (code !== undefined) process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`edgelock-bridge: ${describe(error)}\n`);
+    process.exitCode = 1;
+  },
+);

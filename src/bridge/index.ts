@@ -1,0 +1,135 @@
+/**
+ * `edgelock/bridge`: an Upstash-REST-compatible HTTP bridge to a real Redis, for tests and local
+ * development (Node only). It speaks what `@upstash/redis` sends (`POST /`, `/pipeline`,
+ * `/multi-exec`, base64 response encoding) and can inject faults such as lost responses.
+ *
+ * @example
+ * ```ts
+ * import { startBridge } from "edgelock/bridge";
+ * import { Redis } from "@upstash/redis";
+ *
+ * const bridge = await startBridge({ redisUrl: "redis://127.0.0.1:6379", token: "dev" });
+ * const redis = new Redis({ url: bridge.url, token: "dev" });
+ * await redis.set("k", "v");
+ * await bridge.close();
+ * ```
+ *
+ * @module
+ */
+
+import type { AddressInfo } from "node:net";
+import { serve } from "@hono/node-server";
+import type { FaultConfig } from "./faults.js";
+import { FaultInjector } from "./faults.js";
+import { RedisBackend } from "./redis.js";
+import { createBridgeApp } from "./server.js";
+import type { BridgeStats } from "./stats.js";
+import { StatsRecorder } from "./stats.js";
+
+export type { FaultConfig, FaultRule } from "./faults.js";
+export { RedisUnavailableError } from "./redis.js";
+export type { BridgeStats } from "./stats.js";
+
+/** Options of {@link startBridge}. */
+export interface BridgeOptions {
+  /** Redis to forward to, e.g. `redis://127.0.0.1:6379` (password and db in the URL work). */
+  redisUrl: string;
+  /** Bearer token clients must present (`Authorization: Bearer <token>` or `?_token=`). */
+  token: string;
+  /** TCP port to listen on. Default: `0`, a free port chosen by the OS (see {@link Bridge.port}). */
+  port?: number;
+  /** Interface to bind. Default: `"127.0.0.1"`. */
+  host?: string;
+  /** Initial fault configuration. Default: no faults. */
+  faults?: FaultConfig;
+}
+
+/** A running bridge. */
+export interface Bridge {
+  /** Base URL for `new Redis({ url })`, e.g. `http://127.0.0.1:41234` (no trailing slash). */
+  url: string;
+  /** The port actually bound. */
+  port: number;
+  /** Replaces the fault configuration; resets rule counters and re-seeds the PRNG. */
+  setFaults(faults: FaultConfig): void;
+  /** Removes every fault rule and the added latency. */
+  clearFaults(): void;
+  /** Counters since start or the last {@link Bridge.resetStats}. */
+  stats(): BridgeStats;
+  /** Sets every counter (including `faultsInjected`) back to zero. */
+  resetStats(): void;
+  /**
+   * Stops listening, destroys open sockets (hanging responses included), then closes the Redis
+   * connections. Leaves no handles behind. Idempotent.
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * Connects to Redis, then starts the HTTP server.
+ *
+ * @throws RedisUnavailableError when Redis cannot be reached at start.
+ * @throws TypeError when `options.faults` is invalid.
+ */
+export async function startBridge(options: BridgeOptions): Promise<Bridge> {
+  const faults = new FaultInjector(options.faults ?? {});
+  const stats = new StatsRecorder();
+  const redis = await RedisBackend.connect(options.redisUrl);
+  const closing = new AbortController();
+  const app = createBridgeApp({
+    token: options.token,
+    redis,
+    faults,
+    stats,
+    closing: closing.signal,
+  });
+  const host = options.host ?? "127.0.0.1";
+
+  let server: ReturnType<typeof serve>;
+  let port: number;
+  try {
+    ({ server, port } = await new Promise<{ server: ReturnType<typeof serve>; port: number }>(
+      (resolve, reject) => {
+        const created = serve(
+          {
+            fetch: app.fetch,
+            port: options.port ?? 0,
+            hostname: host,
+            overrideGlobalObjects: false,
+          },
+          (info: AddressInfo) => resolve({ server: created, port: info.port }),
+        );
+        created.once("error", reject);
+      },
+    ));
+  } catch (error) {
+    await redis.close();
+    throw error;
+  }
+
+  let closed: Promise<void> | undefined;
+  const close = async (): Promise<void> => {
+    closing.abort();
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      if ("closeAllConnections" in server) server.closeAllConnections();
+    });
+    await redis.close();
+  };
+
+  return {
+    url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
+    port,
+    setFaults: (config) => faults.set(config),
+    clearFaults: () => faults.clear(),
+    stats: () => stats.snapshot(faults.injected),
+    resetStats: () => {
+      stats.reset();
+      faults.resetCount();
+    },
+    close: () => {
+      closed ??= close();
+      return closed;
+    },
+  };
+}

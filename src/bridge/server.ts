@@ -1,0 +1,202 @@
+/**
+ * The HTTP side of the bridge: a Hono app speaking the Upstash REST protocol, plus the
+ * `/__bridge/*` control endpoints.
+ *
+ * @module
+ */
+
+import { createHash, timingSafeEqual } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { HttpBindings } from "@hono/node-server";
+import type { Context } from "hono";
+import { Hono } from "hono";
+import { commandName, parseBatchBody, parseSingleBody } from "./commands.js";
+import { isErrorReply, toJsonReply, toReplyEntry } from "./encode.js";
+import type { FaultDecision, FaultInjector } from "./faults.js";
+import { parseFaultConfig } from "./faults.js";
+import type { RedisBackend } from "./redis.js";
+import { RedisUnavailableError } from "./redis.js";
+import type { Route, StatsRecorder } from "./stats.js";
+
+/** What the app needs from the running bridge. */
+export interface BridgeState {
+  /** Bearer token every request except `GET /` must present. */
+  token: string;
+  /** The Redis connections. */
+  redis: RedisBackend;
+  /** Active fault rules. */
+  faults: FaultInjector;
+  /** Request counters. */
+  stats: StatsRecorder;
+  /** Aborted when the bridge closes: cuts injected delays short. */
+  closing: AbortSignal;
+}
+
+/** The Hono environment of the bridge: node-server's raw request/response bindings. */
+export type BridgeEnv = { Bindings: HttpBindings };
+
+type BridgeContext = Context<BridgeEnv>;
+
+/** HTTP status and JSON body of a processed data request. */
+interface Answer {
+  status: 200 | 400 | 500;
+  body: unknown;
+}
+
+const UNAUTHORIZED = { error: "Unauthorized" };
+const REDIS_UNAVAILABLE = { error: "bridge: redis unavailable" };
+
+/**
+ * Builds the Hono app.
+ *
+ * Routes (all but `GET /` need `Authorization: Bearer <token>` or `?_token=<token>`, else 401
+ * `{"error":"Unauthorized"}`):
+ * - `GET /` -> `{"result":"edgelock-bridge"}`;
+ * - `POST /`, `POST /pipeline`, `POST /multi-exec` -> the Upstash REST protocol;
+ * - `GET /__bridge/stats`, `POST /__bridge/stats/reset`, `POST /__bridge/faults` (body: a
+ *   FaultConfig, replaces the current one), `DELETE /__bridge/faults`.
+ */
+export function createBridgeApp(state: BridgeState): Hono<BridgeEnv> {
+  const app = new Hono<BridgeEnv>();
+  const expected = digest(state.token);
+
+  app.get("/", (c) => c.json({ result: "edgelock-bridge" }));
+
+  app.use("*", async (c, next) => {
+    const header = c.req.header("authorization") ?? "";
+    const presented = header.startsWith("Bearer ") ? header.slice(7) : c.req.query("_token");
+    if (presented === undefined || !timingSafeEqual(digest(presented), expected)) {
+      return c.json(UNAUTHORIZED, 401);
+    }
+    await next();
+  });
+
+  app.post("/", (c) => handleData(c, state, "single"));
+  app.post("/pipeline", (c) => handleData(c, state, "pipeline"));
+  app.post("/multi-exec", (c) => handleData(c, state, "multiExec"));
+
+  app.get("/__bridge/stats", (c) => c.json(state.stats.snapshot(state.faults.injected)));
+  app.post("/__bridge/stats/reset", (c) => {
+    state.stats.reset();
+    state.faults.resetCount();
+    return c.json({ result: "OK" });
+  });
+  app.post("/__bridge/faults", async (c) => {
+    try {
+      state.faults.set(parseFaultConfig(JSON.parse(await c.req.text())));
+    } catch (error) {
+      return c.json({ error: `bridge: invalid fault config: ${messageOf(error)}` }, 400);
+    }
+    return c.json({ result: "OK" });
+  });
+  app.delete("/__bridge/faults", (c) => {
+    state.faults.clear();
+    return c.json({ result: "OK" });
+  });
+
+  app.notFound((c) => c.json({ error: "bridge: no such endpoint" }, 404));
+  app.onError((error, c) => {
+    if (error instanceof RedisUnavailableError) return c.json(REDIS_UNAVAILABLE, 500);
+    return c.json({ error: `bridge: internal error: ${messageOf(error)}` }, 500);
+  });
+  return app;
+}
+
+async function handleData(c: BridgeContext, state: BridgeState, route: Route): Promise<Response> {
+  state.stats.request(route);
+  let body: unknown;
+  try {
+    body = JSON.parse(await c.req.text());
+  } catch {
+    return c.json({ error: "ERR bridge: request body is not valid JSON" }, 400);
+  }
+  const parsed = route === "single" ? parseSingleBody(body) : parseBatchBody(body);
+  if (!parsed.ok) return c.json({ error: parsed.error }, 400);
+  const names = parsed.commands.map(commandName);
+  state.stats.commands(names);
+
+  if (state.faults.delayMs > 0) {
+    try {
+      await sleep(state.faults.delayMs, undefined, { signal: state.closing });
+    } catch {
+      return c.json({ error: "bridge: closing" }, 503);
+    }
+  }
+
+  const fault = state.faults.decide(names);
+  if (fault?.action === "fail") return deliverFault(c, fault, "injected failure");
+
+  const base64 = c.req.header("upstash-encoding")?.toLowerCase() === "base64";
+  let answer: Answer;
+  try {
+    answer = await execute(state.redis, route, parsed.commands, base64);
+  } catch (error) {
+    if (!(error instanceof RedisUnavailableError)) throw error;
+    answer = { status: 500, body: REDIS_UNAVAILABLE };
+  }
+  if (fault?.action === "lose") return deliverFault(c, fault, "response lost");
+  return c.json(answer.body, answer.status);
+}
+
+/**
+ * Runs the commands of one data request. A single command whose reply is an error answers 400
+ * `{"error"}`; pipelines always answer 200 with one entry per command; a transaction answers 200
+ * with one entry per command, or 400 `{"error"}` when Redis discarded it (EXECABORT).
+ */
+async function execute(
+  redis: RedisBackend,
+  route: Route,
+  commands: string[][],
+  base64: boolean,
+): Promise<Answer> {
+  const options = { base64 };
+  switch (route) {
+    case "single": {
+      const [command] = commands as [string[]];
+      const reply = await redis.single(command);
+      if (isErrorReply(reply)) return { status: 400, body: { error: reply.message } };
+      return { status: 200, body: { result: toJsonReply(reply, options) } };
+    }
+    case "pipeline": {
+      const replies = await redis.pipeline(commands);
+      return { status: 200, body: replies.map((reply) => toReplyEntry(reply, options)) };
+    }
+    case "multiExec": {
+      const outcome = await redis.transaction(commands);
+      if (!outcome.ok) return { status: 400, body: { error: outcome.error } };
+      return { status: 200, body: outcome.replies.map((reply) => toReplyEntry(reply, options)) };
+    }
+  }
+}
+
+/**
+ * Answers (or does not answer) a faulted request: 503 with a JSON error, a destroyed socket, or
+ * silence until the socket closes (after `hangMs`, on client abort, or when the bridge closes).
+ */
+function deliverFault(c: BridgeContext, fault: FaultDecision, what: string): Promise<Response> {
+  const unsent = () => new Response(null, { status: 503 });
+  if (fault.mode === "503") {
+    return Promise.resolve(c.json({ error: `bridge fault: ${what}` }, 503));
+  }
+  const socket = c.env.incoming.socket;
+  if (fault.mode === "close" || socket.destroyed) {
+    socket.destroy();
+    return Promise.resolve(unsent());
+  }
+  return new Promise<Response>((resolve) => {
+    const timer =
+      fault.hangMs === undefined ? undefined : setTimeout(() => socket.destroy(), fault.hangMs);
+    socket.once("close", () => {
+      clearTimeout(timer);
+      resolve(unsent());
+    });
+  });
+}
+
+function digest(text: string): Buffer {
+  return createHash("sha256").update(text, "utf8").digest();
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

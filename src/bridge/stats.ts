@@ -1,0 +1,61 @@
+/**
+ * Request and command counters of a bridge.
+ *
+ * @module
+ */
+
+/** Counters since the bridge started or since the last reset. Control endpoints never count. */
+export interface BridgeStats {
+  /** Authenticated data requests (`POST /`, `/pipeline`, `/multi-exec`), faulted ones included. */
+  requests: number;
+  /** {@link BridgeStats.requests} split by route. */
+  byRoute: { single: number; pipeline: number; multiExec: number };
+  /** Commands in data requests whose body was valid (a pipeline of 3 counts 3). */
+  commands: number;
+  /** {@link BridgeStats.commands} by lower-cased command name, e.g. `{ "evalsha": 2 }`. */
+  byCommand: Record<string, number>;
+  /** Requests affected by a fault rule. */
+  faultsInjected: number;
+}
+
+/** The data routes of the REST protocol. */
+export type Route = keyof BridgeStats["byRoute"];
+
+/** Mutable counters behind {@link BridgeStats}. */
+export class StatsRecorder {
+  #requests = 0;
+  #byRoute: BridgeStats["byRoute"] = { single: 0, pipeline: 0, multiExec: 0 };
+  #commands = 0;
+  #byCommand = new Map<string, number>();
+
+  /** Counts one authenticated data request on `route`. */
+  request(route: Route): void {
+    this.#requests += 1;
+    this.#byRoute[route] += 1;
+  }
+
+  /** Counts the commands of a valid request by their lower-cased names. */
+  commands(names: readonly string[]): void {
+    this.#commands += names.length;
+    for (const name of names) this.#byCommand.set(name, (this.#byCommand.get(name) ?? 0) + 1);
+  }
+
+  /** A snapshot; `faultsInjected` is supplied by the caller (it lives with the fault rules). */
+  snapshot(faultsInjected: number): BridgeStats {
+    return {
+      requests: this.#requests,
+      byRoute: { ...this.#byRoute },
+      commands: this.#commands,
+      byCommand: Object.fromEntries(this.#byCommand),
+      faultsInjected,
+    };
+  }
+
+  /** Sets every counter back to zero. */
+  reset(): void {
+    this.#requests = 0;
+    this.#byRoute = { single: 0, pipeline: 0, multiExec: 0 };
+    this.#commands = 0;
+    this.#byCommand.clear();
+  }
+}

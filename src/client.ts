@@ -1,0 +1,212 @@
+/**
+ * EdgeLock: configuration and factory of lock primitives.
+ * @module
+ */
+
+import { LockTimeoutError, TransportError } from "./errors.js";
+import type { LockEvent, LockEventListener } from "./events.js";
+import { randomHex } from "./ids.js";
+import type { LeaseKeeperBinding } from "./keeper.js";
+import { type KeepAlive, type Lease, parseSerializedLease, type SerializedLease } from "./lease.js";
+import {
+  DEFAULT_WATCHDOG_TIMEOUT_MS,
+  DEFAULT_WITH_LOCK_WAIT_MS,
+  MAX_CLIENT_ID_LENGTH,
+  MIN_WATCHDOG_TIMEOUT_MS,
+} from "./limits.js";
+import type { LockContext } from "./locks/context.js";
+import { type LeaseToRenew, ReentrantLock, renewLeases } from "./locks/lock.js";
+import { type RedisLike, ScriptRunner } from "./transport/index.js";
+import { checkFunction, checkMs, checkName, checkOptions, checkWaitTime } from "./validate.js";
+import { type BackoffOptions, resolveBackoff } from "./wait.js";
+
+/** Options of {@link EdgeLock}. Times in integer ms. */
+export interface EdgeLockOptions {
+  /** Any `@upstash/redis` client (`Redis.fromEnv()`, `new Redis({ url, token })`). Required. */
+  redis: RedisLike;
+  /**
+   * Prefix of every owner this instance creates (`<clientId>:<taskId>`), 1–128 characters.
+   * @default 32 random hex characters (128 bits from Web Crypto) per EdgeLock instance
+   */
+  clientId?: string;
+  /**
+   * Lease of locks acquired without `leaseTime` (watchdog mode), renewed every third of it by
+   * the keep-alive. Integer ms ≥ 100. Redisson's `lockWatchdogTimeout`. @default 30000
+   */
+  watchdogTimeout?: number;
+  /** Backoff between acquire attempts while waiting. See {@link BackoffOptions}. */
+  backoff?: BackoffOptions;
+  /** Default `LeaseKeeper` Durable Object namespace for `keepAlive: { maxHoldTime }`. */
+  keeper?: LeaseKeeperBinding;
+  /** Receives acquire/wait/renew/release/lost/error events. Must not throw. */
+  onEvent?: LockEventListener;
+  /**
+   * Keeps background work alive past the response (cancelling an acquire whose answer never
+   * arrived). Pass `ctx.waitUntil.bind(ctx)` on Workers, `waitUntil` from `@vercel/functions`.
+   * @default none: the work runs as a detached promise
+   */
+  waitUntil?: (promise: Promise<unknown>) => void;
+}
+
+/** Options of {@link EdgeLock.withLock}. */
+export interface WithLockOptions {
+  /** How long to wait for the lock, in ms, integer in [0, 86 400 000]. @default 10000 */
+  waitTime?: number;
+  /** Fixed lease in ms; omitted = watchdog mode kept alive by `keepAlive`. */
+  leaseTime?: number;
+  /** Keep-alive strategy. @default "timer" in watchdog mode, "none" with a fixed lease */
+  keepAlive?: KeepAlive;
+  /** Aborts the wait (rejects with `signal.reason`). The callback gets `lease.signal`. */
+  signal?: AbortSignal;
+  /** Owner to acquire as; see `TryLockOptions.owner`. */
+  owner?: string;
+}
+
+/**
+ * Entry point: holds the Redis client and configuration, and hands out lock primitives.
+ *
+ * @example
+ * ```ts
+ * import { Redis } from "@upstash/redis";
+ * import { EdgeLock } from "edgelock";
+ * const edgelock = new EdgeLock({ redis: Redis.fromEnv() });
+ * const lease = await edgelock.getLock("invoice:42").tryLock({ waitTime: 2_000, leaseTime: 10_000 });
+ * if (lease) {
+ *   try { await work(); } finally { await lease.release(); }
+ * }
+ * ```
+ */
+export class EdgeLock {
+  /** Prefix of the owners this instance creates. */
+  readonly clientId: string;
+  /** Lease of watchdog-mode locks, in ms. */
+  readonly watchdogTimeout: number;
+  readonly #ctx: LockContext;
+
+  /** @throws TypeError / RangeError for bad options. */
+  constructor(options: EdgeLockOptions) {
+    const o = checkOptions(options, "EdgeLock", [
+      "redis",
+      "clientId",
+      "watchdogTimeout",
+      "backoff",
+      "keeper",
+      "onEvent",
+      "waitUntil",
+    ]);
+    const redis = o.redis as Partial<RedisLike> | undefined;
+    if (!redis || typeof redis.eval !== "function" || typeof redis.evalsha !== "function") {
+      throw new TypeError("`redis` must be an @upstash/redis client (with eval and evalsha)");
+    }
+    if (o.clientId !== undefined) {
+      if (typeof o.clientId !== "string") throw new TypeError("`clientId` must be a string");
+      if (o.clientId.length === 0 || o.clientId.length > MAX_CLIENT_ID_LENGTH) {
+        throw new RangeError(`\`clientId\` must be 1 to ${MAX_CLIENT_ID_LENGTH} characters long`);
+      }
+    }
+    if (o.keeper !== undefined && typeof o.keeper.getByName !== "function") {
+      throw new TypeError("`keeper` must be a LeaseKeeper Durable Object namespace");
+    }
+    const onEvent = checkFunction<LockEventListener>(o.onEvent, "onEvent");
+    const waitUntil = checkFunction<(p: Promise<unknown>) => void>(o.waitUntil, "waitUntil");
+    this.clientId = o.clientId ?? randomHex();
+    this.watchdogTimeout =
+      o.watchdogTimeout === undefined
+        ? DEFAULT_WATCHDOG_TIMEOUT_MS
+        : checkMs(o.watchdogTimeout, "watchdogTimeout", MIN_WATCHDOG_TIMEOUT_MS);
+    const backoff = resolveBackoff(o.backoff);
+    this.#ctx = {
+      runner: new ScriptRunner(redis as RedisLike),
+      clientId: this.clientId,
+      watchdogTimeout: this.watchdogTimeout,
+      backoff,
+      keeper: o.keeper,
+      emit: (event: LockEvent) => {
+        try {
+          onEvent?.(event);
+        } catch {
+          // A listener's failure must never break a lock operation.
+        }
+      },
+      background: (task) => {
+        if (waitUntil) waitUntil(task);
+      },
+    };
+  }
+
+  /**
+   * A reentrant lock (Redisson RLock) on `name`.
+   * @param name lock name = Redis key, 1–512 characters, no `{` or `}`.
+   * @throws TypeError / RangeError for a bad name.
+   */
+  getLock(name: string): ReentrantLock {
+    return new ReentrantLock(this.#ctx, checkName(name));
+  }
+
+  /**
+   * Runs `fn` while holding the lock `name`, then releases it (also when `fn` throws).
+   * `fn` receives the lease; its `signal` aborts if the lease is lost. A failed release is
+   * reported as an `error` event, not thrown: the lock then expires after its lease.
+   * @returns what `fn` returns.
+   * @throws {LockTimeoutError} when the lock stayed busy for `waitTime` (default 10 000 ms).
+   * @throws signal.reason when aborted while waiting.
+   */
+  async withLock<T>(
+    name: string,
+    fn: (lease: Lease) => T | Promise<T>,
+    options?: WithLockOptions,
+  ): Promise<T> {
+    const lock = this.getLock(name);
+    if (typeof fn !== "function") throw new TypeError("withLock: `fn` must be a function");
+    const o = checkOptions(options, "withLock", [
+      "waitTime",
+      "leaseTime",
+      "keepAlive",
+      "signal",
+      "owner",
+    ]);
+    const waitTime = checkWaitTime(o.waitTime) ?? DEFAULT_WITH_LOCK_WAIT_MS;
+    const { lease, attempts } = await lock.tryLockCounted({ ...o, waitTime });
+    if (!lease) throw new LockTimeoutError(name, waitTime, attempts);
+    try {
+      return await fn(lease);
+    } finally {
+      await lease.release().catch((error: unknown) => {
+        if (error instanceof TransportError) {
+          this.#ctx.emit({
+            type: "error",
+            name,
+            requests: 1,
+            durationMs: 0,
+            operation: "release",
+            error,
+          });
+        }
+      });
+    }
+  }
+
+  /**
+   * Rebuilds a lease from `lease.toJSON()` (or its JSON string) so another invocation can
+   * renew or release it. Synchronous; no keep-alive is started.
+   * @throws TypeError for anything that is not a serialized lease.
+   */
+  restoreLease(serialized: SerializedLease | string): Lease {
+    const s = parseSerializedLease(serialized);
+    return this.getLock(s.name).restore(s);
+  }
+
+  /**
+   * Renews many leases in one HTTP request (what the `LeaseKeeper` alarm does). Each lease is
+   * renewed only if its owner still holds it.
+   * @returns per lease, true when renewed, false when no longer held.
+   * @throws {TransportError} when Redis could not be reached.
+   */
+  async renewLeases(leases: readonly LeaseToRenew[]): Promise<boolean[]> {
+    for (const l of leases) {
+      checkName(l.name, "lease.name");
+      checkMs(l.leaseTime, "lease.leaseTime", 1);
+    }
+    return renewLeases(this.#ctx, leases, { requests: 0 });
+  }
+}

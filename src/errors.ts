@@ -1,0 +1,108 @@
+/**
+ * Error classes. Every error edgelock raises for a runtime condition extends
+ * {@link EdgeLockError} and carries an explicit `name` (survives minification), a literal `code`
+ * (survives serialization and duplicate package copies) and an optional `cause`. Bad arguments are
+ * programmer errors and throw the built-in `TypeError` / `RangeError` instead, before any request.
+ * Messages never contain owner ids, request ids, tokens, URLs or script text.
+ * @module
+ */
+
+/** Literal codes of {@link EdgeLockError} subclasses. */
+export type EdgeLockErrorCode = "LOCK_NOT_HELD" | "LEASE_LOST" | "LOCK_TIMEOUT" | "TRANSPORT";
+
+/** Base class of every edgelock runtime error. Branch on `code`, not on the class name. */
+export abstract class EdgeLockError extends Error {
+  /** Stable machine-readable code. */
+  abstract readonly code: EdgeLockErrorCode;
+  /** Lock name the error is about. */
+  readonly lockName: string;
+
+  constructor(message: string, lockName: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.lockName = lockName;
+  }
+}
+
+/**
+ * `unlock(owner)` on a lock that this owner does not hold (absent, expired, or held by someone
+ * else). Mirrors Redisson's `IllegalMonitorStateException` from `RLock#unlock`.
+ */
+export class LockNotHeldError extends EdgeLockError {
+  override readonly name = "LockNotHeldError";
+  readonly code = "LOCK_NOT_HELD" as const;
+  /** Why: the key is gone (`"expired"`) or another owner holds it (`"not-owner"`). */
+  readonly reason: "expired" | "not-owner";
+
+  constructor(lockName: string, reason: "expired" | "not-owner") {
+    super(
+      reason === "expired"
+        ? `lock "${lockName}" is not held: it expired or was never acquired`
+        : `lock "${lockName}" is held by another owner`,
+      lockName,
+    );
+    this.reason = reason;
+  }
+}
+
+/**
+ * A lease is no longer held: `lease.renew()` found the owner field gone, or a keep-alive
+ * renewal did. Also the reason `lease.signal` aborts with when the lease is lost.
+ */
+export class LeaseLostError extends EdgeLockError {
+  override readonly name = "LeaseLostError";
+  readonly code = "LEASE_LOST" as const;
+  /** `"lost"`: found no longer held; `"released"`: this lease was released by its holder. */
+  readonly reason: "lost" | "released";
+
+  constructor(lockName: string, reason: "lost" | "released" = "lost") {
+    super(
+      reason === "released"
+        ? `lease on lock "${lockName}" was released`
+        : `lease on lock "${lockName}" was lost: it expired or another owner took the lock`,
+      lockName,
+    );
+    this.reason = reason;
+  }
+}
+
+/** `withLock` (or `lock()` with a deadline) could not acquire within `waitTime`. */
+export class LockTimeoutError extends EdgeLockError {
+  override readonly name = "LockTimeoutError";
+  readonly code = "LOCK_TIMEOUT" as const;
+  /** The wait budget in ms that ran out. */
+  readonly waitTime: number;
+  /** Acquire attempts made (each one HTTP request on a warm client). */
+  readonly attempts: number;
+
+  constructor(lockName: string, waitTime: number, attempts: number) {
+    super(
+      `could not acquire lock "${lockName}" within ${waitTime} ms (${attempts} attempts)`,
+      lockName,
+    );
+    this.waitTime = waitTime;
+    this.attempts = attempts;
+  }
+}
+
+/**
+ * The HTTP request or Redis failed. `ambiguous` is true when the command may have been applied
+ * (network failure, 5xx, malformed reply); edgelock's scripts are idempotent, so an ambiguous
+ * acquire is cancelled in the background and an ambiguous release can simply be retried.
+ * `cause` is a scrubbed copy of the client error (the original embeds the whole command).
+ */
+export class TransportError extends EdgeLockError {
+  override readonly name = "TransportError";
+  readonly code = "TRANSPORT" as const;
+  /** True when the command may have reached Redis and been applied. */
+  readonly ambiguous: boolean;
+
+  constructor(
+    lockName: string,
+    message: string,
+    ambiguous: boolean,
+    options?: { cause?: unknown },
+  ) {
+    super(message, lockName, options);
+    this.ambiguous = ambiguous;
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * Observability events passed to `onEvent`. Each carries the lock name, the HTTP requests the
+ * operation made (each one is billed by Upstash) and its duration; none carries owner ids,
+ * request ids, tokens or credentials.
+ * @module
+ */
+import type { EdgeLockError } from "./errors.js";
+
+interface EventBase {
+  /** Lock name. */
+  name: string;
+  /** HTTP requests the operation made (EVALSHA, plus EVAL after NOSCRIPT, plus retries). */
+  requests: number;
+  /** Wall-clock duration of the operation in ms. */
+  durationMs: number;
+}
+
+/** An acquire call finished (`tryLock`, `lock`, `withLock`). */
+export interface AcquireEvent extends EventBase {
+  type: "acquire";
+  acquired: boolean;
+  /** Acquire attempts made (polls). */
+  attempts: number;
+}
+/** A waiter is about to sleep `durationMs` before its next attempt. */
+export interface WaitEvent extends EventBase {
+  type: "wait";
+  /** The attempt that just failed (1-based). */
+  attempt: number;
+}
+/** A lease was renewed (or found lost while renewing). */
+export interface RenewEvent extends EventBase {
+  type: "renew";
+  renewed: boolean;
+  /** Who renewed: an explicit `lease.renew()` or the in-invocation timer. */
+  by: "call" | "timer";
+}
+/** A lease or `unlock(owner)` released one hold. */
+export interface ReleaseEvent extends EventBase {
+  type: "release";
+  result: "released" | "still-held" | "expired" | "not-owner";
+}
+/** A lease was found lost; its `signal` has aborted with `LeaseLostError`. */
+export interface LostEvent extends EventBase {
+  type: "lost";
+}
+/** A cron run or webhook delivery was skipped because another one holds the lock. */
+export interface SkipEvent extends EventBase {
+  type: "skip";
+  /** Holder's remaining lease in ms (PTTL), when known. */
+  holderTtl?: number;
+}
+/** A background operation (cancelling an unanswered acquire, a timer renewal) failed. */
+export interface ErrorEvent extends EventBase {
+  type: "error";
+  operation: "cancel" | "renew" | "release" | "keeper";
+  error: EdgeLockError;
+}
+
+/** Every event `onEvent` can receive; switch on `type`. */
+export type LockEvent =
+  | AcquireEvent
+  | WaitEvent
+  | RenewEvent
+  | ReleaseEvent
+  | LostEvent
+  | SkipEvent
+  | ErrorEvent;
+
+/** Listener for {@link LockEvent}s. It must not throw; if it does, the error is ignored. */
+export type LockEventListener = (event: LockEvent) => void;

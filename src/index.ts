@@ -1,0 +1,50 @@
+/**
+ * edgelock: Redisson's distributed locks for serverless and edge runtimes (Cloudflare Workers,
+ * Vercel, Node), over HTTP Redis (Upstash's REST API through `@upstash/redis`).
+ * @module
+ */
+export { EdgeLock, type EdgeLockOptions, type WithLockOptions } from "./client.js";
+export {
+  EdgeLockError,
+  type EdgeLockErrorCode,
+  LeaseLostError,
+  LockNotHeldError,
+  LockTimeoutError,
+  TransportError,
+} from "./errors.js";
+export type {
+  AcquireEvent,
+  ErrorEvent,
+  LockEvent,
+  LockEventListener,
+  LostEvent,
+  ReleaseEvent,
+  RenewEvent,
+  SkipEvent,
+  WaitEvent,
+} from "./events.js";
+export {
+  DEFAULT_KEEPER_INSTANCE,
+  type KeeperRegistration,
+  type KeeperReply,
+  type LeaseKeeperBinding,
+  type LeaseKeeperStub,
+} from "./keeper.js";
+export {
+  type KeepAlive,
+  type KeeperKeepAlive,
+  Lease,
+  type ReleaseResult,
+  type SerializedLease,
+} from "./lease.js";
+export {
+  DEFAULT_WATCHDOG_TIMEOUT_MS,
+  DEFAULT_WITH_LOCK_WAIT_MS,
+  MAX_NAME_LENGTH,
+  MAX_OWNER_LENGTH,
+  MAX_TIME_MS,
+  REPLAY_WINDOW_MS,
+} from "./limits.js";
+export type { LeaseToRenew, LockOptions, ReentrantLock, TryLockOptions } from "./locks/lock.js";
+export type { RedisLike } from "./transport/index.js";
+export { type BackoffOptions, DEFAULT_BACKOFF, SLEEP_FLOOR_MS } from "./wait.js";

@@ -1,0 +1,333 @@
+/**
+ * The Lease handle every acquire returns: renew, release, a lost-lease signal, serialization for
+ * another invocation, and the keep-alive strategies that replace Redisson's watchdog thread.
+ * @module
+ */
+import { LeaseLostError, TransportError } from "./errors.js";
+import {
+  DEFAULT_KEEPER_INSTANCE,
+  type KeeperRegistration,
+  type LeaseKeeperBinding,
+} from "./keeper.js";
+import { MAX_TIME_MS } from "./limits.js";
+import { checkMs, checkName, checkOptions, checkOwner } from "./validate.js";
+
+/** What `lease.release()` found: see {@link Lease.release}. */
+export type ReleaseResult = "released" | "still-held" | "expired" | "not-owner";
+
+/** Renewal through the `LeaseKeeper` Durable Object, across invocations. */
+export interface KeeperKeepAlive {
+  /** The keeper namespace; defaults to the EdgeLock's `keeper` option. */
+  keeper?: LeaseKeeperBinding;
+  /**
+   * Stop renewing this many ms after the acquire, whatever happens to the owner: a crashed
+   * owner's lock is free again within `maxHoldTime + leaseTime`. Integer in [1, 86 400 000].
+   */
+  maxHoldTime: number;
+  /** Keeper instance name. @default "edgelock-lease-keeper" */
+  instance?: string;
+}
+
+/**
+ * How a lease is kept alive:
+ * - `"none"`: only explicit `lease.renew()` calls;
+ * - `"timer"`: renew every `leaseTime / 3` while this invocation lives (Redisson's watchdog
+ *   period); the timer never keeps a Node process alive by itself;
+ * - {@link KeeperKeepAlive}: the `LeaseKeeper` Durable Object's alarm renews across invocations.
+ *
+ * Default: `"timer"` in watchdog mode (`leaseTime` omitted), `"none"` with a fixed lease.
+ */
+export type KeepAlive = "none" | "timer" | KeeperKeepAlive;
+
+/** Plain-object form of a lease (`lease.toJSON()`), for `edgelock.restoreLease` elsewhere. */
+export interface SerializedLease {
+  v: 1;
+  kind: "lock";
+  name: string;
+  owner: string;
+  /** Lease id: the request id of its acquire, reused by its release so both are replay-safe. */
+  id: string;
+  leaseTime: number;
+  watchdog: boolean;
+  expiresAt: number;
+  fencingToken?: number;
+}
+
+/** What a lease needs from the primitive that issued it. Internal. */
+export interface LeaseHost {
+  /** Applies `leaseTime` if still held; false when the owner no longer holds the lock. */
+  renew(lease: Lease, leaseTime: number, by: "call" | "timer"): Promise<boolean>;
+  /** Releases this lease's hold once (replay-safe through the lease id). */
+  release(lease: Lease): Promise<ReleaseResult>;
+  /** Reports that the lease was found lost. */
+  lost(lease: Lease): void;
+  /** Reports a background failure. */
+  backgroundError(lease: Lease, operation: "renew" | "keeper", error: unknown): void;
+}
+
+interface LeaseInit {
+  host: LeaseHost;
+  name: string;
+  owner: string;
+  id: string;
+  leaseTime: number;
+  watchdog: boolean;
+  expiresAt: number;
+  fencingToken?: number | undefined;
+}
+
+/** A stop function returned by a started keep-alive. */
+type StopKeepAlive = () => Promise<void>;
+
+/**
+ * One hold on a lock. Created by `tryLock`/`lock`/`withLock` or `edgelock.restoreLease`.
+ * Releasing the same lease twice (or from a restored copy) has the effect of once.
+ */
+export class Lease {
+  /** Lock name. */
+  readonly name: string;
+  /** Owner: exactly the HASH field stored in Redis. Pass it as `owner` to re-enter. */
+  readonly owner: string;
+  /** Lease id (request id of the acquire). */
+  readonly id: string;
+  /** TTL in ms applied by the last acquire or renewal. */
+  leaseTime: number;
+  /** True when acquired without `leaseTime` (Redisson watchdog mode). */
+  readonly watchdog: boolean;
+  /**
+   * Local, conservative estimate of expiry: epoch ms (`Date.now()` clock) measured from when the
+   * acquire or last renewal was *sent*.
+   */
+  expiresAt: number;
+  /** Fencing token (fenced locks only): a safe integer, strictly increasing per lock name. */
+  readonly fencingToken: number | undefined;
+  /** Aborts with {@link LeaseLostError} when the lease is found lost or is released. */
+  readonly signal: AbortSignal;
+
+  readonly #host: LeaseHost;
+  readonly #controller = new AbortController();
+  #release: Promise<ReleaseResult> | undefined;
+  #stopKeepAlive: StopKeepAlive | undefined;
+
+  /** Internal: leases come from acquire methods and `restoreLease`. */
+  constructor(init: LeaseInit) {
+    this.#host = init.host;
+    this.name = init.name;
+    this.owner = init.owner;
+    this.id = init.id;
+    this.leaseTime = init.leaseTime;
+    this.watchdog = init.watchdog;
+    this.expiresAt = init.expiresAt;
+    this.fencingToken = init.fencingToken;
+    this.signal = this.#controller.signal;
+  }
+
+  /** True once the lease was released or found lost. */
+  get ended(): boolean {
+    return this.#controller.signal.aborted;
+  }
+
+  /**
+   * Sets the lock's TTL to `leaseTime` (default: this lease's `leaseTime`) if this owner still
+   * holds it. One HTTP request. Algorithm: Redisson's renewal script (HEXISTS → PEXPIRE).
+   * @param leaseTime new TTL in ms, integer in [1, 86 400 000].
+   * @throws {LeaseLostError} when the lock is no longer held by this owner (the signal aborts).
+   * @throws {TransportError} when Redis could not be reached; the lease may still be held.
+   */
+  async renew(leaseTime?: number): Promise<void> {
+    const ms = leaseTime === undefined ? this.leaseTime : checkMs(leaseTime, "leaseTime", 1);
+    if (this.#release !== undefined) throw new LeaseLostError(this.name, "released");
+    const renewed = await this.#renewOnce(ms, "call");
+    if (!renewed) throw this.signal.reason;
+  }
+
+  /**
+   * Releases this hold. Never throws for an expired lease. One HTTP request.
+   * Algorithm: Redisson RedissonLock#unlockInnerAsync with its request-id latch.
+   * @returns `"released"` (last hold gone), `"still-held"` (reentrant count still > 0),
+   * `"expired"` (the key is gone) or `"not-owner"` (someone else holds it now). Calling it again
+   * returns the first answer.
+   * @throws {TransportError} when Redis could not be reached; calling again is safe.
+   */
+  release(): Promise<ReleaseResult> {
+    if (!this.#release) {
+      const run = async (): Promise<ReleaseResult> => {
+        await this.#stop();
+        const result = await this.#host.release(this);
+        this.#end(new LeaseLostError(this.name, "released"));
+        return result;
+      };
+      this.#release = run();
+      this.#release.catch(() => {
+        this.#release = undefined;
+      });
+    }
+    return this.#release;
+  }
+
+  /** `await using lease = ...` releases the lease at the end of the block. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+
+  /** Serializable form, for `edgelock.restoreLease` in another invocation. Holds the owner id. */
+  toJSON(): SerializedLease {
+    const out: SerializedLease = {
+      v: 1,
+      kind: "lock",
+      name: this.name,
+      owner: this.owner,
+      id: this.id,
+      leaseTime: this.leaseTime,
+      watchdog: this.watchdog,
+      expiresAt: this.expiresAt,
+    };
+    if (this.fencingToken !== undefined) out.fencingToken = this.fencingToken;
+    return out;
+  }
+
+  /** Internal: starts the keep-alive strategy; on a keeper failure the error propagates. */
+  async startKeepAlive(keepAlive: KeepAlive, defaultKeeper: LeaseKeeperBinding | undefined) {
+    if (keepAlive === "none") return;
+    if (keepAlive === "timer") {
+      this.#stopKeepAlive = this.#startTimer();
+      return;
+    }
+    const keeper = keepAlive.keeper ?? defaultKeeper;
+    if (!keeper)
+      throw new TypeError("`keepAlive.keeper` is required (no default `keeper` was configured)");
+    const stub = keeper.getByName(keepAlive.instance ?? DEFAULT_KEEPER_INSTANCE);
+    const registration: KeeperRegistration = {
+      name: this.name,
+      owner: this.owner,
+      id: this.id,
+      leaseTime: this.leaseTime,
+      maxHoldTime: keepAlive.maxHoldTime,
+    };
+    const reply = await stub.register(registration);
+    if (!reply.ok)
+      throw new TransportError(
+        this.name,
+        `LeaseKeeper refused the lease: ${reply.error ?? "unknown"}`,
+        true,
+      );
+    this.#stopKeepAlive = async () => {
+      const out = await stub.unregister(this.id);
+      if (!out.ok)
+        this.#host.backgroundError(
+          this,
+          "keeper",
+          new TransportError(
+            this.name,
+            `LeaseKeeper unregister failed: ${out.error ?? "unknown"}`,
+            true,
+          ),
+        );
+    };
+  }
+
+  /** Internal: marks the lease lost (aborts `signal`) and stops its keep-alive. */
+  markLost(): void {
+    if (this.ended) return;
+    this.#end(new LeaseLostError(this.name));
+    this.#host.lost(this);
+    this.#stop().catch(() => {});
+  }
+
+  async #renewOnce(leaseTime: number, by: "call" | "timer"): Promise<boolean> {
+    const sentAt = Date.now();
+    const renewed = await this.#host.renew(this, leaseTime, by);
+    if (renewed) {
+      this.leaseTime = leaseTime;
+      this.expiresAt = Math.min(sentAt + leaseTime, sentAt + MAX_TIME_MS);
+    } else {
+      this.markLost();
+    }
+    return renewed;
+  }
+
+  #startTimer(): StopKeepAlive {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let stopped = false;
+    const schedule = (ms: number) => {
+      timer = setTimeout(tick, ms);
+      // Node only: the renewal timer must never keep a process alive on its own.
+      (timer as { unref?: () => void }).unref?.();
+    };
+    const tick = () => {
+      if (stopped) return;
+      this.#renewOnce(this.leaseTime, "timer").then(
+        (renewed) => {
+          if (renewed && !stopped) schedule(Math.max(1, Math.floor(this.leaseTime / 3)));
+        },
+        (error: unknown) => {
+          this.#host.backgroundError(this, "renew", error);
+          // Retry sooner than the normal period: the lease is still running down.
+          if (!stopped) schedule(Math.max(1, Math.floor(this.leaseTime / 9)));
+        },
+      );
+    };
+    schedule(Math.max(1, Math.floor(this.leaseTime / 3)));
+    return async () => {
+      stopped = true;
+      clearTimeout(timer);
+    };
+  }
+
+  async #stop(): Promise<void> {
+    const stop = this.#stopKeepAlive;
+    this.#stopKeepAlive = undefined;
+    await stop?.();
+  }
+
+  #end(reason: LeaseLostError): void {
+    if (!this.#controller.signal.aborted) this.#controller.abort(reason);
+  }
+}
+
+/** Validates a `keepAlive` option. */
+export function checkKeepAlive(value: unknown): KeepAlive | undefined {
+  if (value === undefined || value === "none" || value === "timer") return value;
+  if (typeof value !== "object" || value === null) {
+    throw new TypeError('`keepAlive` must be "none", "timer" or { keeper, maxHoldTime }');
+  }
+  const o = checkOptions(value as KeeperKeepAlive, "keepAlive", [
+    "keeper",
+    "maxHoldTime",
+    "instance",
+  ]);
+  checkMs(o.maxHoldTime, "keepAlive.maxHoldTime", 1);
+  if (o.keeper !== undefined && typeof (o.keeper as LeaseKeeperBinding).getByName !== "function") {
+    throw new TypeError("`keepAlive.keeper` must be a LeaseKeeper Durable Object namespace");
+  }
+  if (o.instance !== undefined) checkName(o.instance, "keepAlive.instance");
+  return value as KeeperKeepAlive;
+}
+
+/** Validates a serialized lease (object or its JSON string). */
+export function parseSerializedLease(input: unknown): SerializedLease {
+  let value = input;
+  if (typeof value === "string") {
+    try {
+      value = JSON.parse(value);
+    } catch {
+      throw new TypeError("restoreLease: the string is not JSON from lease.toJSON()");
+    }
+  }
+  if (typeof value !== "object" || value === null) {
+    throw new TypeError("restoreLease: expected the object returned by lease.toJSON()");
+  }
+  const o = value as Partial<SerializedLease>;
+  if (o.v !== 1 || o.kind !== "lock") throw new TypeError("restoreLease: unknown lease format");
+  checkName(o.name, "lease.name");
+  checkOwner(o.owner, "lease.owner");
+  if (typeof o.id !== "string" || !/^[0-9a-f]{32}$/.test(o.id))
+    throw new TypeError("restoreLease: bad `lease.id`");
+  checkMs(o.leaseTime, "lease.leaseTime", 1);
+  if (typeof o.watchdog !== "boolean") throw new TypeError("restoreLease: bad `lease.watchdog`");
+  if (typeof o.expiresAt !== "number" || !Number.isFinite(o.expiresAt))
+    throw new TypeError("restoreLease: bad `lease.expiresAt`");
+  if (o.fencingToken !== undefined && !Number.isSafeInteger(o.fencingToken))
+    throw new TypeError("restoreLease: bad `lease.fencingToken`");
+  return o as SerializedLease;
+}

@@ -1,0 +1,25 @@
+import type { LockEvent } from "../events.js";
+import type { LeaseKeeperBinding } from "../keeper.js";
+import type { ScriptRunner } from "../transport/index.js";
+import type { BackoffPolicy } from "../wait.js";
+
+/** What every primitive gets from its EdgeLock. Internal. */
+export interface LockContext {
+  readonly runner: ScriptRunner;
+  readonly clientId: string;
+  readonly watchdogTimeout: number;
+  readonly backoff: BackoffPolicy;
+  readonly keeper: LeaseKeeperBinding | undefined;
+  /** Delivers an event to `onEvent`, ignoring listener errors. */
+  emit(event: LockEvent): void;
+  /** Keeps a background task (e.g. cancelling an unanswered acquire) alive: `waitUntil`. */
+  background(task: Promise<unknown>): void;
+}
+
+/** Redisson's key names, shared by every primitive that uses them. */
+export const keys = {
+  /** Pub/sub channel Redisson waiters listen on; unlocks publish 0 there. */
+  channel: (name: string) => `redisson_lock__channel:{${name}}`,
+  /** Replay latch of one lease or request: same hash slot as the lock. */
+  latch: (name: string, id: string) => `edgelock_latch:{${name}}:${id}`,
+};

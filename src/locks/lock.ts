@@ -1,0 +1,428 @@
+/**
+ * Reentrant lock: Redisson's RLock over HTTP. Data layout as Redisson's (a HASH at the lock
+ * name, field `<clientId>:<taskId>`, value = hold count, PEXPIRE = lease), so a Redisson JVM
+ * client and edgelock exclude each other on the same name.
+ * @module
+ */
+import { LockNotHeldError, TransportError } from "../errors.js";
+import { randomHex } from "../ids.js";
+import {
+  checkKeepAlive,
+  type KeepAlive,
+  Lease,
+  type LeaseHost,
+  type ReleaseResult,
+} from "../lease.js";
+import { REPLAY_WINDOW_MS } from "../limits.js";
+import {
+  lockAcquire,
+  lockCancel,
+  lockForceUnlock,
+  lockInspect,
+  lockRelease,
+  lockRenew,
+} from "../lua.gen.js";
+import { asInteger, asIntegers, type RequestCounter } from "../transport/index.js";
+import {
+  checkLeaseTime,
+  checkOptions,
+  checkOwner,
+  checkSignal,
+  checkWaitTime,
+} from "../validate.js";
+import { type AttemptOutcome, pollUntil } from "../wait.js";
+import { keys, type LockContext } from "./context.js";
+
+/** Options of {@link ReentrantLock.tryLock}. Times in integer ms. */
+export interface TryLockOptions {
+  /**
+   * How long to keep trying, in ms, integer in [0, 86 400 000]. Omitted or 0: one attempt.
+   * Attempts poll with jittered backoff bounded by the holder's remaining lease.
+   */
+  waitTime?: number;
+  /**
+   * Fixed lease in ms, integer in [1, 86 400 000]; no automatic renewal. Omitted: watchdog
+   * mode, TTL = `watchdogTimeout`, kept alive by `keepAlive` (default `"timer"`).
+   */
+  leaseTime?: number;
+  /**
+   * Owner to acquire as (1–200 characters). Omitted: a fresh `<clientId>:<taskId>`, so two
+   * calls exclude each other. Pass `lease.owner` to re-enter (hold count + 1).
+   */
+  owner?: string;
+  /** Aborts the wait; the call rejects with `signal.reason` and leaves no hold behind. */
+  signal?: AbortSignal;
+  /** Keep-alive strategy; see {@link KeepAlive}. */
+  keepAlive?: KeepAlive;
+}
+
+/** Options of {@link ReentrantLock.lock}: waits until acquired or `signal` aborts. */
+export type LockOptions = Omit<TryLockOptions, "waitTime">;
+
+const TRY_LOCK_KEYS = ["waitTime", "leaseTime", "owner", "signal", "keepAlive"] as const;
+const RELEASE_CODES: Record<number, ReleaseResult> = {
+  0: "expired",
+  1: "released",
+  2: "still-held",
+  3: "not-owner",
+};
+
+const decodeAcquire = (r: unknown) => asIntegers(r, 2) as [number, number] | undefined;
+const decodeRelease = (r: unknown) => {
+  const n = asInteger(r);
+  return n === undefined ? undefined : RELEASE_CODES[n];
+};
+const decodeInspect = (r: unknown) => asIntegers(r, 3) as [number, number, number] | undefined;
+
+interface Acquired {
+  id: string;
+  sentAt: number;
+}
+
+/**
+ * A reentrant, non-fair distributed lock (Redisson RLock). Get one with `edgelock.getLock(name)`;
+ * the object holds no state, so it can be created per request.
+ */
+export class ReentrantLock {
+  /** Lock name (the Redis key). */
+  readonly name: string;
+  readonly #ctx: LockContext;
+  readonly #host: LeaseHost;
+
+  /** Internal: use `edgelock.getLock(name)`. */
+  constructor(ctx: LockContext, name: string) {
+    this.#ctx = ctx;
+    this.name = name;
+    this.#host = {
+      renew: (lease, leaseTime, by) => this.#renew(lease, leaseTime, by),
+      release: (lease) => this.#release(lease.owner, lease.id, lease.leaseTime),
+      lost: () => ctx.emit({ type: "lost", name, requests: 0, durationMs: 0 }),
+      backgroundError: (_lease, operation, error) => this.#reportError(operation, error, 0, 0),
+    };
+  }
+
+  /**
+   * Tries to acquire, waiting up to `waitTime`. One HTTP request per attempt on a warm client.
+   * Algorithm: Redisson RedissonLock#tryLock(waitTime, leaseTime) with its acquire script
+   * (RedissonLock#tryLockInnerAsync), polling instead of pub/sub, and a replay latch per attempt.
+   * @returns the lease, or `null` when the lock stayed busy for the whole `waitTime`.
+   * @throws TypeError / RangeError for bad options, before any request.
+   * @throws signal.reason when aborted; an attempt in flight is cancelled in the background.
+   * @throws {TransportError} when Redis could not be reached.
+   */
+  async tryLock(options?: TryLockOptions): Promise<Lease | null> {
+    const o = checkOptions(options, "tryLock", TRY_LOCK_KEYS);
+    const waitTime = checkWaitTime(o.waitTime) ?? 0;
+    return (await this.#acquire(o, waitTime)).lease;
+  }
+
+  /** Internal: `tryLock` that also reports the attempts made (for `LockTimeoutError`). */
+  async tryLockCounted(options: TryLockOptions & { waitTime: number }) {
+    return this.#acquire(checkOptions(options, "withLock", TRY_LOCK_KEYS), options.waitTime);
+  }
+
+  /**
+   * Acquires, waiting as long as it takes (until `signal` aborts). Redisson RLock#lock(leaseTime).
+   * @throws TypeError / RangeError for bad options, before any request.
+   * @throws signal.reason when aborted; an attempt in flight is cancelled in the background.
+   * @throws {TransportError} when Redis could not be reached.
+   */
+  async lock(options?: LockOptions): Promise<Lease> {
+    const o = checkOptions(
+      options,
+      "lock",
+      TRY_LOCK_KEYS.filter((k) => k !== "waitTime"),
+    );
+    const { lease } = await this.#acquire(o, undefined);
+    if (!lease) throw new Error("unreachable: lock() without a deadline returned no lease");
+    return lease;
+  }
+
+  /**
+   * Releases one hold of `owner`. Redisson RLock#unlock. Prefer `lease.release()`, which is
+   * replay-safe across calls and never throws for an expired lease.
+   * @throws {LockNotHeldError} when `owner` does not hold the lock (like Redisson's
+   * IllegalMonitorStateException).
+   * @throws {TransportError} when Redis could not be reached.
+   */
+  async unlock(owner: string): Promise<void> {
+    checkOwner(owner);
+    const result = await this.#release(owner, randomHex(), 0);
+    if (result === "expired" || result === "not-owner")
+      throw new LockNotHeldError(this.name, result);
+  }
+
+  /**
+   * Deletes the lock whoever holds it. Redisson RLock#forceUnlock.
+   * @returns true when a lock was deleted.
+   */
+  async forceUnlock(): Promise<boolean> {
+    const counter = { requests: 0 };
+    const n = await this.#ctx.runner.run(
+      {
+        script: lockForceUnlock,
+        lockName: this.name,
+        keys: [this.name, keys.channel(this.name)],
+        args: [],
+      },
+      asInteger,
+      counter,
+    );
+    return n === 1;
+  }
+
+  /** True when any owner holds the lock (Redisson RLock#isLocked: EXISTS). */
+  async isLocked(): Promise<boolean> {
+    return (await this.#inspect(""))[0] === 1;
+  }
+
+  /** True when `owner` holds the lock (Redisson RLock#isHeldByThread: HEXISTS). */
+  async isHeldBy(owner: string): Promise<boolean> {
+    checkOwner(owner);
+    return (await this.#inspect(owner))[2] > 0;
+  }
+
+  /** Hold count of `owner`, 0 when it holds nothing (Redisson RLock#getHoldCount). */
+  async getHoldCount(owner: string): Promise<number> {
+    checkOwner(owner);
+    return (await this.#inspect(owner))[2];
+  }
+
+  /**
+   * Remaining lease in ms, with PTTL semantics: -2 when not locked, -1 when the key has no TTL
+   * (Redisson RLock#remainTimeToLive).
+   */
+  async remainTimeToLive(): Promise<number> {
+    return (await this.#inspect(""))[1];
+  }
+
+  /** Internal: a lease object for a serialized lease of this lock. */
+  restore(init: {
+    owner: string;
+    id: string;
+    leaseTime: number;
+    watchdog: boolean;
+    expiresAt: number;
+  }): Lease {
+    return new Lease({ host: this.#host, name: this.name, ...init });
+  }
+
+  async #acquire(
+    o: Partial<TryLockOptions>,
+    waitTime: number | undefined,
+  ): Promise<{ lease: Lease | null; attempts: number }> {
+    const leaseTimeOption = checkLeaseTime(o.leaseTime);
+    const owner =
+      o.owner === undefined ? `${this.#ctx.clientId}:${randomHex()}` : checkOwner(o.owner);
+    const signal = checkSignal(o.signal);
+    const watchdog = leaseTimeOption === undefined;
+    const keepAlive = checkKeepAlive(o.keepAlive) ?? (watchdog ? "timer" : "none");
+    if (typeof keepAlive === "object" && !keepAlive.keeper && !this.#ctx.keeper) {
+      throw new TypeError("`keepAlive.keeper` is required (no default `keeper` was configured)");
+    }
+    const leaseTime = leaseTimeOption ?? this.#ctx.watchdogTimeout;
+    signal?.throwIfAborted();
+
+    const started = Date.now();
+    const counter: RequestCounter = { requests: 0 };
+    let attempts = 0;
+    let acquired = false;
+    try {
+      const { value, attempts: n } = await pollUntil(
+        () => this.#attempt(owner, leaseTime, signal, counter),
+        {
+          waitTime,
+          signal,
+          policy: this.#ctx.backoff,
+          onSleep: (delayMs, attempt) =>
+            this.#ctx.emit({
+              type: "wait",
+              name: this.name,
+              requests: 0,
+              durationMs: delayMs,
+              attempt,
+            }),
+        },
+      );
+      attempts = n;
+      if (!value) return { lease: null, attempts };
+      const lease = new Lease({
+        host: this.#host,
+        name: this.name,
+        owner,
+        id: value.id,
+        leaseTime,
+        watchdog,
+        expiresAt: value.sentAt + leaseTime,
+      });
+      try {
+        await lease.startKeepAlive(keepAlive, this.#ctx.keeper);
+      } catch (error) {
+        // Without the requested keep-alive the caller cannot rely on the lease: give it back.
+        await lease.release().catch(() => {});
+        throw error;
+      }
+      acquired = true;
+      return { lease, attempts };
+    } finally {
+      this.#ctx.emit({
+        type: "acquire",
+        name: this.name,
+        requests: counter.requests,
+        durationMs: Date.now() - started,
+        acquired,
+        attempts,
+      });
+    }
+  }
+
+  async #attempt(
+    owner: string,
+    leaseTime: number,
+    signal: AbortSignal | undefined,
+    counter: RequestCounter,
+  ): Promise<AttemptOutcome<Acquired>> {
+    const id = randomHex();
+    const sentAt = Date.now();
+    let reply: [number, number];
+    try {
+      reply = await this.#ctx.runner.run(
+        {
+          script: lockAcquire,
+          lockName: this.name,
+          keys: [this.name, keys.latch(this.name, id)],
+          args: [leaseTime, owner, REPLAY_WINDOW_MS],
+          signal,
+        },
+        decodeAcquire,
+        counter,
+      );
+    } catch (error) {
+      const unanswered =
+        (signal?.aborted && error === signal.reason) ||
+        (error instanceof TransportError && error.ambiguous);
+      if (unanswered) this.#cancel(owner, id);
+      throw error;
+    }
+    const [status, value] = reply;
+    if (status === 1) return { acquired: { id, sentAt } };
+    // -1: this attempt's latch was already used; poll again soon with a new request id.
+    return { pttl: status === 0 ? value : 0 };
+  }
+
+  /** Makes sure an acquire whose answer never arrived leaves no hold behind. */
+  #cancel(owner: string, id: string): void {
+    const counter = { requests: 0 };
+    const started = Date.now();
+    const task = this.#ctx.runner
+      .run(
+        {
+          script: lockCancel,
+          lockName: this.name,
+          keys: [this.name, keys.latch(this.name, id), keys.channel(this.name)],
+          args: [owner, REPLAY_WINDOW_MS],
+        },
+        asInteger,
+        counter,
+      )
+      .catch((error: unknown) => this.#reportError("cancel", error, counter.requests, started));
+    this.#ctx.background(task);
+  }
+
+  async #renew(lease: Lease, leaseTime: number, by: "call" | "timer"): Promise<boolean> {
+    const counter = { requests: 0 };
+    const started = Date.now();
+    const [renewed] = await this.#ctx.runner.run(
+      { script: lockRenew, lockName: this.name, keys: [this.name], args: [leaseTime, lease.owner] },
+      (r) => asIntegers(r, 1),
+      counter,
+    );
+    this.#ctx.emit({
+      type: "renew",
+      name: this.name,
+      requests: counter.requests,
+      durationMs: Date.now() - started,
+      renewed: renewed === 1,
+      by,
+    });
+    return renewed === 1;
+  }
+
+  async #release(owner: string, id: string, leaseTime: number): Promise<ReleaseResult> {
+    const counter = { requests: 0 };
+    const started = Date.now();
+    const result = await this.#ctx.runner.run(
+      {
+        script: lockRelease,
+        lockName: this.name,
+        keys: [this.name, keys.latch(this.name, id), keys.channel(this.name)],
+        args: [owner, leaseTime, REPLAY_WINDOW_MS],
+      },
+      decodeRelease,
+      counter,
+    );
+    this.#ctx.emit({
+      type: "release",
+      name: this.name,
+      requests: counter.requests,
+      durationMs: Date.now() - started,
+      result,
+    });
+    return result;
+  }
+
+  async #inspect(owner: string): Promise<[number, number, number]> {
+    return this.#ctx.runner.run(
+      { script: lockInspect, lockName: this.name, keys: [this.name], args: [owner] },
+      decodeInspect,
+      { requests: 0 },
+    );
+  }
+
+  #reportError(
+    operation: "cancel" | "renew" | "keeper",
+    error: unknown,
+    requests: number,
+    started: number,
+  ) {
+    if (!(error instanceof TransportError)) return;
+    this.#ctx.emit({
+      type: "error",
+      name: this.name,
+      requests,
+      durationMs: started ? Date.now() - started : 0,
+      operation,
+      error,
+    });
+  }
+}
+
+/** One lease to renew in a batch: see {@link renewLeases}. */
+export interface LeaseToRenew {
+  name: string;
+  owner: string;
+  leaseTime: number;
+}
+
+/**
+ * Renews many leases in one request (Redisson LockRenewalScheduler's batched renewal).
+ * @returns per lease, true when renewed, false when no longer held.
+ */
+export async function renewLeases(
+  ctx: LockContext,
+  leases: readonly LeaseToRenew[],
+  counter: RequestCounter,
+): Promise<boolean[]> {
+  if (leases.length === 0) return [];
+  const reply = await ctx.runner.run(
+    {
+      script: lockRenew,
+      lockName: leases[0]?.name ?? "",
+      keys: leases.map((l) => l.name),
+      args: leases.flatMap((l) => [l.leaseTime, l.owner]),
+    },
+    (r) => asIntegers(r, leases.length),
+    counter,
+  );
+  return reply.map((n) => n === 1);
+}

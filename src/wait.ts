@@ -1,0 +1,113 @@
+/**
+ * Waiting without pub/sub: the waiter polls, sleeping with jittered exponential backoff. Each
+ * sleep is bounded by the holder's PTTL (returned by the acquire script, so the waiter is back
+ * when a crashed holder's lease runs out) and by the waiter's own deadline, and never drops below
+ * a floor, so a waiter never polls in a hot loop. Redisson waits on pub/sub with a timeout of
+ * `min(ttl, remaining)` (RedissonLock#tryLock); RedissonSpinLock polls with exponential backoff.
+ * @module
+ */
+import { sleep } from "./abort.js";
+import { checkOptions } from "./validate.js";
+
+/**
+ * Backoff between acquire attempts. Every poll is a billed request, so the defaults start
+ * small (a hand-off after a short critical section is picked up within a few ms) and grow
+ * quickly to a cap of one poll per second per waiter for long holds.
+ */
+export interface BackoffOptions {
+  /** First sleep before jitter, in ms. Integer ≥ 1. @default 20 */
+  initialDelay?: number;
+  /** Largest sleep before jitter, in ms. Integer ≥ `initialDelay`. @default 1000 */
+  maxDelay?: number;
+  /** Growth factor per failed attempt. Number in [1, 10]. @default 2 */
+  multiplier?: number;
+}
+
+/** Backoff with every field resolved. */
+export type BackoffPolicy = Required<BackoffOptions>;
+
+/** Defaults of {@link BackoffOptions}. */
+export const DEFAULT_BACKOFF: Readonly<BackoffPolicy> = Object.freeze({
+  initialDelay: 20,
+  maxDelay: 1_000,
+  multiplier: 2,
+});
+
+/** No sleep between two attempts is shorter than this (ms), whatever the PTTL says. */
+export const SLEEP_FLOOR_MS = 5;
+
+/** Validates and fills in {@link BackoffOptions}. */
+export function resolveBackoff(options: BackoffOptions | undefined): BackoffPolicy {
+  const o = checkOptions(options, "backoff", ["initialDelay", "maxDelay", "multiplier"]);
+  const policy = { ...DEFAULT_BACKOFF, ...o };
+  const { initialDelay, maxDelay, multiplier } = policy;
+  if (typeof initialDelay !== "number" || !Number.isInteger(initialDelay) || initialDelay < 1) {
+    throw new RangeError("`backoff.initialDelay` must be an integer number of ms ≥ 1");
+  }
+  if (typeof maxDelay !== "number" || !Number.isInteger(maxDelay) || maxDelay < initialDelay) {
+    throw new RangeError(
+      "`backoff.maxDelay` must be an integer number of ms ≥ `backoff.initialDelay`",
+    );
+  }
+  if (typeof multiplier !== "number" || !(multiplier >= 1 && multiplier <= 10)) {
+    throw new RangeError("`backoff.multiplier` must be a number in [1, 10]");
+  }
+  return policy;
+}
+
+/**
+ * The sleep before attempt `attempt + 1`, in ms: equal jitter over the exponential step
+ * (half fixed, half random, as Redisson's EqualJitterDelay), capped by the holder's PTTL
+ * (`pttl` < 0 means unknown or no TTL) and by `remaining`, and never below the floor unless
+ * the deadline is closer than that.
+ */
+export function backoffDelay(
+  policy: BackoffPolicy,
+  attempt: number,
+  pttl: number,
+  remaining: number,
+  random: () => number = Math.random,
+): number {
+  const step = Math.min(policy.maxDelay, policy.initialDelay * policy.multiplier ** attempt);
+  let delay = step / 2 + random() * (step / 2);
+  if (pttl >= 0) delay = Math.min(delay, pttl);
+  delay = Math.max(delay, SLEEP_FLOOR_MS);
+  return Math.max(0, Math.ceil(Math.min(delay, remaining)));
+}
+
+/** What one acquire attempt found. */
+export type AttemptOutcome<T> = { acquired: T } | { pttl: number };
+
+/** Options of {@link pollUntil}. */
+export interface PollOptions {
+  /** Wait budget in ms; `undefined` waits until `signal` aborts. 0 = one attempt. */
+  waitTime: number | undefined;
+  signal: AbortSignal | undefined;
+  policy: BackoffPolicy;
+  /** Called before each sleep with its length in ms. */
+  onSleep?: (delayMs: number, attempt: number) => void;
+}
+
+/**
+ * Runs `attempt` until it acquires or the wait budget is spent. The last attempt starts no later
+ * than the deadline, so the call returns at most one round trip after it; once it has returned
+ * `null` it makes no further attempt.
+ * @returns the acquired value and the number of attempts, or `null` and the attempts made.
+ * @throws signal.reason when aborted (an attempt in flight is the caller's to clean up).
+ */
+export async function pollUntil<T>(
+  attempt: () => Promise<AttemptOutcome<T>>,
+  options: PollOptions,
+): Promise<{ value: T | null; attempts: number }> {
+  const deadline =
+    options.waitTime === undefined ? Number.POSITIVE_INFINITY : Date.now() + options.waitTime;
+  for (let n = 0; ; n++) {
+    const outcome = await attempt();
+    if ("acquired" in outcome) return { value: outcome.acquired, attempts: n + 1 };
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) return { value: null, attempts: n + 1 };
+    const delay = backoffDelay(options.policy, n, outcome.pttl, remaining);
+    options.onSleep?.(delay, n + 1);
+    await sleep(delay, options.signal);
+  }
+}

@@ -1,0 +1,269 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LeaseLostError, LockNotHeldError, LockTimeoutError } from "../src/index.js";
+import { keyPrefix, type RawRedis, rawRedis } from "./support/env.js";
+import { aborted, recordingEdgeLock } from "./support/locks.js";
+
+const prefix = keyPrefix();
+let raw: RawRedis;
+beforeAll(async () => {
+  raw = await rawRedis();
+});
+afterAll(async () => {
+  await raw.close();
+});
+
+describe("reentrant lock", () => {
+  it("acquires, excludes another owner, and releases", async () => {
+    const { edgelock } = recordingEdgeLock();
+    const lock = edgelock.getLock(`${prefix}basic`);
+    const lease = await lock.tryLock({ leaseTime: 10_000 });
+    expect(lease).not.toBeNull();
+    if (!lease) return;
+    expect(lease.owner.startsWith(`${edgelock.clientId}:`)).toBe(true);
+    expect(await lock.isLocked()).toBe(true);
+    expect(await lock.isHeldBy(lease.owner)).toBe(true);
+    expect(await lock.tryLock({ leaseTime: 10_000 })).toBeNull();
+    const other = recordingEdgeLock().edgelock.getLock(`${prefix}basic`);
+    expect(await other.tryLock()).toBeNull();
+    expect(await lease.release()).toBe("released");
+    expect(await lock.isLocked()).toBe(false);
+    expect(await lock.remainTimeToLive()).toBe(-2);
+    expect(lease.signal.aborted).toBe(true);
+    expect(lease.signal.reason).toBeInstanceOf(LeaseLostError);
+  });
+
+  it("stores Redisson's layout: a HASH with field = owner and value = hold count", async () => {
+    const { edgelock } = recordingEdgeLock();
+    const name = `${prefix}layout`;
+    const lease = await edgelock.getLock(name).tryLock({ leaseTime: 5_000 });
+    if (!lease) throw new Error("not acquired");
+    expect(String(await raw.type(name))).toBe("hash");
+    const fields = await raw.hGetAll(name);
+    expect(Object.keys(fields)).toEqual([lease.owner]);
+    expect(String(fields[lease.owner])).toBe("1");
+    const pttl = await raw.pTTL(name);
+    expect(pttl).toBeGreaterThan(4_000);
+    expect(pttl).toBeLessThanOrEqual(5_000);
+    await lease.release();
+  });
+
+  it("re-enters with the same owner and counts holds like Redisson", async () => {
+    const { edgelock } = recordingEdgeLock();
+    const lock = edgelock.getLock(`${prefix}reentrant`);
+    const first = await lock.tryLock({ leaseTime: 10_000 });
+    if (!first) throw new Error("not acquired");
+    const second = await lock.tryLock({ leaseTime: 10_000, owner: first.owner });
+    if (!second) throw new Error("re-entry refused");
+    expect(second.owner).toBe(first.owner);
+    expect(await lock.getHoldCount(first.owner)).toBe(2);
+    expect(await second.release()).toBe("still-held");
+    expect(await lock.getHoldCount(first.owner)).toBe(1);
+    expect(await lock.isLocked()).toBe(true);
+    expect(await first.release()).toBe("released");
+    expect(await lock.getHoldCount(first.owner)).toBe(0);
+  });
+
+  it("releasing one lease twice has the effect of once", async () => {
+    const { edgelock } = recordingEdgeLock();
+    const lock = edgelock.getLock(`${prefix}twice`);
+    const first = await lock.tryLock({ leaseTime: 10_000 });
+    if (!first) throw new Error("not acquired");
+    const second = await lock.tryLock({ leaseTime: 10_000, owner: first.owner });
+    if (!second) throw new Error("re-entry refused");
+    expect(await second.release()).toBe("still-held");
+    expect(await second.release()).toBe("still-held");
+    // A restored copy of the same lease shares its id: still one decrement.
+    expect(await edgelock.restoreLease(second.toJSON()).release()).toBe("still-held");
+    expect(await lock.getHoldCount(first.owner)).toBe(1);
+    await first.release();
+  });
+
+  it("a fixed lease expires; release then reports expired and renew rejects", async () => {
+    const { edgelock } = recordingEdgeLock();
+    const lock = edgelock.getLock(`${prefix}expiry`);
+    const lease = await lock.tryLock({ leaseTime: 150 });
+    if (!lease) throw new Error("not acquired");
+    expect(lease.expiresAt).toBeLessThanOrEqual(Date.now() + 150);
+    // The waiter's sleeps are bounded by the holder's PTTL, so it gets in right after expiry.
+    const next = await recordingEdgeLock()
+      .edgelock.getLock(`${prefix}expiry`)
+      .tryLock({ waitTime: 5_000, leaseTime: 5_000 });
+    expect(next).not.toBeNull();
+    await expect(lease.renew()).rejects.toBeInstanceOf(LeaseLostError);
+    expect(lease.signal.aborted).toBe(true);
+    expect(await lease.release()).toBe("not-owner");
+    expect(await next?.release()).toBe("released");
+    expect(await lease.release()).toBe("not-owner");
+  });
+
+  it("release of an expired lease with no new holder reports expired", async () => {
+    const { edgelock } = recordingEdgeLock();
+    const lock = edgelock.getLock(`${prefix}expired`);
+    const lease = await lock.tryLock({ leaseTime: 50 });
+    if (!lease) throw new Error("not acquired");
+    const waiter = await lock.tryLock({ waitTime: 2_000, leaseTime: 50 });
+    // The waiter got in only after the first lease ran out; let it run out too.
+    if (!waiter) throw new Error("waiter not acquired");
+    const third = await lock.tryLock({ waitTime: 2_000, leaseTime: 1_000 });
+    if (!third) throw new Error("third not acquired");
+    await third.release();
+    expect(await waiter.release()).toBe("expired");
+  });
+
+  it("renew extends the TTL and a watchdog lease outlives watchdogTimeout", async () => {
+    const { edgelock, events, until } = recordingEdgeLock({ watchdogTimeout: 300 });
+    const lock = edgelock.getLock(`${prefix}watchdog`);
+    const lease = await lock.tryLock();
+    if (!lease) throw new Error("not acquired");
+    expect(lease.watchdog).toBe(true);
+    expect(lease.leaseTime).toBe(300);
+    // Wait for four timer renewals: well past the 300 ms watchdog timeout.
+    await until((_, all) => all.filter((e) => e.type === "renew" && e.renewed).length >= 4);
+    expect(await lock.isHeldBy(lease.owner)).toBe(true);
+    expect(lease.signal.aborted).toBe(false);
+    await lease.renew(5_000);
+    expect(await lock.remainTimeToLive()).toBeGreaterThan(4_000);
+    expect(await lease.release()).toBe("released");
+    const renewsAtRelease = events.filter((e) => e.type === "renew").length;
+    await lock.tryLock({ leaseTime: 1_000 }).then((l) => l?.release());
+    expect(events.filter((e) => e.type === "renew").length).toBe(renewsAtRelease);
+  });
+
+  it("keep-alive finds a lost lease and aborts lease.signal with LeaseLostError", async () => {
+    const { edgelock, events } = recordingEdgeLock({ watchdogTimeout: 300 });
+    const lock = edgelock.getLock(`${prefix}lost`);
+    const lease = await lock.tryLock();
+    if (!lease) throw new Error("not acquired");
+    expect(await lock.forceUnlock()).toBe(true);
+    const reason = await aborted(lease.signal);
+    expect(reason).toBeInstanceOf(LeaseLostError);
+    expect((reason as LeaseLostError).reason).toBe("lost");
+    expect(events.some((e) => e.type === "lost")).toBe(true);
+    expect(await lock.forceUnlock()).toBe(false);
+  });
+
+  it("unlock(owner) throws LockNotHeldError for a non-owner and after expiry", async () => {
+    const { edgelock } = recordingEdgeLock();
+    const lock = edgelock.getLock(`${prefix}unlock`);
+    await expect(lock.unlock("nobody")).rejects.toMatchObject({
+      code: "LOCK_NOT_HELD",
+      reason: "expired",
+    });
+    const lease = await lock.tryLock({ leaseTime: 5_000 });
+    if (!lease) throw new Error("not acquired");
+    const error = await lock.unlock("someone-else").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockNotHeldError);
+    expect(error).toMatchObject({ name: "LockNotHeldError", reason: "not-owner" });
+    await lock.unlock(lease.owner);
+    expect(await lock.isLocked()).toBe(false);
+    await expect(lock.unlock(lease.owner)).rejects.toBeInstanceOf(LockNotHeldError);
+  });
+
+  it("a stale owner cannot release a new owner's lock", async () => {
+    const a = recordingEdgeLock().edgelock.getLock(`${prefix}stale`);
+    const b = recordingEdgeLock().edgelock.getLock(`${prefix}stale`);
+    const stale = await a.tryLock({ leaseTime: 100 });
+    if (!stale) throw new Error("not acquired");
+    const fresh = await b.tryLock({ waitTime: 3_000, leaseTime: 10_000 });
+    if (!fresh) throw new Error("not acquired after expiry");
+    expect(await stale.release()).toBe("not-owner");
+    await expect(a.unlock(stale.owner)).rejects.toBeInstanceOf(LockNotHeldError);
+    expect(await b.isHeldBy(fresh.owner)).toBe(true);
+    expect(await b.getHoldCount(fresh.owner)).toBe(1);
+    await fresh.release();
+  });
+
+  it("forceUnlock deletes whoever holds the lock", async () => {
+    const { edgelock } = recordingEdgeLock();
+    const lock = edgelock.getLock(`${prefix}force`);
+    await lock.tryLock({ leaseTime: 10_000 });
+    expect(await lock.forceUnlock()).toBe(true);
+    expect(await lock.isLocked()).toBe(false);
+    expect(await lock.forceUnlock()).toBe(false);
+  });
+
+  it("remainTimeToLive follows PTTL semantics", async () => {
+    const { edgelock } = recordingEdgeLock();
+    const name = `${prefix}pttl`;
+    const lock = edgelock.getLock(name);
+    expect(await lock.remainTimeToLive()).toBe(-2);
+    await raw.hSet(name, "jvm-client:1", "1");
+    expect(await lock.remainTimeToLive()).toBe(-1);
+    expect(await lock.isLocked()).toBe(true);
+    await raw.del(name);
+  });
+
+  it("two acquires without owner exclude each other even on one EdgeLock", async () => {
+    const { edgelock } = recordingEdgeLock();
+    const lock = edgelock.getLock(`${prefix}same-instance`);
+    const [x, y] = await Promise.all([
+      lock.tryLock({ leaseTime: 5_000 }),
+      lock.tryLock({ leaseTime: 5_000 }),
+    ]);
+    expect([x, y].filter((l) => l !== null)).toHaveLength(1);
+    await (x ?? y)?.release();
+  });
+
+  it("await using releases at the end of the block", async () => {
+    const { edgelock } = recordingEdgeLock();
+    const lock = edgelock.getLock(`${prefix}using`);
+    {
+      const lease = await lock.tryLock({ leaseTime: 5_000 });
+      if (!lease) throw new Error("not acquired");
+      await using held = lease;
+      expect(await lock.isHeldBy(held.owner)).toBe(true);
+    }
+    expect(await lock.isLocked()).toBe(false);
+  });
+});
+
+describe("withLock", () => {
+  it("runs the callback under the lock and returns its value", async () => {
+    const { edgelock } = recordingEdgeLock();
+    const lock = edgelock.getLock(`${prefix}with`);
+    const value = await edgelock.withLock(`${prefix}with`, async (lease) => {
+      expect(await lock.isHeldBy(lease.owner)).toBe(true);
+      return 42;
+    });
+    expect(value).toBe(42);
+    expect(await lock.isLocked()).toBe(false);
+  });
+
+  it("releases when the callback throws, and rethrows", async () => {
+    const { edgelock } = recordingEdgeLock();
+    const boom = new Error("boom");
+    await expect(
+      edgelock.withLock(`${prefix}with-throw`, () => {
+        throw boom;
+      }),
+    ).rejects.toBe(boom);
+    expect(await edgelock.getLock(`${prefix}with-throw`).isLocked()).toBe(false);
+  });
+
+  it("throws LockTimeoutError when the lock stays busy for waitTime", async () => {
+    const { edgelock } = recordingEdgeLock();
+    const holder = await edgelock.getLock(`${prefix}with-busy`).tryLock({ leaseTime: 10_000 });
+    const error = await edgelock
+      .withLock(`${prefix}with-busy`, () => "never", { waitTime: 100, leaseTime: 1_000 })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LockTimeoutError);
+    expect(error).toMatchObject({ code: "LOCK_TIMEOUT", waitTime: 100 });
+    expect((error as LockTimeoutError).attempts).toBeGreaterThanOrEqual(2);
+    await holder?.release();
+  });
+});
+
+describe("requests", () => {
+  it("an uncontended acquire + release takes 2 HTTP requests on a warm client", async () => {
+    const rec = recordingEdgeLock();
+    const lock = rec.edgelock.getLock(`${prefix}requests`);
+    await (await lock.tryLock({ leaseTime: 5_000 }))?.release(); // warm the script cache
+    rec.events.length = 0;
+    for (let i = 0; i < 5; i++) {
+      const lease = await lock.tryLock({ leaseTime: 5_000 });
+      await lease?.release();
+    }
+    expect(rec.requests("acquire")).toBe(5);
+    expect(rec.requests("release")).toBe(5);
+  });
+});

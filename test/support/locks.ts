@@ -1,0 +1,65 @@
+/** Helpers for lock tests: an EdgeLock on the shared bridge that records its events. */
+import type { Redis } from "@upstash/redis";
+import { EdgeLock, type EdgeLockOptions, type LockEvent } from "../../src/index.js";
+import { bridgeRedis } from "./env.js";
+
+/** An EdgeLock plus every event it emitted and every background task it started. */
+export interface RecordingEdgeLock {
+  edgelock: EdgeLock;
+  redis: Redis;
+  events: LockEvent[];
+  /** Background tasks handed to `waitUntil` (cancellations of unanswered acquires). */
+  background: Promise<unknown>[];
+  /** Sum of `requests` over the recorded events of `type`. */
+  requests(type?: LockEvent["type"]): number;
+  /** Resolves with the first event (recorded before or after the call) matching `predicate`. */
+  until(predicate: (event: LockEvent, all: readonly LockEvent[]) => boolean): Promise<LockEvent>;
+}
+
+/** An EdgeLock on `redis` (default: a fresh client on the shared bridge) recording its events. */
+export function recordingEdgeLock(
+  options: Partial<EdgeLockOptions> = {},
+  redis: Redis = bridgeRedis(),
+): RecordingEdgeLock {
+  const events: LockEvent[] = [];
+  const background: Promise<unknown>[] = [];
+  const waiters = new Set<(e: LockEvent) => void>();
+  const edgelock = new EdgeLock({
+    redis,
+    onEvent: (e) => {
+      events.push(e);
+      for (const w of [...waiters]) w(e);
+    },
+    waitUntil: (p) => background.push(p),
+    ...options,
+  });
+  return {
+    edgelock,
+    redis,
+    events,
+    background,
+    requests: (type) =>
+      events
+        .filter((e) => type === undefined || e.type === type)
+        .reduce((n, e) => n + e.requests, 0),
+    until: (predicate) =>
+      new Promise((resolve) => {
+        const seen = events.find((e) => predicate(e, events));
+        if (seen) return resolve(seen);
+        const waiter = (e: LockEvent) => {
+          if (!predicate(e, events)) return;
+          waiters.delete(waiter);
+          resolve(e);
+        };
+        waiters.add(waiter);
+      }),
+  };
+}
+
+/** Resolves when `signal` aborts, with its reason. */
+export function aborted(signal: AbortSignal): Promise<unknown> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve(signal.reason);
+    else signal.addEventListener("abort", () => resolve(signal.reason), { once: true });
+  });
+}
