@@ -166,7 +166,7 @@ export class EdgeLock {
       "owner",
     ]);
     const waitTime = checkWaitTime(o.waitTime) ?? DEFAULT_WITH_LOCK_WAIT_MS;
-    const { lease, attempts } = await lock.tryLockCounted({ ...o, waitTime });
+    const { lease, attempts } = await lock.tryAcquire({ ...o, waitTime });
     if (!lease) throw new LockTimeoutError(name, waitTime, attempts);
     try {
       return await fn(lease);

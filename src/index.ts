@@ -45,6 +45,12 @@ export {
   MAX_TIME_MS,
   REPLAY_WINDOW_MS,
 } from "./limits.js";
-export type { LeaseToRenew, LockOptions, ReentrantLock, TryLockOptions } from "./locks/lock.js";
+export type {
+  AcquireResult,
+  LeaseToRenew,
+  LockOptions,
+  ReentrantLock,
+  TryLockOptions,
+} from "./locks/lock.js";
 export type { RedisLike } from "./transport/index.js";
 export { type BackoffOptions, DEFAULT_BACKOFF, SLEEP_FLOOR_MS } from "./wait.js";

@@ -92,20 +92,21 @@ export interface PollOptions {
  * Runs `attempt` until it acquires or the wait budget is spent. The last attempt starts no later
  * than the deadline, so the call returns at most one round trip after it; once it has returned
  * `null` it makes no further attempt.
- * @returns the acquired value and the number of attempts, or `null` and the attempts made.
+ * @returns the acquired value and the number of attempts, or `null`, the attempts made and the
+ * holder's PTTL seen by the last attempt.
  * @throws signal.reason when aborted (an attempt in flight is the caller's to clean up).
  */
 export async function pollUntil<T>(
   attempt: () => Promise<AttemptOutcome<T>>,
   options: PollOptions,
-): Promise<{ value: T | null; attempts: number }> {
+): Promise<{ value: T; attempts: number } | { value: null; attempts: number; pttl: number }> {
   const deadline =
     options.waitTime === undefined ? Number.POSITIVE_INFINITY : Date.now() + options.waitTime;
   for (let n = 0; ; n++) {
     const outcome = await attempt();
     if ("acquired" in outcome) return { value: outcome.acquired, attempts: n + 1 };
     const remaining = deadline - Date.now();
-    if (remaining <= 0) return { value: null, attempts: n + 1 };
+    if (remaining <= 0) return { value: null, attempts: n + 1, pttl: outcome.pttl };
     const delay = backoffDelay(options.policy, n, outcome.pttl, remaining);
     options.onSleep?.(delay, n + 1);
     await sleep(delay, options.signal);

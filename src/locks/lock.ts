@@ -56,6 +56,15 @@ export interface TryLockOptions {
   keepAlive?: KeepAlive;
 }
 
+/**
+ * Result of {@link ReentrantLock.tryAcquire}: the lease, or why there is none. `holderTtl` is
+ * the holder's remaining lease in ms as the last attempt saw it (PTTL: -1 when the key has no
+ * TTL), e.g. for an HTTP `Retry-After`.
+ */
+export type AcquireResult =
+  | { lease: Lease; attempts: number }
+  | { lease: null; attempts: number; holderTtl: number };
+
 /** Options of {@link ReentrantLock.lock}: waits until acquired or `signal` aborts. */
 export type LockOptions = Omit<TryLockOptions, "waitTime">;
 
@@ -111,14 +120,18 @@ export class ReentrantLock {
    * @throws {TransportError} when Redis could not be reached.
    */
   async tryLock(options?: TryLockOptions): Promise<Lease | null> {
-    const o = checkOptions(options, "tryLock", TRY_LOCK_KEYS);
-    const waitTime = checkWaitTime(o.waitTime) ?? 0;
-    return (await this.#acquire(o, waitTime)).lease;
+    return (await this.tryAcquire(options)).lease;
   }
 
-  /** Internal: `tryLock` that also reports the attempts made (for `LockTimeoutError`). */
-  async tryLockCounted(options: TryLockOptions & { waitTime: number }) {
-    return this.#acquire(checkOptions(options, "withLock", TRY_LOCK_KEYS), options.waitTime);
+  /**
+   * `tryLock` that also says why it failed: same options, same requests, same errors.
+   * @returns {@link AcquireResult}: the lease and attempts, or `lease: null` with the attempts
+   * and the holder's remaining lease (`holderTtl`, ms).
+   */
+  async tryAcquire(options?: TryLockOptions): Promise<AcquireResult> {
+    const o = checkOptions(options, "tryLock", TRY_LOCK_KEYS);
+    const waitTime = checkWaitTime(o.waitTime) ?? 0;
+    return this.#acquire(o, waitTime);
   }
 
   /**
@@ -207,10 +220,7 @@ export class ReentrantLock {
     return new Lease({ host: this.#host, name: this.name, ...init });
   }
 
-  async #acquire(
-    o: Partial<TryLockOptions>,
-    waitTime: number | undefined,
-  ): Promise<{ lease: Lease | null; attempts: number }> {
+  async #acquire(o: Partial<TryLockOptions>, waitTime: number | undefined): Promise<AcquireResult> {
     const leaseTimeOption = checkLeaseTime(o.leaseTime);
     const owner =
       o.owner === undefined ? `${this.#ctx.clientId}:${randomHex()}` : checkOwner(o.owner);
@@ -228,24 +238,22 @@ export class ReentrantLock {
     let attempts = 0;
     let acquired = false;
     try {
-      const { value, attempts: n } = await pollUntil(
-        () => this.#attempt(owner, leaseTime, signal, counter),
-        {
-          waitTime,
-          signal,
-          policy: this.#ctx.backoff,
-          onSleep: (delayMs, attempt) =>
-            this.#ctx.emit({
-              type: "wait",
-              name: this.name,
-              requests: 0,
-              durationMs: delayMs,
-              attempt,
-            }),
-        },
-      );
-      attempts = n;
-      if (!value) return { lease: null, attempts };
+      const polled = await pollUntil(() => this.#attempt(owner, leaseTime, signal, counter), {
+        waitTime,
+        signal,
+        policy: this.#ctx.backoff,
+        onSleep: (delayMs, attempt) =>
+          this.#ctx.emit({
+            type: "wait",
+            name: this.name,
+            requests: 0,
+            durationMs: delayMs,
+            attempt,
+          }),
+      });
+      attempts = polled.attempts;
+      if (polled.value === null) return { lease: null, attempts, holderTtl: polled.pttl };
+      const value = polled.value;
       const lease = new Lease({
         host: this.#host,
         name: this.name,

@@ -1,0 +1,670 @@
+/**
+ * Protocol and fault-injection tests of the Upstash-compatible bridge, driven by the real
+ * `@upstash/redis` client and by raw `fetch` for the wire shapes.
+ */
+
+import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { once } from "node:events";
+import { fileURLToPath } from "node:url";
+import type { RedisConfigNodejs } from "@upstash/redis";
+import {
+  afterAll,
+  afterEach,
+  beforeAll,
+  beforeEach,
+  describe,
+  expect,
+  inject,
+  test,
+  vi,
+} from "vitest";
+import { RedisUnavailableError, startBridge } from "../src/bridge/index.js";
+import { seededRandom } from "../src/bridge/faults.js";
+import type { BridgeEndpoint, PrivateBridge, RawRedis } from "./support/env.js";
+import {
+  bridgeControl,
+  bridgeRedis,
+  keyPrefix,
+  rawRedis,
+  sharedBridge,
+  startPrivateBridge,
+} from "./support/env.js";
+import { startRedisServer } from "./support/redis-server.js";
+
+const P = keyPrefix();
+let keyCounter = 0;
+/** A key no other test uses. */
+const key = (label: string) => `${P}${label}:${++keyCounter}`;
+
+let raw: RawRedis;
+beforeAll(async () => {
+  raw = await rawRedis();
+});
+afterAll(async () => {
+  await raw.close();
+});
+
+/** The value of `k` as text, read directly from Redis. */
+async function rawGet(k: string): Promise<string | null> {
+  const value = await raw.get(k);
+  return value === null ? null : value.toString("utf8");
+}
+
+interface RawResponse {
+  status: number;
+  body: unknown;
+}
+
+/** A raw request to a bridge, as `@upstash/redis` would send it. */
+async function post(
+  path: string,
+  body: unknown,
+  options: { base64?: boolean; token?: string | null; endpoint?: BridgeEndpoint } = {},
+): Promise<RawResponse> {
+  const endpoint = options.endpoint ?? sharedBridge();
+  const token = options.token === undefined ? endpoint.token : options.token;
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (token !== null) headers.authorization = `Bearer ${token}`;
+  if (options.base64) headers["upstash-encoding"] = "base64";
+  const response = await fetch(`${endpoint.url}${path}`, {
+    method: "POST",
+    headers,
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+  return { status: response.status, body: await response.json() };
+}
+
+const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
+
+describe("authentication and routes", () => {
+  test("rejects a missing or wrong token with 401", async () => {
+    expect(await post("/", ["PING"], { token: null })).toEqual({
+      status: 401,
+      body: { error: "Unauthorized" },
+    });
+    expect(await post("/", ["PING"], { token: "wrong" })).toEqual({
+      status: 401,
+      body: { error: "Unauthorized" },
+    });
+    const control = await fetch(`${sharedBridge().url}/__bridge/stats`);
+    expect(control.status).toBe(401);
+  });
+
+  test("accepts the token as ?_token=", async () => {
+    const { url, token } = sharedBridge();
+    const response = await fetch(`${url}/?_token=${token}`, {
+      method: "POST",
+      body: JSON.stringify(["PING"]),
+    });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ result: "PONG" });
+  });
+
+  test("GET / identifies the bridge; unknown paths are 404", async () => {
+    const { url } = sharedBridge();
+    const root = await fetch(`${url}/`);
+    expect(root.status).toBe(200);
+    expect(await root.json()).toEqual({ result: "edgelock-bridge" });
+    expect((await post("/set/a/b", [])).status).toBe(404);
+  });
+});
+
+describe("wire format (raw fetch)", () => {
+  test("base64-encodes strings at any depth, leaves a top-level OK, numbers and null", async () => {
+    expect(await post("/", ["PING"], { base64: true })).toEqual({
+      status: 200,
+      body: { result: b64("PONG") },
+    });
+    expect(await post("/", ["SET", key("ok"), "v"], { base64: true })).toEqual({
+      status: 200,
+      body: { result: "OK" },
+    });
+    const script = "return {1, 'a', false, {-2, redis.status_reply('OK'), 'é'}}";
+    expect(await post("/", ["EVAL", script, 0], { base64: true })).toEqual({
+      status: 200,
+      body: { result: [1, b64("a"), null, [-2, b64("OK"), b64("é")]] },
+    });
+    expect(await post("/", ["GET", key("missing")], { base64: true })).toEqual({
+      status: 200,
+      body: { result: null },
+    });
+  });
+
+  test("keeps binary values byte for byte in base64; plain mode gives UTF-8 text", async () => {
+    const k = key("binary");
+    await raw.set(k, Buffer.from([0xff, 0x00, 0xc3]));
+    expect(await post("/", ["GET", k], { base64: true })).toEqual({
+      status: 200,
+      body: { result: "/wDD" },
+    });
+    expect(await post("/", ["GET", k])).toEqual({
+      status: 200,
+      body: { result: "\ufffd\u0000\ufffd" },
+    });
+  });
+
+  test("stringifies number and boolean arguments; rejects objects, arrays and null", async () => {
+    const k = key("args");
+    expect((await post("/", ["SET", k, 12.5, "PX", 60000])).status).toBe(200);
+    expect(await rawGet(k)).toBe("12.5");
+    expect((await post("/", ["SET", k, true])).status).toBe(200);
+    expect(await rawGet(k)).toBe("true");
+    for (const bad of [{ a: 1 }, [1], null]) {
+      const response = await post("/", ["SET", k, bad]);
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({ error: expect.stringContaining("argument 2") });
+    }
+    expect((await post("/", "not json")).status).toBe(400);
+    expect((await post("/", [])).status).toBe(400);
+    expect((await post("/pipeline", [])).status).toBe(400);
+    expect((await post("/pipeline", ["PING"])).status).toBe(400);
+  });
+
+  test("a Redis error reply on a single command is 400 with the message intact", async () => {
+    expect(await post("/", ["EVALSHA", "0".repeat(40), 0])).toEqual({
+      status: 400,
+      body: { error: expect.stringMatching(/^NOSCRIPT No matching script/) },
+    });
+  });
+
+  test("pipeline answers 200 with per-entry results and errors", async () => {
+    const k = key("pipe");
+    const response = await post(
+      "/pipeline",
+      [
+        ["SET", k, "v"],
+        ["HINCRBY", k, "f", 1],
+        ["GET", k],
+        ["EVAL", "return redis.error_reply('boom')", 0],
+      ],
+      { base64: true },
+    );
+    expect(response).toEqual({
+      status: 200,
+      body: [
+        { result: "OK" },
+        { error: expect.stringMatching(/^WRONGTYPE/) },
+        { result: b64("v") },
+        { error: expect.stringContaining("boom") },
+      ],
+    });
+  });
+
+  test("multi-exec applies atomically and reports a WRONGTYPE entry", async () => {
+    const k = key("tx");
+    const response = await post("/multi-exec", [
+      ["SET", k, "1"],
+      ["HSET", k, "a", "b"],
+      ["INCR", k],
+    ]);
+    expect(response).toEqual({
+      status: 200,
+      body: [
+        { result: "OK" },
+        { error: expect.stringMatching(/^WRONGTYPE/) },
+        { result: 2 },
+      ],
+    });
+  });
+
+  test("EXECABORT answers 400 and applies nothing", async () => {
+    const k1 = key("abort");
+    const k2 = key("abort");
+    const response = await post("/multi-exec", [
+      ["SET", k1, "1"],
+      ["SET", k2],
+      ["INCR", k1],
+    ]);
+    expect(response.status).toBe(400);
+    expect(response.body).toEqual({ error: expect.stringMatching(/^EXECABORT/) });
+    expect(await raw.exists([k1, k2])).toBe(0);
+  });
+
+  test("concurrent transactions never interleave", async () => {
+    const k = key("serial");
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        post("/multi-exec", [
+          ["INCR", k],
+          ["INCR", k],
+        ]),
+      ),
+    );
+    const pairs = results.map(({ body }) => (body as { result: number }[]).map((e) => e.result));
+    for (const [first, second] of pairs) expect(second).toBe((first ?? 0) + 1);
+    expect(await rawGet(k)).toBe("40");
+  });
+
+  test("refuses commands that would wedge the shared connection", async () => {
+    for (const command of [
+      ["SUBSCRIBE", "ch"],
+      ["psubscribe", "c*"],
+      ["SSUBSCRIBE", "ch"],
+      ["MONITOR"],
+      ["BLPOP", key("list"), 0],
+      ["XREAD", "BLOCK", 0, "STREAMS", key("s"), "$"],
+      ["MULTI"],
+      ["SELECT", 1],
+    ]) {
+      const response = await post("/", command);
+      expect(response.status, JSON.stringify(command)).toBe(400);
+    }
+    const pipeline = await post("/pipeline", [["PING"], ["SUBSCRIBE", "ch"]]);
+    expect(pipeline.status).toBe(400);
+    // A bounded block is allowed, and the shared connection still works afterwards.
+    expect(await post("/", ["BLPOP", key("list"), 0.01])).toEqual({
+      status: 200,
+      body: { result: null },
+    });
+    expect(await post("/", ["PING"])).toEqual({ status: 200, body: { result: "PONG" } });
+  });
+});
+
+const CLIENT_CONFIGS: [string, Partial<RedisConfigNodejs>][] = [
+  ["default client (auto-pipelining, base64)", {}],
+  ["enableAutoPipelining: false", { enableAutoPipelining: false }],
+  ["responseEncoding: false", { responseEncoding: false }],
+];
+
+describe.each(CLIENT_CONFIGS)("@upstash/redis with %s", (_name, options) => {
+  const redis = bridgeRedis(options);
+
+  test("ping, set/get of unicode and JSON strings", async () => {
+    expect(await redis.ping()).toBe("PONG");
+    const text = "héllo wörld ✓ 🚀 日本語 e\u0301 \u0000 end";
+    const k = key("unicode");
+    expect(await redis.set(k, text)).toBe("OK");
+    expect(await redis.get(k)).toBe(text);
+    expect(await rawGet(k)).toBe(text);
+
+    const j = key("json");
+    await redis.set(j, { a: 1, nested: { b: "ü" } });
+    expect(await rawGet(j)).toBe('{"a":1,"nested":{"b":"ü"}}');
+    expect(await redis.get(j)).toEqual({ a: 1, nested: { b: "ü" } });
+    expect(await redis.set(j, "OK")).toBe("OK");
+    expect(await redis.get(j)).toBe("OK");
+  });
+
+  test("numbers and booleans are stored as their text", async () => {
+    const k = key("num");
+    await redis.set(k, 12345, { px: 60000 });
+    expect(await rawGet(k)).toBe("12345");
+    expect(await redis.get(k)).toBe(12345);
+    expect(await redis.incrby(k, -345)).toBe(12000);
+    const h = key("hash");
+    expect(await redis.hset(h, { n: 7, flag: true, s: "x" })).toBe(3);
+    expect((await raw.hGet(h, "flag"))?.toString()).toBe("true");
+    expect(await redis.hgetall(h)).toEqual({ n: 7, flag: true, s: "x" });
+  });
+
+  test("eval results: nil, integers, strings, status, nested arrays, errors", async () => {
+    const k = key("eval");
+    expect(await redis.eval("return nil", [], [])).toBeNull();
+    expect(await redis.eval("return 42", [], [])).toBe(42);
+    expect(await redis.eval("return -7", [], [])).toBe(-7);
+    expect(await redis.eval("return 'hello'", [], [])).toBe("hello");
+    expect(await redis.eval("return redis.status_reply('OK')", [], [])).toBe("OK");
+    expect(await redis.eval("return redis.status_reply('FINE')", [], [])).toBe("FINE");
+    expect(
+      await redis.eval("return {1, 'a', false, {2, 'b', redis.status_reply('OK')}, nil, 9}", [], []),
+    ).toEqual([1, "a", null, [2, "b", "OK"]]);
+    expect(
+      await redis.eval(
+        "redis.call('SET', KEYS[1], ARGV[1]); return {KEYS[1], ARGV[1], ARGV[2]}",
+        [k],
+        ["v1", 30000],
+      ),
+    ).toEqual([k, "v1", 30000]);
+    expect(await rawGet(k)).toBe("v1");
+    // An error nested in a table comes back as its message (documented bridge choice).
+    expect(await redis.eval("return {1, redis.error_reply('nested')}", [], [])).toEqual([
+      1,
+      expect.stringContaining("nested"),
+    ]);
+    await expect(redis.eval("return redis.error_reply('boom')", [], [])).rejects.toThrow(/boom/);
+    await expect(redis.eval("return redis.call('NOPE')", [], [])).rejects.toThrow(/Unknown/i);
+  });
+
+  test("evalsha of an unknown script fails with NOSCRIPT; createScript().exec() falls back", async () => {
+    const unknown = createHash("sha1").update(`${P}never loaded`).digest("hex");
+    await expect(redis.evalsha(unknown, [], [])).rejects.toThrow(/NOSCRIPT/);
+
+    const bridge = await startPrivateBridge();
+    try {
+      const client = bridge.redis(options);
+      // A script no one has loaded yet: unique text, so its SHA-1 is new to Redis.
+      const script = client.createScript<string>(`-- ${P}${_name}\nreturn ARGV[1]`);
+      expect(await script.exec([], ["first"])).toBe("first");
+      expect(await script.exec([], ["second"])).toBe("second");
+      const { byCommand } = bridge.bridge.stats();
+      expect(byCommand).toMatchObject({ evalsha: 2, eval: 1 });
+    } finally {
+      await bridge.close();
+    }
+  });
+
+  test("pipeline with keepErrors and multi with a WRONGTYPE entry", async () => {
+    const k = key("p");
+    const pipeline = redis.pipeline().set(k, "v").hincrby(k, "f", 1).get(k);
+    expect(await pipeline.exec({ keepErrors: true })).toEqual([
+      { result: "OK", error: undefined },
+      { result: undefined, error: expect.stringMatching(/^WRONGTYPE/) },
+      { result: "v", error: undefined },
+    ]);
+    await expect(redis.pipeline().get(k).hincrby(k, "f", 1).exec()).rejects.toThrow(
+      /Command 2 \[ hincrby \] failed: WRONGTYPE/,
+    );
+
+    const m = key("m");
+    const results = await redis.multi().set(m, 1).hset(m, { a: "b" }).incr(m).exec({
+      keepErrors: true,
+    });
+    expect(results).toEqual([
+      { result: "OK", error: undefined },
+      { result: undefined, error: expect.stringMatching(/^WRONGTYPE/) },
+      { result: 2, error: undefined },
+    ]);
+  });
+});
+
+describe("auto-pipelining", () => {
+  test("concurrent commands share /pipeline requests", async () => {
+    const bridge = await startPrivateBridge();
+    try {
+      const redis = bridge.redis();
+      const k = key("batch");
+      const results = await Promise.all(Array.from({ length: 100 }, () => redis.incr(k)));
+      expect(new Set(results).size).toBe(100);
+      expect(await rawGet(k)).toBe("100");
+      const stats = bridge.bridge.stats();
+      expect(stats.byCommand.incr).toBe(100);
+      expect(stats.byRoute.pipeline).toBeLessThan(20);
+    } finally {
+      await bridge.close();
+    }
+  });
+});
+
+describe("faults", () => {
+  let bridge: PrivateBridge;
+  beforeEach(async () => {
+    bridge = await startPrivateBridge();
+  });
+  afterEach(async () => {
+    await bridge.close();
+  });
+
+  test("fail answers 503 without touching Redis", async () => {
+    bridge.bridge.setFaults({ rules: [{ action: "fail" }] });
+    const k = key("fail");
+    const response = await post("/", ["SET", k, "v"], { endpoint: bridge });
+    expect(response).toEqual({
+      status: 503,
+      body: { error: expect.stringMatching(/^bridge fault: /) },
+    });
+    await expect(bridge.redis().incr(k)).rejects.toThrow(/bridge fault/);
+    expect(await raw.exists(k)).toBe(0);
+    expect(bridge.bridge.stats().faultsInjected).toBe(2);
+  });
+
+  test("lose/close with retries: 0 applies INCR once and the client throws", async () => {
+    bridge.bridge.setFaults({ rules: [{ action: "lose", match: "incr" }] });
+    const k = key("close0");
+    await expect(bridge.redis({ retry: { retries: 0 } }).incr(k)).rejects.toThrow(/fetch failed/);
+    expect(await rawGet(k)).toBe("1");
+    expect(bridge.bridge.stats().byCommand.incr).toBe(1);
+  });
+
+  test("lose/close with default retries replays INCR: applied twice", async () => {
+    bridge.bridge.setFaults({ rules: [{ action: "lose", mode: "close", match: "incr", times: 1 }] });
+    const k = key("replay");
+    expect(await bridge.redis().incr(k)).toBe(2);
+    expect(await rawGet(k)).toBe("2");
+    expect(bridge.bridge.stats()).toMatchObject({ faultsInjected: 1, byCommand: { incr: 2 } });
+  });
+
+  test("lose/503 applies once and the client throws without retrying", async () => {
+    bridge.bridge.setFaults({ rules: [{ action: "lose", mode: "503" }] });
+    const k = key("lost503");
+    await expect(bridge.redis().incr(k)).rejects.toThrow(/bridge fault: response lost/);
+    expect(await rawGet(k)).toBe("1");
+    expect(bridge.bridge.stats().byCommand.incr).toBe(1);
+  });
+
+  test("lose/hang applies once; the client's signal rejects", async () => {
+    bridge.bridge.setFaults({ rules: [{ action: "lose", mode: "hang" }] });
+    const k = key("hang");
+    const redis = bridge.redis({ signal: () => AbortSignal.timeout(300) });
+    await expect(redis.incr(k)).rejects.toThrow(/abort|timeout/i);
+    expect(await rawGet(k)).toBe("1");
+  });
+
+  test("lose/hang with hangMs drops the socket after the delay", async () => {
+    bridge.bridge.setFaults({ rules: [{ action: "lose", mode: "hang", hangMs: 100 }] });
+    const k = key("hangms");
+    const started = performance.now();
+    await expect(bridge.redis({ retry: { retries: 0 } }).incr(k)).rejects.toThrow(/fetch failed/);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(90);
+    expect(await rawGet(k)).toBe("1");
+  });
+
+  test("close() ends a hanging request", async () => {
+    bridge.bridge.setFaults({ rules: [{ action: "lose", mode: "hang" }] });
+    const k = key("hangclose");
+    const pending = bridge.redis({ retry: { retries: 0 } }).incr(k);
+    const outcome = pending.then(
+      () => "resolved",
+      () => "rejected",
+    );
+    await vi.waitFor(async () => expect(await rawGet(k)).toBe("1"));
+    await bridge.close();
+    expect(await outcome).toBe("rejected");
+  });
+
+  test("match and times target only the named command", async () => {
+    bridge.bridge.setFaults({ rules: [{ action: "fail", match: "incr", times: 2 }] });
+    const redis = bridge.redis({ enableAutoPipelining: false, retry: { retries: 0 } });
+    const k = key("times");
+    expect(await redis.ping()).toBe("PONG");
+    await expect(redis.incr(k)).rejects.toThrow(/bridge fault/);
+    expect(await redis.set(k, 10)).toBe("OK");
+    await expect(redis.incr(k)).rejects.toThrow(/bridge fault/);
+    expect(await redis.incr(k)).toBe(11);
+    expect(bridge.bridge.stats().faultsInjected).toBe(2);
+  });
+
+  test("rate draws from the seeded PRNG: same seed, same sequence", async () => {
+    const config = { seed: 42, rules: [{ action: "fail" as const, rate: 0.3 }] };
+    const redis = bridge.redis({ enableAutoPipelining: false, retry: { retries: 0 } });
+    const run = async () => {
+      bridge.bridge.setFaults(config);
+      const outcomes: boolean[] = [];
+      for (let i = 0; i < 40; i++) {
+        outcomes.push(await redis.ping().then(() => true, () => false));
+      }
+      return outcomes;
+    };
+    const first = await run();
+    const second = await run();
+    expect(second).toEqual(first);
+    const draw = seededRandom(42);
+    const expected = first.map(() => draw() >= 0.3);
+    expect(first).toEqual(expected);
+    const failures = first.filter((ok) => !ok).length;
+    expect(failures).toBeGreaterThan(0);
+    expect(failures).toBeLessThan(40);
+  });
+
+  test("delayMs adds latency before each request", async () => {
+    bridge.bridge.setFaults({ delayMs: 150 });
+    const redis = bridge.redis({ enableAutoPipelining: false });
+    const started = performance.now();
+    expect(await redis.ping()).toBe("PONG");
+    expect(performance.now() - started).toBeGreaterThanOrEqual(145);
+    bridge.bridge.clearFaults();
+  });
+
+  test("runtime control endpoints set and clear faults and read stats", async () => {
+    const control = bridge.control;
+    const redis = bridge.redis({ enableAutoPipelining: false, retry: { retries: 0 } });
+    await control.setFaults({ rules: [{ action: "fail", match: "ping" }] });
+    await expect(redis.ping()).rejects.toThrow(/bridge fault/);
+    expect(await control.stats()).toMatchObject({ requests: 1, faultsInjected: 1 });
+    await control.clearFaults();
+    expect(await redis.ping()).toBe("PONG");
+    await control.resetStats();
+    expect(await control.stats()).toEqual({
+      requests: 0,
+      byRoute: { single: 0, pipeline: 0, multiExec: 0 },
+      commands: 0,
+      byCommand: {},
+      faultsInjected: 0,
+    });
+    await expect(control.setFaults({ rules: [{ action: "explode" }] } as never)).rejects.toThrow(
+      /400/,
+    );
+    await expect(control.setFaults({ rules: [{ action: "fail", rate: 2 }] })).rejects.toThrow(/400/);
+    await expect(bridgeControl({ url: bridge.url, token: "wrong" }).stats()).rejects.toThrow(/401/);
+  });
+
+  test("stats count requests by route and commands by name", async () => {
+    const redis = bridge.redis({ enableAutoPipelining: false });
+    const k = key("stats");
+    await redis.ping();
+    await redis.pipeline().set(k, 1).get(k).incr(k).exec();
+    await redis.multi().set(k, 5).incr(k).exec();
+    await post("/", ["PING"], { endpoint: { url: bridge.url, token: "wrong" } });
+    await bridge.control.stats();
+    expect(bridge.bridge.stats()).toEqual({
+      requests: 3,
+      byRoute: { single: 1, pipeline: 1, multiExec: 1 },
+      commands: 6,
+      byCommand: { ping: 1, set: 2, get: 1, incr: 2 },
+      faultsInjected: 0,
+    });
+    bridge.bridge.resetStats();
+    expect(bridge.bridge.stats().requests).toBe(0);
+  });
+
+  test("faults from the start option apply immediately", async () => {
+    const own = await startPrivateBridge({ rules: [{ action: "fail", times: 1 }] });
+    try {
+      const redis = own.redis({ enableAutoPipelining: false });
+      await expect(redis.ping()).rejects.toThrow(/bridge fault/);
+      expect(await redis.ping()).toBe("PONG");
+    } finally {
+      await own.close();
+    }
+  });
+});
+
+describe("redis availability", () => {
+  test("startBridge rejects when Redis is unreachable", async () => {
+    await expect(
+      startBridge({ redisUrl: "redis://127.0.0.1:1", token: "t" }),
+    ).rejects.toBeInstanceOf(RedisUnavailableError);
+  });
+
+  test("answers 500 when Redis goes away", async () => {
+    const server = await startRedisServer();
+    const bridge = await startBridge({ redisUrl: server.url, token: "t" });
+    try {
+      const endpoint = { url: bridge.url, token: "t" };
+      expect(await post("/", ["PING"], { endpoint })).toEqual({
+        status: 200,
+        body: { result: "PONG" },
+      });
+      await server.stop();
+      expect(await post("/", ["PING"], { endpoint })).toEqual({
+        status: 500,
+        body: { error: "bridge: redis unavailable" },
+      });
+      expect(await post("/multi-exec", [["PING"]], { endpoint })).toEqual({
+        status: 500,
+        body: { error: "bridge: redis unavailable" },
+      });
+    } finally {
+      await bridge.close();
+      await server.stop();
+    }
+  });
+});
+
+describe("edgelock-bridge CLI", () => {
+  const root = fileURLToPath(new URL("..", import.meta.url));
+  const SECRET = "cli-secret-token-5f1e";
+
+  /** Runs the CLI from source; resolves with its exit code and output. */
+  function runCli(args: string[], env: Record<string, string> = {}) {
+    const clean = { ...process.env };
+    delete clean.EDGELOCK_BRIDGE_TOKEN;
+    delete clean.REDIS_URL;
+    delete clean.PORT;
+    const child = spawn(process.execPath, ["--import", "tsx", "src/bridge/cli.ts", ...args], {
+      cwd: root,
+      env: { ...clean, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString("utf8");
+    });
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString("utf8");
+    });
+    const exited = once(child, "exit").then(([code]) => ({
+      code: code as number | null,
+      stdout,
+      stderr,
+    }));
+    return { child, exited, output: () => stdout };
+  }
+
+  test("exits 2 with a usage line when no token is given", async () => {
+    const { code, stderr } = await runCli([]).exited;
+    expect(code).toBe(2);
+    expect(stderr.trim().split("\n")).toHaveLength(1);
+    expect(stderr).toMatch(/usage: edgelock-bridge --token/);
+  });
+
+  test("exits 1 with a message when Redis is unreachable, never printing the token", async () => {
+    const { code, stdout, stderr } = await runCli([
+      "--token",
+      SECRET,
+      "--redis-url",
+      "redis://127.0.0.1:1",
+      "--port",
+      "0",
+    ]).exited;
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/cannot reach Redis at redis:\/\/127\.0\.0\.1:1/);
+    expect(stdout + stderr).not.toContain(SECRET);
+  });
+
+  test("serves after printing the listening line and exits 0 on SIGTERM", async () => {
+    const cli = runCli([], {
+      EDGELOCK_BRIDGE_TOKEN: SECRET,
+      REDIS_URL: inject("redisUrl"),
+      PORT: "0",
+    });
+    const line = await new Promise<string>((resolve, reject) => {
+      const onData = () => {
+        const match = /edgelock-bridge listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(cli.output());
+        if (match?.[1]) {
+          cli.child.stdout.off("data", onData);
+          resolve(match[1]);
+        }
+      };
+      cli.child.stdout.on("data", onData);
+      cli.exited.then((r) => reject(new Error(`CLI exited early: ${JSON.stringify(r)}`)), reject);
+    });
+    const pong = await post("/", ["PING"], { endpoint: { url: line, token: SECRET } });
+    expect(pong).toEqual({ status: 200, body: { result: "PONG" } });
+    cli.child.kill("SIGTERM");
+    const { code, stdout, stderr } = await cli.exited;
+    expect(code).toBe(0);
+    expect(stdout + stderr).not.toContain(SECRET);
+  });
+});
