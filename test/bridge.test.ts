@@ -19,8 +19,8 @@ import {
   test,
   vi,
 } from "vitest";
-import { RedisUnavailableError, startBridge } from "../src/bridge/index.js";
 import { seededRandom } from "../src/bridge/faults.js";
+import { RedisUnavailableError, startBridge } from "../src/bridge/index.js";
 import type { BridgeEndpoint, PrivateBridge, RawRedis } from "./support/env.js";
 import {
   bridgeControl,
@@ -200,11 +200,7 @@ describe("wire format (raw fetch)", () => {
     ]);
     expect(response).toEqual({
       status: 200,
-      body: [
-        { result: "OK" },
-        { error: expect.stringMatching(/^WRONGTYPE/) },
-        { result: 2 },
-      ],
+      body: [{ result: "OK" }, { error: expect.stringMatching(/^WRONGTYPE/) }, { result: 2 }],
     });
   });
 
@@ -267,7 +263,7 @@ const CLIENT_CONFIGS: [string, Partial<RedisConfigNodejs>][] = [
   ["responseEncoding: false", { responseEncoding: false }],
 ];
 
-describe.each(CLIENT_CONFIGS)("@upstash/redis with %s", (_name, options) => {
+describe.each(CLIENT_CONFIGS)("@upstash/redis with %s", (name, options) => {
   const redis = bridgeRedis(options);
 
   test("ping, set/get of unicode and JSON strings", async () => {
@@ -307,7 +303,11 @@ describe.each(CLIENT_CONFIGS)("@upstash/redis with %s", (_name, options) => {
     expect(await redis.eval("return redis.status_reply('OK')", [], [])).toBe("OK");
     expect(await redis.eval("return redis.status_reply('FINE')", [], [])).toBe("FINE");
     expect(
-      await redis.eval("return {1, 'a', false, {2, 'b', redis.status_reply('OK')}, nil, 9}", [], []),
+      await redis.eval(
+        "return {1, 'a', false, {2, 'b', redis.status_reply('OK')}, nil, 9}",
+        [],
+        [],
+      ),
     ).toEqual([1, "a", null, [2, "b", "OK"]]);
     expect(
       await redis.eval(
@@ -334,7 +334,7 @@ describe.each(CLIENT_CONFIGS)("@upstash/redis with %s", (_name, options) => {
     try {
       const client = bridge.redis(options);
       // A script no one has loaded yet: unique text, so its SHA-1 is new to Redis.
-      const script = client.createScript<string>(`-- ${P}${_name}\nreturn ARGV[1]`);
+      const script = client.createScript<string>(`-- ${P}${name}\nreturn ARGV[1]`);
       expect(await script.exec([], ["first"])).toBe("first");
       expect(await script.exec([], ["second"])).toBe("second");
       const { byCommand } = bridge.bridge.stats();
@@ -417,7 +417,9 @@ describe("faults", () => {
   });
 
   test("lose/close with default retries replays INCR: applied twice", async () => {
-    bridge.bridge.setFaults({ rules: [{ action: "lose", mode: "close", match: "incr", times: 1 }] });
+    bridge.bridge.setFaults({
+      rules: [{ action: "lose", mode: "close", match: "incr", times: 1 }],
+    });
     const k = key("replay");
     expect(await bridge.redis().incr(k)).toBe(2);
     expect(await rawGet(k)).toBe("2");
@@ -481,7 +483,12 @@ describe("faults", () => {
       bridge.bridge.setFaults(config);
       const outcomes: boolean[] = [];
       for (let i = 0; i < 40; i++) {
-        outcomes.push(await redis.ping().then(() => true, () => false));
+        outcomes.push(
+          await redis.ping().then(
+            () => true,
+            () => false,
+          ),
+        );
       }
       return outcomes;
     };
@@ -524,7 +531,9 @@ describe("faults", () => {
     await expect(control.setFaults({ rules: [{ action: "explode" }] } as never)).rejects.toThrow(
       /400/,
     );
-    await expect(control.setFaults({ rules: [{ action: "fail", rate: 2 }] })).rejects.toThrow(/400/);
+    await expect(control.setFaults({ rules: [{ action: "fail", rate: 2 }] })).rejects.toThrow(
+      /400/,
+    );
     await expect(bridgeControl({ url: bridge.url, token: "wrong" }).stats()).rejects.toThrow(/401/);
   });
 
@@ -560,6 +569,18 @@ describe("faults", () => {
 });
 
 describe("redis availability", () => {
+  test("startRedisServer explains how to install a missing redis-server", async () => {
+    const path = process.env.PATH;
+    process.env.PATH = fileURLToPath(new URL("./support/", import.meta.url));
+    try {
+      await expect(startRedisServer()).rejects.toThrow(
+        "redis-server not found on PATH: install it with `apt-get install -y redis-server`",
+      );
+    } finally {
+      process.env.PATH = path;
+    }
+  });
+
   test("startBridge rejects when Redis is unreachable", async () => {
     await expect(
       startBridge({ redisUrl: "redis://127.0.0.1:1", token: "t" }),

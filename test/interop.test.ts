@@ -1,0 +1,93 @@
+/**
+ * A Redisson JVM client and edgelock exclude each other on the same lock name: Redisson's own
+ * acquire and unlock scripts (as published) play the JVM client, run directly on Redis.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { REDISSON_ACQUIRE, REDISSON_UNLOCK } from "./fixtures/redisson.js";
+import { keyPrefix, type RawRedis, rawRedis } from "./support/env.js";
+import { recordingEdgeLock } from "./support/locks.js";
+
+const prefix = keyPrefix();
+const JVM_OWNER = "8c8ffe61-5bd3-4d78-a5c0-2d2386af488e:76";
+let raw: RawRedis;
+beforeAll(async () => {
+  raw = await rawRedis();
+});
+afterAll(async () => {
+  await raw.close();
+});
+
+const redissonAcquire = (name: string, leaseMs: number) =>
+  raw.eval(REDISSON_ACQUIRE, { keys: [name], arguments: [String(leaseMs), JVM_OWNER] });
+const redissonUnlock = (name: string, leaseMs: number) =>
+  raw.eval(REDISSON_UNLOCK, {
+    keys: [name, `redisson_lock__channel:{${name}}`],
+    arguments: ["0", String(leaseMs), JVM_OWNER],
+  });
+
+describe("interop with Redisson", () => {
+  it("a lock held by Redisson blocks edgelock, which gets in after Redisson unlocks", async () => {
+    const name = `${prefix}jvm-first`;
+    expect(await redissonAcquire(name, 30_000)).toBeNull(); // nil = acquired
+    const { edgelock } = recordingEdgeLock();
+    const lock = edgelock.getLock(name);
+    const busy = await lock.tryAcquire({ leaseTime: 5_000 });
+    expect(busy.lease).toBeNull();
+    if (busy.lease === null) expect(busy.holderTtl).toBeGreaterThan(25_000);
+    expect(await lock.isLocked()).toBe(true);
+    expect(await lock.isHeldBy(JVM_OWNER)).toBe(true);
+    expect(await lock.getHoldCount(JVM_OWNER)).toBe(1);
+    expect(await redissonUnlock(name, 30_000)).toBe(1);
+    const lease = await lock.tryLock({ leaseTime: 5_000 });
+    expect(lease).not.toBeNull();
+    await lease?.release();
+  });
+
+  it("a lock held by edgelock blocks Redisson, which gets in after edgelock releases", async () => {
+    const name = `${prefix}edge-first`;
+    const { edgelock } = recordingEdgeLock();
+    const lease = await edgelock.getLock(name).tryLock({ leaseTime: 10_000 });
+    if (!lease) throw new Error("not acquired");
+    const pttl = await redissonAcquire(name, 30_000);
+    expect(typeof pttl).toBe("number");
+    expect(pttl as number).toBeGreaterThan(8_000);
+    expect(await lease.release()).toBe("released");
+    expect(await redissonAcquire(name, 30_000)).toBeNull();
+    expect(await redissonUnlock(name, 30_000)).toBe(1);
+    expect(await raw.exists(name)).toBe(0);
+  });
+
+  it("a Redisson hold can be re-entered by Redisson only, and edgelock's unlock of it is refused", async () => {
+    const name = `${prefix}jvm-reentry`;
+    await redissonAcquire(name, 30_000);
+    await redissonAcquire(name, 30_000);
+    const { edgelock } = recordingEdgeLock();
+    const lock = edgelock.getLock(name);
+    expect(await lock.getHoldCount(JVM_OWNER)).toBe(2);
+    // edgelock passing the JVM owner acts as that owner, exactly as Redisson's threadId API.
+    const reentered = await lock.tryLock({ owner: JVM_OWNER, leaseTime: 30_000 });
+    expect(reentered).not.toBeNull();
+    expect(await lock.getHoldCount(JVM_OWNER)).toBe(3);
+    await reentered?.release();
+    expect(await redissonUnlock(name, 30_000)).toBe(0);
+    expect(await redissonUnlock(name, 30_000)).toBe(1);
+    expect(await raw.exists(name)).toBe(0);
+  });
+
+  it("an edgelock unlock publishes on Redisson's channel so JVM waiters wake up", async () => {
+    const name = `${prefix}channel`;
+    const sub = raw.duplicate();
+    await sub.connect();
+    let deliver: (m: string) => void = () => {};
+    const message = new Promise<string>((resolve) => {
+      deliver = resolve;
+    });
+    // SUBSCRIBE resolves once Redis has confirmed the subscription.
+    await sub.subscribe(`redisson_lock__channel:{${name}}`, (m) => deliver(String(m)));
+    const { edgelock } = recordingEdgeLock();
+    const lease = await edgelock.getLock(name).tryLock({ leaseTime: 5_000 });
+    await lease?.release();
+    expect(await message).toBe("0");
+    await sub.close();
+  });
+});

@@ -1,0 +1,83 @@
+/** Generated script constants match lua/ and the SHA1s Redis computes. */
+import { execFile } from "node:child_process";
+import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import * as scripts from "../src/lua.gen.js";
+import { type RawRedis, rawRedis } from "./support/env.js";
+
+const run = promisify(execFile);
+const all = Object.values(scripts).filter(
+  (v): v is scripts.LuaScript => typeof v === "object" && v !== null && "sha1" in v,
+);
+let raw: RawRedis;
+beforeAll(async () => {
+  raw = await rawRedis();
+});
+afterAll(async () => {
+  await raw.close();
+});
+
+describe("lua scripts", () => {
+  it("every generated SHA1 equals SCRIPT LOAD's", async () => {
+    expect(all.length).toBeGreaterThanOrEqual(6);
+    for (const script of all) {
+      expect(String(await raw.scriptLoad(script.source)), script.name).toBe(script.sha1);
+    }
+  });
+
+  it("every script source is the file in lua/ and opens with a KEYS/ARGV/Returns header", async () => {
+    for (const script of all) {
+      const text = await readFile(new URL(`../lua/${script.name}.lua`, import.meta.url), "utf8");
+      expect(script.source).toBe(text);
+      const header = text
+        .split("\n")
+        .filter((l) => l.startsWith("--"))
+        .join("\n");
+      expect(header, script.name).toMatch(/KEYS\[/);
+      expect(header, script.name).toMatch(/Returns/);
+    }
+  });
+
+  it("gen.mjs --check passes on the tree and fails on a stale file", async () => {
+    await run(process.execPath, ["lua/gen.mjs", "--check"]);
+    const dir = await mkdtemp(join(tmpdir(), "edgelock-gen-"));
+    try {
+      await cp("lua", join(dir, "lua"), { recursive: true });
+      await cp("src/lua.gen.ts", join(dir, "src", "lua.gen.ts"));
+      await writeFile(join(dir, "lua", "lock", "renew.lua"), "return 0\n");
+      const failed = await run(process.execPath, [join(dir, "lua", "gen.mjs"), "--check"]).catch(
+        (e: { code: number; stderr: string }) => e,
+      );
+      expect(failed).toMatchObject({ code: 1 });
+      expect((failed as { stderr: string }).stderr).toMatch(/out of date/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("cancel script ordering", () => {
+  // The cancel-after-apply order is proven end to end in wait.test.ts and replay.test.ts;
+  // the cancel-before-apply order (the acquire arrives late) is only reachable this way.
+  it("a cancel that reaches Redis first turns the late acquire into a no-op", async () => {
+    const name = `t:lua:${Math.random().toString(16).slice(2)}`;
+    const latch = `edgelock_latch:{${name}}:${"a".repeat(32)}`;
+    const channel = `redisson_lock__channel:{${name}}`;
+    expect(
+      await raw.eval(scripts.lockCancel.source, {
+        keys: [name, latch, channel],
+        arguments: ["o:1", "60000"],
+      }),
+    ).toBe(0);
+    const reply = await raw.eval(scripts.lockAcquire.source, {
+      keys: [name, latch],
+      arguments: ["10000", "o:1", "60000"],
+    });
+    expect(reply).toEqual([-1, 0]);
+    expect(await raw.exists(name)).toBe(0);
+    await raw.del(latch);
+  });
+});

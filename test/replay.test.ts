@@ -1,0 +1,160 @@
+/**
+ * Replay safety: the bridge applies a command, then drops the connection; the real
+ * `@upstash/redis` client resends it (its default: up to 5 retries on network errors). The
+ * second application must have the effect of none.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { LeaseLostError, TransportError } from "../src/index.js";
+import {
+  keyPrefix,
+  type PrivateBridge,
+  type RawRedis,
+  rawRedis,
+  startPrivateBridge,
+} from "./support/env.js";
+import { recordingEdgeLock } from "./support/locks.js";
+
+const prefix = keyPrefix();
+let raw: RawRedis;
+let bridge: PrivateBridge;
+beforeAll(async () => {
+  raw = await rawRedis();
+  bridge = await startPrivateBridge();
+});
+afterAll(async () => {
+  await bridge.close();
+  await raw.close();
+});
+afterEach(() => {
+  bridge.bridge.clearFaults();
+});
+
+/** The next EVALSHA is applied by Redis and its response lost (connection closed). */
+function loseNextEvalsha(times = 1) {
+  bridge.bridge.setFaults({ rules: [{ action: "lose", mode: "close", match: "evalsha", times }] });
+}
+
+/** A client with the default retry count whose retry waits `ms` (default backoff is 50 ms). */
+function slowRetryClient(ms: number) {
+  return bridge.redis({ retry: { retries: 5, backoff: () => ms } });
+}
+
+async function warm(rec: ReturnType<typeof recordingEdgeLock>) {
+  await (await rec.edgelock.getLock(`${prefix}warm`).tryLock({ leaseTime: 1_000 }))?.release();
+}
+
+describe("replayed requests have the effect of once", () => {
+  it("one tryLock never leaves hold count 2", async () => {
+    const rec = recordingEdgeLock({}, bridge.redis());
+    await warm(rec);
+    const lock = rec.edgelock.getLock(`${prefix}acquire`);
+    const before = bridge.bridge.stats().byCommand.evalsha ?? 0;
+    loseNextEvalsha();
+    const lease = await lock.tryLock({ leaseTime: 10_000 });
+    if (!lease) throw new Error("not acquired");
+    expect((bridge.bridge.stats().byCommand.evalsha ?? 0) - before).toBe(2); // applied, then replayed
+    expect(await lock.getHoldCount(lease.owner)).toBe(1);
+    expect(await lease.release()).toBe("released");
+    expect(await lock.isLocked()).toBe(false);
+  });
+
+  it("a reentrant tryLock replayed adds exactly one hold", async () => {
+    const rec = recordingEdgeLock({}, bridge.redis());
+    await warm(rec);
+    const lock = rec.edgelock.getLock(`${prefix}reenter`);
+    const first = await lock.tryLock({ leaseTime: 10_000 });
+    if (!first) throw new Error("not acquired");
+    loseNextEvalsha();
+    const second = await lock.tryLock({ leaseTime: 10_000, owner: first.owner });
+    expect(second).not.toBeNull();
+    expect(await lock.getHoldCount(first.owner)).toBe(2);
+    await second?.release();
+    await first.release();
+  });
+
+  it("a replayed release never decrements twice", async () => {
+    const rec = recordingEdgeLock({}, bridge.redis());
+    await warm(rec);
+    const lock = rec.edgelock.getLock(`${prefix}release`);
+    const first = await lock.tryLock({ leaseTime: 10_000 });
+    if (!first) throw new Error("not acquired");
+    const second = await lock.tryLock({ leaseTime: 10_000, owner: first.owner });
+    if (!second) throw new Error("re-entry refused");
+    loseNextEvalsha();
+    expect(await second.release()).toBe("still-held");
+    expect(await lock.getHoldCount(first.owner)).toBe(1);
+    expect(await first.release()).toBe("released");
+  });
+
+  it("a replayed release never releases a new owner's lock", async () => {
+    const a = recordingEdgeLock({}, slowRetryClient(400));
+    // B talks to Redis through the shared bridge, so the fault can only hit A's release.
+    const b = recordingEdgeLock();
+    await warm(a);
+    await warm(b);
+    const name = `${prefix}new-owner`;
+    const held = await a.edgelock.getLock(name).tryLock({ leaseTime: 10_000 });
+    if (!held) throw new Error("not acquired");
+    const waiting = b.edgelock.getLock(name).tryLock({ waitTime: 5_000, leaseTime: 10_000 });
+    await b.until((e) => e.type === "wait");
+    loseNextEvalsha();
+    // A's release is applied, its answer lost; during the 400 ms before A's client resends it,
+    // B (polling every few ms) takes the lock. The resent release then arrives.
+    const released = held.release();
+    const newLease = await waiting;
+    if (!newLease) throw new Error("B did not get the lock");
+    expect(await released).toBe("released");
+    expect(await b.edgelock.getLock(name).isHeldBy(newLease.owner)).toBe(true);
+    expect(await b.edgelock.getLock(name).getHoldCount(newLease.owner)).toBe(1);
+    await newLease.release();
+  });
+
+  it("a replayed renew never resurrects a released lock", async () => {
+    const rec = recordingEdgeLock({}, slowRetryClient(400));
+    const other = recordingEdgeLock();
+    await warm(rec);
+    const name = `${prefix}renew`;
+    const lease = await rec.edgelock.getLock(name).tryLock({ leaseTime: 10_000 });
+    if (!lease) throw new Error("not acquired");
+    loseNextEvalsha();
+    const renewing = lease.renew(20_000);
+    // While the renew's resend is pending, the lock is released by another path.
+    await other.edgelock.getLock(name).unlock(lease.owner);
+    await expect(renewing).rejects.toBeInstanceOf(LeaseLostError);
+    expect(await raw.exists(name)).toBe(0);
+  });
+
+  it("a failed acquire with an ambiguous outcome is cancelled: no hold is left", async () => {
+    // Apply, then answer 503: the client does not retry HTTP errors, so the caller sees a
+    // TransportError although the hold exists; the lock cancels it in the background.
+    const rec = recordingEdgeLock({}, bridge.redis());
+    await warm(rec);
+    const name = `${prefix}ambiguous`;
+    bridge.bridge.setFaults({
+      rules: [{ action: "lose", mode: "503", match: "evalsha", times: 1 }],
+    });
+    const error = await rec.edgelock
+      .getLock(name)
+      .tryLock({ leaseTime: 10_000 })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TransportError);
+    expect((error as TransportError).ambiguous).toBe(true);
+    await Promise.all(rec.background);
+    expect(await raw.exists(name)).toBe(0);
+  });
+
+  it("an acquire that failed before applying leaves a tombstone, so a late arrival is a no-op", async () => {
+    const rec = recordingEdgeLock({}, bridge.redis());
+    await warm(rec);
+    const name = `${prefix}tombstone`;
+    bridge.bridge.setFaults({ rules: [{ action: "fail", match: "evalsha", times: 1 }] });
+    await expect(rec.edgelock.getLock(name).tryLock({ leaseTime: 10_000 })).rejects.toBeInstanceOf(
+      TransportError,
+    );
+    await Promise.all(rec.background);
+    const latches = await raw.keys(`edgelock_latch:{${name}}:*`);
+    expect(latches).toHaveLength(1);
+    expect(String(await raw.get(String(latches[0])))).toBe("C");
+    expect(await raw.exists(name)).toBe(0);
+  });
+});

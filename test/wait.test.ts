@@ -1,0 +1,209 @@
+import fc from "fast-check";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { backoffDelay, DEFAULT_BACKOFF, resolveBackoff, SLEEP_FLOOR_MS } from "../src/wait.js";
+import {
+  keyPrefix,
+  type PrivateBridge,
+  type RawRedis,
+  rawRedis,
+  startPrivateBridge,
+} from "./support/env.js";
+import { recordingEdgeLock } from "./support/locks.js";
+
+const prefix = keyPrefix();
+let raw: RawRedis;
+beforeAll(async () => {
+  raw = await rawRedis();
+});
+afterAll(async () => {
+  await raw.close();
+});
+
+describe("backoff policy", () => {
+  const policy = resolveBackoff(undefined);
+
+  it("never sleeps past the deadline, past the holder's PTTL by more than the floor, or below the floor", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 40 }),
+        fc.integer({ min: -2, max: 100_000 }),
+        fc.integer({ min: 1, max: 100_000 }),
+        fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+        (attempt, pttl, remaining, r) => {
+          const d = backoffDelay(policy, attempt, pttl, remaining, () => r);
+          expect(d).toBeLessThanOrEqual(remaining);
+          if (pttl >= 0) expect(d).toBeLessThanOrEqual(Math.max(pttl, SLEEP_FLOOR_MS) + 1);
+          if (remaining >= SLEEP_FLOOR_MS) expect(d).toBeGreaterThanOrEqual(SLEEP_FLOOR_MS);
+          expect(d).toBeLessThanOrEqual(policy.maxDelay);
+        },
+      ),
+    );
+  });
+
+  it("grows exponentially with equal jitter up to maxDelay", () => {
+    expect(backoffDelay(policy, 0, -1, 1e9, () => 0)).toBe(DEFAULT_BACKOFF.initialDelay / 2);
+    expect(backoffDelay(policy, 0, -1, 1e9, () => 0.999999)).toBe(DEFAULT_BACKOFF.initialDelay);
+    expect(backoffDelay(policy, 3, -1, 1e9, () => 0)).toBe((DEFAULT_BACKOFF.initialDelay * 8) / 2);
+    expect(backoffDelay(policy, 30, -1, 1e9, () => 0.999999)).toBe(DEFAULT_BACKOFF.maxDelay);
+  });
+
+  it("rejects bad backoff options", () => {
+    expect(() => resolveBackoff({ initialDelay: 0 })).toThrow(RangeError);
+    expect(() => resolveBackoff({ initialDelay: 1.5 })).toThrow(/backoff.initialDelay/);
+    expect(() => resolveBackoff({ initialDelay: 50, maxDelay: 10 })).toThrow(/backoff.maxDelay/);
+    expect(() => resolveBackoff({ multiplier: 0.5 })).toThrow(/backoff.multiplier/);
+    expect(() => resolveBackoff({ multiplier: Number.NaN })).toThrow(RangeError);
+    expect(() => resolveBackoff({ initial: 5 } as never)).toThrow(/unknown option `initial`/);
+  });
+});
+
+describe("waiting", () => {
+  it("honours waitTime: returns null within one round trip of the deadline and never acquires afterwards", async () => {
+    const holder = recordingEdgeLock();
+    const waiter = recordingEdgeLock();
+    const name = `${prefix}deadline`;
+    const held = await holder.edgelock.getLock(name).tryLock({ leaseTime: 20_000 });
+    if (!held) throw new Error("not acquired");
+    const started = Date.now();
+    const result = await waiter.edgelock
+      .getLock(name)
+      .tryAcquire({ waitTime: 300, leaseTime: 5_000 });
+    const elapsed = Date.now() - started;
+    expect(result.lease).toBeNull();
+    expect(elapsed).toBeGreaterThanOrEqual(300);
+    expect(elapsed).toBeLessThan(300 + 250); // one round trip here is ~1 ms; generous margin
+    expect(result.attempts).toBeGreaterThan(2);
+    if (result.lease === null) expect(result.holderTtl).toBeGreaterThan(15_000);
+    const attemptsAtReturn = waiter.events.filter((e) => e.type === "wait").length;
+    await held.release();
+    // The waiter has stopped: releasing does not let it in, and it sends nothing more.
+    expect(await holder.edgelock.getLock(name).isLocked()).toBe(false);
+    expect(waiter.events.filter((e) => e.type === "wait").length).toBe(attemptsAtReturn);
+  });
+
+  it("waitTime 0 or omitted makes exactly one attempt", async () => {
+    const holder = recordingEdgeLock();
+    const waiter = recordingEdgeLock();
+    const name = `${prefix}one-attempt`;
+    const held = await holder.edgelock.getLock(name).tryLock({ leaseTime: 5_000 });
+    expect(await waiter.edgelock.getLock(name).tryLock()).toBeNull();
+    expect(await waiter.edgelock.getLock(name).tryLock({ waitTime: 0 })).toBeNull();
+    expect(waiter.requests("acquire")).toBe(2);
+    expect(waiter.events.some((e) => e.type === "wait")).toBe(false);
+    await held?.release();
+  });
+
+  it("acquires as soon as the holder releases", async () => {
+    const holder = recordingEdgeLock();
+    const waiter = recordingEdgeLock();
+    const name = `${prefix}handoff`;
+    const held = await holder.edgelock.getLock(name).tryLock({ leaseTime: 20_000 });
+    if (!held) throw new Error("not acquired");
+    const pending = waiter.edgelock.getLock(name).tryLock({ waitTime: 10_000, leaseTime: 5_000 });
+    await waiter.until((e) => e.type === "wait");
+    await held.release();
+    const lease = await pending;
+    expect(lease).not.toBeNull();
+    await lease?.release();
+  });
+
+  it("a waiter's sleeps are bounded by the holder's PTTL, even with a long backoff", async () => {
+    const holder = recordingEdgeLock();
+    const waiter = recordingEdgeLock({ backoff: { initialDelay: 10_000, maxDelay: 10_000 } });
+    const name = `${prefix}pttl-bound`;
+    const crashed = await holder.edgelock.getLock(name).tryLock({ leaseTime: 300 });
+    if (!crashed) throw new Error("not acquired");
+    const started = Date.now();
+    const lease = await waiter.edgelock
+      .getLock(name)
+      .tryLock({ waitTime: 8_000, leaseTime: 5_000 });
+    const elapsed = Date.now() - started;
+    expect(lease).not.toBeNull();
+    // Without the PTTL bound the first sleep alone would be ≥ 5 000 ms.
+    expect(elapsed).toBeLessThan(2_000);
+    for (const e of waiter.events.filter((x) => x.type === "wait")) {
+      expect(e.durationMs).toBeLessThanOrEqual(300 + SLEEP_FLOOR_MS);
+    }
+    await lease?.release();
+  });
+
+  it("lock() waits until acquired", async () => {
+    const holder = recordingEdgeLock();
+    const waiter = recordingEdgeLock();
+    const name = `${prefix}lock-waits`;
+    const held = await holder.edgelock.getLock(name).tryLock({ leaseTime: 20_000 });
+    if (!held) throw new Error("not acquired");
+    const pending = waiter.edgelock.getLock(name).lock({ leaseTime: 5_000 });
+    await waiter.until((e) => e.type === "wait");
+    await held.release();
+    const lease = await pending;
+    expect(await waiter.edgelock.getLock(name).isHeldBy(lease.owner)).toBe(true);
+    await lease.release();
+  });
+});
+
+describe("abort", () => {
+  it("aborting during the wait rejects with signal.reason unchanged and leaves no hold", async () => {
+    const holder = recordingEdgeLock();
+    const waiter = recordingEdgeLock();
+    const name = `${prefix}abort-wait`;
+    const held = await holder.edgelock.getLock(name).tryLock({ leaseTime: 20_000 });
+    if (!held) throw new Error("not acquired");
+    const controller = new AbortController();
+    const reason = new Error("caller gave up");
+    const pending = waiter.edgelock
+      .getLock(name)
+      .tryLock({ waitTime: 10_000, signal: controller.signal });
+    await waiter.until((e) => e.type === "wait");
+    controller.abort(reason);
+    await expect(pending).rejects.toBe(reason);
+    const fields = await raw.hGetAll(name);
+    expect(Object.keys(fields)).toEqual([held.owner]);
+    await held.release();
+  });
+
+  it("an already aborted signal rejects before any request", async () => {
+    const rec = recordingEdgeLock();
+    const reason = new Error("already");
+    await expect(
+      rec.edgelock.getLock(`${prefix}pre-aborted`).tryLock({ signal: AbortSignal.abort(reason) }),
+    ).rejects.toBe(reason);
+    expect(rec.requests()).toBe(0);
+  });
+
+  describe("in flight", () => {
+    let bridge: PrivateBridge;
+    afterEach(async () => {
+      await bridge?.close();
+    });
+
+    it("an acquire applied by Redis whose answer is abandoned is undone: no leaked hold", async () => {
+      // The acquire reaches Redis and is applied, but its response never comes back.
+      bridge = await startPrivateBridge({
+        rules: [{ action: "lose", mode: "hang", match: "evalsha", times: 1 }],
+      });
+      const rec = recordingEdgeLock({}, bridge.redis({ retry: { retries: 0 } }));
+      const name = `${prefix}abort-inflight`;
+      const controller = new AbortController();
+      const reason = new Error("timeout");
+      const pending = rec.edgelock
+        .getLock(name)
+        .tryLock({ leaseTime: 20_000, signal: controller.signal });
+      // Wait until the bridge has applied the command and is holding its answer back.
+      for (;;) {
+        const stats = bridge.bridge.stats();
+        if (stats.faultsInjected === 1) break;
+        await new Promise((r) => setImmediate(r));
+      }
+      expect(String(await raw.type(name))).toBe("hash"); // the hold exists...
+      controller.abort(reason);
+      await expect(pending).rejects.toBe(reason);
+      expect(rec.background).toHaveLength(1);
+      await Promise.all(rec.background);
+      expect(await raw.exists(name)).toBe(0); // ...and was undone
+      const latches = await raw.keys(`edgelock_latch:{${name}}:*`);
+      expect(latches).toHaveLength(1);
+      expect(String(await raw.get(String(latches[0])))).toBe("U");
+    });
+  });
+});
