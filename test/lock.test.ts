@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LeaseLostError, LockNotHeldError, LockTimeoutError } from "../src/index.js";
-import { keyPrefix, type RawRedis, rawRedis } from "./support/env.js";
+import {
+  LeaseLostError,
+  LockNotHeldError,
+  LockTimeoutError,
+  REPLAY_WINDOW_MS,
+} from "../src/index.js";
+import { bridgeRedis, keyPrefix, type RawRedis, rawRedis } from "./support/env.js";
 import { aborted, recordingEdgeLock } from "./support/locks.js";
 
 const prefix = keyPrefix();
@@ -214,6 +219,60 @@ describe("reentrant lock", () => {
       expect(await lock.isHeldBy(held.owner)).toBe(true);
     }
     expect(await lock.isLocked()).toBe(false);
+  });
+});
+
+describe("leases across invocations and clients", () => {
+  it("a lease restored by another EdgeLock renews and releases the same hold", async () => {
+    const a = recordingEdgeLock();
+    const b = recordingEdgeLock();
+    const lock = a.edgelock.getLock(`${prefix}restore`);
+    const lease = await lock.tryLock({ leaseTime: 2_000 });
+    if (!lease) throw new Error("not acquired");
+    const json = JSON.stringify(lease);
+    const restored = b.edgelock.restoreLease(json);
+    expect(restored.owner).toBe(lease.owner);
+    expect(restored.expiresAt).toBe(lease.expiresAt);
+    await restored.renew(20_000);
+    expect(await lock.remainTimeToLive()).toBeGreaterThan(15_000);
+    expect(await restored.release()).toBe("released");
+    expect(await lease.release()).toBe("released"); // same lease id: the first answer
+    expect(await lock.isLocked()).toBe(false);
+  });
+
+  it.each([
+    ["auto-pipelining off", { enableAutoPipelining: false }],
+    ["no automatic deserialization", { automaticDeserialization: false }],
+    ["no base64 response encoding", { responseEncoding: false }],
+  ])("works with a client configured with %s", async (_, options) => {
+    const { edgelock } = recordingEdgeLock({}, bridgeRedis(options));
+    const lock = edgelock.getLock(`${prefix}client-${_}`);
+    const lease = await lock.tryLock({ leaseTime: 5_000 });
+    if (!lease) throw new Error("not acquired");
+    expect(await lock.getHoldCount(lease.owner)).toBe(1);
+    expect(await lock.remainTimeToLive()).toBeGreaterThan(4_000);
+    expect(await lease.release()).toBe("released");
+  });
+
+  it("leaves no key behind but replay latches that expire within the replay window", async () => {
+    const { edgelock } = recordingEdgeLock();
+    const name = `${prefix}no-leak`;
+    const lock = edgelock.getLock(name);
+    const a = await lock.tryLock({ leaseTime: 5_000 });
+    if (!a) throw new Error("not acquired");
+    const b = await lock.tryLock({ leaseTime: 5_000, owner: a.owner });
+    await b?.release();
+    await a.release();
+    await lock.unlock(a.owner).catch(() => {});
+    expect(await raw.exists(name)).toBe(0);
+    const left = await raw.keys(`*${name}*`);
+    expect(left.length).toBeGreaterThan(0);
+    for (const key of left) {
+      expect(String(key).startsWith(`edgelock_latch:{${name}}:`)).toBe(true);
+      const pttl = await raw.pTTL(key);
+      expect(pttl).toBeGreaterThan(0);
+      expect(pttl).toBeLessThanOrEqual(REPLAY_WINDOW_MS);
+    }
   });
 });
 
