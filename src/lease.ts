@@ -9,7 +9,6 @@ import {
   type KeeperRegistration,
   type LeaseKeeperBinding,
 } from "./keeper.js";
-import { MAX_TIME_MS } from "./limits.js";
 import { checkMs, checkName, checkOptions, checkOwner } from "./validate.js";
 
 /** What `lease.release()` found: see {@link Lease.release}. */
@@ -90,15 +89,10 @@ export class Lease {
   readonly owner: string;
   /** Lease id (request id of the acquire). */
   readonly id: string;
-  /** TTL in ms applied by the last acquire or renewal. */
-  leaseTime: number;
+  #leaseTime: number;
   /** True when acquired without `leaseTime` (Redisson watchdog mode). */
   readonly watchdog: boolean;
-  /**
-   * Local, conservative estimate of expiry: epoch ms (`Date.now()` clock) measured from when the
-   * acquire or last renewal was *sent*.
-   */
-  expiresAt: number;
+  #expiresAt: number;
   /** Fencing token (fenced locks only): a safe integer, strictly increasing per lock name. */
   readonly fencingToken: number | undefined;
   /** Aborts with {@link LeaseLostError} when the lease is found lost or is released. */
@@ -115,11 +109,24 @@ export class Lease {
     this.name = init.name;
     this.owner = init.owner;
     this.id = init.id;
-    this.leaseTime = init.leaseTime;
+    this.#leaseTime = init.leaseTime;
     this.watchdog = init.watchdog;
-    this.expiresAt = init.expiresAt;
+    this.#expiresAt = init.expiresAt;
     this.fencingToken = init.fencingToken;
     this.signal = this.#controller.signal;
+  }
+
+  /** TTL in ms applied by the last acquire or renewal. */
+  get leaseTime(): number {
+    return this.#leaseTime;
+  }
+
+  /**
+   * Local, conservative estimate of expiry: epoch ms (`Date.now()` clock) measured from when the
+   * acquire or last renewal was *sent*.
+   */
+  get expiresAt(): number {
+    return this.#expiresAt;
   }
 
   /** True once the lease was released or found lost. */
@@ -238,8 +245,8 @@ export class Lease {
     const sentAt = Date.now();
     const renewed = await this.#host.renew(this, leaseTime, by);
     if (renewed) {
-      this.leaseTime = leaseTime;
-      this.expiresAt = Math.min(sentAt + leaseTime, sentAt + MAX_TIME_MS);
+      this.#leaseTime = leaseTime;
+      this.#expiresAt = sentAt + leaseTime;
     } else {
       this.markLost();
     }

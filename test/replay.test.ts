@@ -124,14 +124,44 @@ describe("replayed requests have the effect of once", () => {
     expect(await raw.exists(name)).toBe(0);
   });
 
+  it("an acquire applied but answered 503 is resent once and holds exactly once", async () => {
+    // @upstash/redis never retries an HTTP error; the transport resends, and the latch answers.
+    const rec = recordingEdgeLock({}, bridge.redis());
+    await warm(rec);
+    const lock = rec.edgelock.getLock(`${prefix}resend`);
+    bridge.bridge.setFaults({
+      rules: [{ action: "lose", mode: "503", match: "evalsha", times: 1 }],
+    });
+    const lease = await lock.tryLock({ leaseTime: 10_000 });
+    if (!lease) throw new Error("not acquired");
+    expect(rec.events.filter((e) => e.type === "acquire").at(-1)?.requests).toBe(2);
+    expect(await lock.getHoldCount(lease.owner)).toBe(1);
+    expect(await lease.release()).toBe("released");
+  });
+
+  it("a release answered 503 twice rejects with an ambiguous TransportError and can be retried", async () => {
+    const rec = recordingEdgeLock({}, bridge.redis());
+    await warm(rec);
+    const lock = rec.edgelock.getLock(`${prefix}release-503`);
+    const lease = await lock.tryLock({ leaseTime: 10_000 });
+    if (!lease) throw new Error("not acquired");
+    bridge.bridge.setFaults({
+      rules: [{ action: "lose", mode: "503", match: "evalsha", times: 2 }],
+    });
+    const error = await lease.release().catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "TRANSPORT", ambiguous: true });
+    expect(await lock.isLocked()).toBe(false); // it was applied
+    expect(await lease.release()).toBe("released"); // the retry reports the first result
+  });
+
   it("a failed acquire with an ambiguous outcome is cancelled: no hold is left", async () => {
-    // Apply, then answer 503: the client does not retry HTTP errors, so the caller sees a
+    // Apply, then answer 503, twice (the transport resends once): the caller sees a
     // TransportError although the hold exists; the lock cancels it in the background.
     const rec = recordingEdgeLock({}, bridge.redis());
     await warm(rec);
     const name = `${prefix}ambiguous`;
     bridge.bridge.setFaults({
-      rules: [{ action: "lose", mode: "503", match: "evalsha", times: 1 }],
+      rules: [{ action: "lose", mode: "503", match: "evalsha", times: 2 }],
     });
     const error = await rec.edgelock
       .getLock(name)
@@ -147,7 +177,7 @@ describe("replayed requests have the effect of once", () => {
     const rec = recordingEdgeLock({}, bridge.redis());
     await warm(rec);
     const name = `${prefix}tombstone`;
-    bridge.bridge.setFaults({ rules: [{ action: "fail", match: "evalsha", times: 1 }] });
+    bridge.bridge.setFaults({ rules: [{ action: "fail", match: "evalsha", times: 2 }] });
     await expect(rec.edgelock.getLock(name).tryLock({ leaseTime: 10_000 })).rejects.toBeInstanceOf(
       TransportError,
     );

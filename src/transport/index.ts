@@ -6,10 +6,10 @@
  * @module
  */
 
-import { raceAbort } from "../abort.js";
+import { raceAbort, sleep } from "../abort.js";
 import type { LuaScript } from "../lua.gen.js";
 import type { RedisLike } from "./redis.js";
-import { isNoScriptError, malformedReply, toTransportError } from "./scrub.js";
+import { isHttpFailure, isNoScriptError, malformedReply, toTransportError } from "./scrub.js";
 
 export type { RedisLike } from "./redis.js";
 export { isNoScriptError } from "./scrub.js";
@@ -40,8 +40,9 @@ export class ScriptRunner {
 
   /**
    * Runs a script and decodes its reply with `decode` (which returns `undefined` for a reply of
-   * the wrong shape). Makes one HTTP request when Redis has the script cached, two otherwise; each one is
-   * added to `counter`.
+   * the wrong shape). Makes one HTTP request when Redis has the script cached, two otherwise, and
+   * resends once after an HTTP 5xx; each request is added to `counter`. (Resends that
+   * `@upstash/redis` makes by itself after a network error are invisible here.)
    * @throws signal.reason when `signal` aborts first (the request may still apply).
    * @throws {TransportError} on HTTP/Redis failure or a reply of the wrong shape.
    */
@@ -50,28 +51,49 @@ export class ScriptRunner {
     decode: (reply: unknown) => T | undefined,
     counter: RequestCounter,
   ): Promise<T> {
-    const { script, keys, args, signal, lockName } = call;
+    const { script, lockName, signal } = call;
     signal?.throwIfAborted();
     let reply: unknown;
-    counter.requests += 1;
     try {
-      try {
-        reply = await raceAbort(this.#redis.evalsha(script.sha1, keys, args), signal);
-      } catch (error) {
-        if (!isNoScriptError(error)) throw error;
-        counter.requests += 1;
-        reply = await raceAbort(this.#redis.eval(script.source, keys, args), signal);
-      }
+      reply = await this.#send(call, counter);
     } catch (error) {
       if (signal?.aborted && error === signal.reason) throw error;
-      const secrets = [...keys, ...args.filter((a): a is string => typeof a === "string")];
-      throw toTransportError(error, lockName, secrets);
+      if (!isHttpFailure(error)) throw this.#scrub(error, call);
+      // An HTTP 5xx (which @upstash/redis never retries) may or may not have been applied;
+      // every script is replay-safe, so one resend with the same arguments is harmless.
+      await sleep(RESEND_DELAY_MS, signal);
+      try {
+        reply = await this.#send(call, counter);
+      } catch (again) {
+        if (signal?.aborted && again === signal.reason) throw again;
+        throw this.#scrub(again, call);
+      }
     }
     const decoded = decode(reply);
     if (decoded === undefined) throw malformedReply(lockName, script.name);
     return decoded;
   }
+
+  async #send(call: ScriptCall, counter: RequestCounter): Promise<unknown> {
+    const { script, keys, args, signal } = call;
+    counter.requests += 1;
+    try {
+      return await raceAbort(this.#redis.evalsha(script.sha1, keys, args), signal);
+    } catch (error) {
+      if (!isNoScriptError(error)) throw error;
+      counter.requests += 1;
+      return await raceAbort(this.#redis.eval(script.source, keys, args), signal);
+    }
+  }
+
+  #scrub(error: unknown, call: ScriptCall) {
+    const secrets = [...call.keys, ...call.args.filter((a): a is string => typeof a === "string")];
+    return toTransportError(error, call.lockName, secrets);
+  }
 }
+
+/** Pause before resending a script after an HTTP 5xx, in ms. */
+const RESEND_DELAY_MS = 50;
 
 /** Reads a reply that must be a safe integer. */
 export function asInteger(reply: unknown): number | undefined {

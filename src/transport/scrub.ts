@@ -12,6 +12,20 @@ export function isNoScriptError(error: unknown): boolean {
 }
 
 /**
+ * True for an HTTP-level failure that the client did not retry: an `UpstashError` that is not a
+ * Redis error reply (a 5xx body such as `{"error":"service unavailable"}`). Network errors are
+ * excluded: `@upstash/redis` has already retried those.
+ */
+export function isHttpFailure(error: unknown): boolean {
+  return (
+    error instanceof Error &&
+    error.name === "UpstashError" &&
+    !REDIS_ERROR_REPLY.test(error.message) &&
+    !isNoScriptError(error)
+  );
+}
+
+/**
  * Turns any client error into a {@link TransportError} whose message and cause hold no command
  * text, owner id, request id, URL or credential. `secrets` are the arguments of the failed
  * command; they are cut out wherever they appear.
