@@ -15,6 +15,7 @@ import {
   MIN_WATCHDOG_TIMEOUT_MS,
 } from "./limits.js";
 import type { LockContext } from "./locks/context.js";
+import { IdempotencyKey } from "./locks/idempotency.js";
 import { type LeaseToRenew, ReentrantLock, renewLeases } from "./locks/lock.js";
 import { type RedisLike, ScriptRunner } from "./transport/index.js";
 import { checkFunction, checkMs, checkName, checkOptions, checkWaitTime } from "./validate.js";
@@ -144,6 +145,16 @@ export class EdgeLock {
   }
 
   /**
+   * An idempotency key on `name`: a lock plus a completion record, so work keyed by an id (a
+   * webhook delivery, a payment) runs once. See {@link IdempotencyKey}.
+   * @param name key name = lock's Redis key, 1–512 characters, no `{` or `}`.
+   * @throws TypeError / RangeError for a bad name.
+   */
+  getIdempotencyKey(name: string): IdempotencyKey {
+    return new IdempotencyKey(this.#ctx, checkName(name));
+  }
+
+  /**
    * Runs `fn` while holding the lock `name`, then releases it (also when `fn` throws).
    * `fn` receives the lease; its `signal` aborts if the lease is lost. A failed release is
    * reported as an `error` event, not thrown: the lock then expires after its lease.
@@ -194,6 +205,15 @@ export class EdgeLock {
   restoreLease(serialized: SerializedLease | string): Lease {
     const s = parseSerializedLease(serialized);
     return this.getLock(s.name).restore(s);
+  }
+
+  /**
+   * Delivers `event` to `onEvent` on behalf of an integration built on this EdgeLock (e.g. the
+   * `skip` of a cron run or webhook delivery that found its lock taken). Listener errors are
+   * ignored; never throws.
+   */
+  report(event: LockEvent): void {
+    this.#ctx.emit(event);
   }
 
   /**

@@ -27,6 +27,7 @@ export {
   DEFAULT_KEEPER_INSTANCE,
   type KeeperRegistration,
   type KeeperReply,
+  type KeeperStatus,
   type LeaseKeeperBinding,
   type LeaseKeeperStub,
 } from "./keeper.js";
@@ -45,6 +46,12 @@ export {
   MAX_TIME_MS,
   REPLAY_WINDOW_MS,
 } from "./limits.js";
+export {
+  type ClaimOptions,
+  type ClaimResult,
+  type IdempotencyKey,
+  MAX_COMPLETION_TTL_MS,
+} from "./locks/idempotency.js";
 export type {
   AcquireResult,
   LeaseToRenew,

@@ -26,10 +26,32 @@ export interface KeeperReply {
   error?: string;
 }
 
-/** RPC surface of a `LeaseKeeper` stub. */
+/**
+ * What the keeper knows about one lease, from `status(id)`:
+ * - `"renewing"`: registered; its alarm renews the lease every `leaseTime / 3`;
+ * - `"lost"`: a renewal found the owner no longer holding the lock; renewals stopped;
+ * - `"max-hold"`: `maxHoldTime` ran out; renewals stopped, the lock expires within `leaseTime`;
+ * - `"unknown"`: not registered (never, unregistered, or forgotten a while after it ended).
+ */
+export interface KeeperStatus {
+  state: "renewing" | "lost" | "max-hold" | "unknown";
+  /**
+   * `"renewing"` only, once the keeper renewed the lease: conservative expiry of the lock
+   * (epoch ms), measured from when its last successful renewal was sent.
+   */
+  expiresAt?: number;
+  /** `"renewing"` only: renewals that failed in a row (e.g. Redis unreachable); 0 when healthy. */
+  failures?: number;
+}
+
+/** RPC surface of a `LeaseKeeper` stub. Every method resolves to a plain object. */
 export interface LeaseKeeperStub {
+  /** Starts renewing a lease; `{ ok: false, error }` for a bad registration. */
   register(registration: KeeperRegistration): Promise<KeeperReply>;
+  /** Stops renewing the lease with this id (idempotent). */
   unregister(id: string): Promise<KeeperReply>;
+  /** What the keeper knows about the lease with this id; no Redis request. */
+  status(id: string): Promise<KeeperStatus>;
 }
 
 /** A Durable Object namespace bound to `LeaseKeeper` (e.g. `env.LEASE_KEEPER`). */

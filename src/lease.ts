@@ -7,7 +7,9 @@ import { LeaseLostError, TransportError } from "./errors.js";
 import {
   DEFAULT_KEEPER_INSTANCE,
   type KeeperRegistration,
+  type KeeperReply,
   type LeaseKeeperBinding,
+  type LeaseKeeperStub,
 } from "./keeper.js";
 import { checkMs, checkName, checkOptions, checkOwner } from "./validate.js";
 
@@ -32,7 +34,10 @@ export interface KeeperKeepAlive {
  * - `"none"`: only explicit `lease.renew()` calls;
  * - `"timer"`: renew every `leaseTime / 3` while this invocation lives (Redisson's watchdog
  *   period); the timer never keeps a Node process alive by itself;
- * - {@link KeeperKeepAlive}: the `LeaseKeeper` Durable Object's alarm renews across invocations.
+ * - {@link KeeperKeepAlive}: the `LeaseKeeper` Durable Object's alarm renews across invocations;
+ *   while the acquiring invocation lives, the lease asks the keeper every `leaseTime / 3` (an
+ *   RPC, no Redis request) and its `signal` aborts when the keeper found the lease lost, gave up
+ *   at `maxHoldTime`, or no longer knows it.
  *
  * Default: `"timer"` in watchdog mode (`leaseTime` omitted), `"none"` with a fixed lease.
  */
@@ -203,7 +208,8 @@ export class Lease {
     const keeper = keepAlive.keeper ?? defaultKeeper;
     if (!keeper)
       throw new TypeError("`keepAlive.keeper` is required (no default `keeper` was configured)");
-    const stub = keeper.getByName(keepAlive.instance ?? DEFAULT_KEEPER_INSTANCE);
+    const instance = keepAlive.instance ?? DEFAULT_KEEPER_INSTANCE;
+    const ref = { stub: keeper.getByName(instance) };
     const registration: KeeperRegistration = {
       name: this.name,
       owner: this.owner,
@@ -211,15 +217,24 @@ export class Lease {
       leaseTime: this.leaseTime,
       maxHoldTime: keepAlive.maxHoldTime,
     };
-    const reply = await stub.register(registration);
+    const reply = await ref.stub.register(registration);
     if (!reply.ok)
       throw new TransportError(
         this.name,
         `LeaseKeeper refused the lease: ${reply.error ?? "unknown"}`,
         true,
       );
+    const stopPolling = this.#pollKeeper(ref, () => {
+      // A stub whose call threw is broken for good: take a fresh one.
+      ref.stub = keeper.getByName(instance);
+    });
     this.#stopKeepAlive = async () => {
-      const out = await stub.unregister(this.id);
+      stopPolling();
+      // The release goes ahead even if the keeper cannot be told: its next renewal finds the
+      // owner gone (the renewal script checks the owner field) and forgets the lease.
+      const out = await ref.stub
+        .unregister(this.id)
+        .catch((): KeeperReply => ({ ok: false, error: "unregister call failed" }));
       if (!out.ok)
         this.#host.backgroundError(
           this,
@@ -230,6 +245,54 @@ export class Lease {
             true,
           ),
         );
+    };
+  }
+
+  /**
+   * Asks the keeper every `leaseTime / 3` how the lease is doing (an RPC, no Redis request), so
+   * that `signal` aborts in this invocation when the keeper finds the lease lost or gives up at
+   * `maxHoldTime`. Returns the function that stops polling.
+   */
+  #pollKeeper(ref: { stub: LeaseKeeperStub }, renewStub: () => void): () => void {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let stopped = false;
+    const period = Math.max(1, Math.floor(this.leaseTime / 3));
+    const schedule = () => {
+      timer = setTimeout(tick, period);
+      // Node only: polling must never keep a process alive by itself.
+      (timer as { unref?: () => void }).unref?.();
+    };
+    const tick = () => {
+      if (stopped) return;
+      ref.stub.status(this.id).then(
+        (status) => {
+          if (stopped) return;
+          if (status.state === "renewing") {
+            if (typeof status.expiresAt === "number" && status.expiresAt > this.#expiresAt)
+              this.#expiresAt = status.expiresAt;
+            schedule();
+            return;
+          }
+          // Lost, given up at maxHoldTime, or no longer known: nobody keeps this lease alive.
+          stopped = true;
+          this.markLost();
+        },
+        () => {
+          if (stopped) return;
+          this.#host.backgroundError(
+            this,
+            "keeper",
+            new TransportError(this.name, "LeaseKeeper status call failed", true),
+          );
+          renewStub();
+          schedule();
+        },
+      );
+    };
+    schedule();
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
     };
   }
 

@@ -1,3 +1,4 @@
+import type { RedisConfigNodejs } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   LeaseLostError,
@@ -240,7 +241,7 @@ describe("leases across invocations and clients", () => {
     expect(await lock.isLocked()).toBe(false);
   });
 
-  it.each([
+  it.each<[string, Partial<RedisConfigNodejs>]>([
     ["auto-pipelining off", { enableAutoPipelining: false }],
     ["no automatic deserialization", { automaticDeserialization: false }],
     ["no base64 response encoding", { responseEncoding: false }],

@@ -4,34 +4,15 @@
  * client and edgelock exclude each other on the same name.
  * @module
  */
-import { LockNotHeldError, TransportError } from "../errors.js";
+import { LockNotHeldError } from "../errors.js";
 import { randomHex } from "../ids.js";
-import {
-  checkKeepAlive,
-  type KeepAlive,
-  Lease,
-  type LeaseHost,
-  type ReleaseResult,
-} from "../lease.js";
-import { REPLAY_WINDOW_MS } from "../limits.js";
-import {
-  lockAcquire,
-  lockCancel,
-  lockForceUnlock,
-  lockInspect,
-  lockRelease,
-  lockRenew,
-} from "../lua.gen.js";
+import { type KeepAlive, Lease } from "../lease.js";
+import { lockForceUnlock, lockInspect, lockRenew } from "../lua.gen.js";
 import { asInteger, asIntegers, type RequestCounter } from "../transport/index.js";
-import {
-  checkLeaseTime,
-  checkOptions,
-  checkOwner,
-  checkSignal,
-  checkWaitTime,
-} from "../validate.js";
+import { checkOptions, checkOwner, checkWaitTime } from "../validate.js";
 import { type AttemptOutcome, pollUntil } from "../wait.js";
 import { keys, type LockContext } from "./context.js";
+import { Holds } from "./hold.js";
 
 /** Options of {@link ReentrantLock.tryLock}. Times in integer ms. */
 export interface TryLockOptions {
@@ -69,24 +50,7 @@ export type AcquireResult =
 export type LockOptions = Omit<TryLockOptions, "waitTime">;
 
 const TRY_LOCK_KEYS = ["waitTime", "leaseTime", "owner", "signal", "keepAlive"] as const;
-const RELEASE_CODES: Record<number, ReleaseResult> = {
-  0: "expired",
-  1: "released",
-  2: "still-held",
-  3: "not-owner",
-};
-
-const decodeAcquire = (r: unknown) => asIntegers(r, 2) as [number, number] | undefined;
-const decodeRelease = (r: unknown) => {
-  const n = asInteger(r);
-  return n === undefined ? undefined : RELEASE_CODES[n];
-};
 const decodeInspect = (r: unknown) => asIntegers(r, 3) as [number, number, number] | undefined;
-
-interface Acquired {
-  id: string;
-  sentAt: number;
-}
 
 /**
  * A reentrant, non-fair distributed lock (Redisson RLock). Get one with `edgelock.getLock(name)`;
@@ -96,18 +60,13 @@ export class ReentrantLock {
   /** Lock name (the Redis key). */
   readonly name: string;
   readonly #ctx: LockContext;
-  readonly #host: LeaseHost;
+  readonly #holds: Holds;
 
   /** Internal: use `edgelock.getLock(name)`. */
   constructor(ctx: LockContext, name: string) {
     this.#ctx = ctx;
     this.name = name;
-    this.#host = {
-      renew: (lease, leaseTime, by) => this.#renew(lease, leaseTime, by),
-      release: (lease) => this.#release(lease.owner, lease.id, lease.leaseTime),
-      lost: () => ctx.emit({ type: "lost", name, requests: 0, durationMs: 0 }),
-      backgroundError: (_lease, operation, error) => this.#reportError(operation, error, 0, 0),
-    };
+    this.#holds = new Holds(ctx, name);
   }
 
   /**
@@ -160,7 +119,7 @@ export class ReentrantLock {
    */
   async unlock(owner: string): Promise<void> {
     checkOwner(owner);
-    const result = await this.#release(owner, randomHex(), 0);
+    const result = await this.#holds.release(owner, randomHex(), 0);
     if (result === "expired" || result === "not-owner")
       throw new LockNotHeldError(this.name, result);
   }
@@ -217,166 +176,44 @@ export class ReentrantLock {
     watchdog: boolean;
     expiresAt: number;
   }): Lease {
-    return new Lease({ host: this.#host, name: this.name, ...init });
+    return new Lease({ host: this.#holds.host, name: this.name, ...init });
   }
 
   async #acquire(o: Partial<TryLockOptions>, waitTime: number | undefined): Promise<AcquireResult> {
-    const leaseTimeOption = checkLeaseTime(o.leaseTime);
-    const owner =
-      o.owner === undefined ? `${this.#ctx.clientId}:${randomHex()}` : checkOwner(o.owner);
-    const signal = checkSignal(o.signal);
-    const watchdog = leaseTimeOption === undefined;
-    const keepAlive = checkKeepAlive(o.keepAlive) ?? (watchdog ? "timer" : "none");
-    if (typeof keepAlive === "object" && !keepAlive.keeper && !this.#ctx.keeper) {
-      throw new TypeError("`keepAlive.keeper` is required (no default `keeper` was configured)");
-    }
-    const leaseTime = leaseTimeOption ?? this.#ctx.watchdogTimeout;
-    signal?.throwIfAborted();
-
+    const settings = this.#holds.settings(o);
+    settings.signal?.throwIfAborted();
     const started = Date.now();
     const counter: RequestCounter = { requests: 0 };
     let attempts = 0;
     let acquired = false;
     try {
-      const polled = await pollUntil(() => this.#attempt(owner, leaseTime, signal, counter), {
-        waitTime,
-        signal,
-        policy: this.#ctx.backoff,
-        onSleep: (delayMs, attempt) =>
-          this.#ctx.emit({
-            type: "wait",
-            name: this.name,
-            requests: 0,
-            durationMs: delayMs,
-            attempt,
-          }),
-      });
+      const polled = await pollUntil(
+        async (): Promise<AttemptOutcome<{ id: string; sentAt: number }>> => {
+          const reply = await this.#holds.attempt(settings, counter);
+          return reply.status === "acquired" ? { acquired: reply } : { pttl: reply.pttl };
+        },
+        {
+          waitTime,
+          signal: settings.signal,
+          policy: this.#ctx.backoff,
+          onSleep: (delayMs, attempt) =>
+            this.#ctx.emit({
+              type: "wait",
+              name: this.name,
+              requests: 0,
+              durationMs: delayMs,
+              attempt,
+            }),
+        },
+      );
       attempts = polled.attempts;
       if (polled.value === null) return { lease: null, attempts, holderTtl: polled.pttl };
-      const value = polled.value;
-      const lease = new Lease({
-        host: this.#host,
-        name: this.name,
-        owner,
-        id: value.id,
-        leaseTime,
-        watchdog,
-        expiresAt: value.sentAt + leaseTime,
-      });
-      try {
-        await lease.startKeepAlive(keepAlive, this.#ctx.keeper);
-      } catch (error) {
-        // Without the requested keep-alive the caller cannot rely on the lease: give it back.
-        await lease.release().catch(() => {});
-        throw error;
-      }
+      const lease = await this.#holds.lease(settings, polled.value);
       acquired = true;
       return { lease, attempts };
     } finally {
-      this.#ctx.emit({
-        type: "acquire",
-        name: this.name,
-        requests: counter.requests,
-        durationMs: Date.now() - started,
-        acquired,
-        attempts,
-      });
+      this.#holds.emitAcquire(started, counter, acquired, attempts);
     }
-  }
-
-  async #attempt(
-    owner: string,
-    leaseTime: number,
-    signal: AbortSignal | undefined,
-    counter: RequestCounter,
-  ): Promise<AttemptOutcome<Acquired>> {
-    const id = randomHex();
-    const sentAt = Date.now();
-    let reply: [number, number];
-    try {
-      reply = await this.#ctx.runner.run(
-        {
-          script: lockAcquire,
-          lockName: this.name,
-          keys: [this.name, keys.latch(this.name, id)],
-          args: [leaseTime, owner, REPLAY_WINDOW_MS],
-          signal,
-        },
-        decodeAcquire,
-        counter,
-      );
-    } catch (error) {
-      const unanswered =
-        (signal?.aborted && error === signal.reason) ||
-        (error instanceof TransportError && error.ambiguous);
-      if (unanswered) this.#cancel(owner, id);
-      throw error;
-    }
-    const [status, value] = reply;
-    if (status === 1) return { acquired: { id, sentAt } };
-    // -1: this attempt's latch was already used; poll again soon with a new request id.
-    return { pttl: status === 0 ? value : 0 };
-  }
-
-  /** Makes sure an acquire whose answer never arrived leaves no hold behind. */
-  #cancel(owner: string, id: string): void {
-    const counter = { requests: 0 };
-    const started = Date.now();
-    const task = this.#ctx.runner
-      .run(
-        {
-          script: lockCancel,
-          lockName: this.name,
-          keys: [this.name, keys.latch(this.name, id), keys.channel(this.name)],
-          args: [owner, REPLAY_WINDOW_MS],
-        },
-        asInteger,
-        counter,
-      )
-      .catch((error: unknown) => this.#reportError("cancel", error, counter.requests, started));
-    this.#ctx.background(task);
-  }
-
-  async #renew(lease: Lease, leaseTime: number, by: "call" | "timer"): Promise<boolean> {
-    const counter = { requests: 0 };
-    const started = Date.now();
-    const [renewed] = await this.#ctx.runner.run(
-      { script: lockRenew, lockName: this.name, keys: [this.name], args: [leaseTime, lease.owner] },
-      (r) => asIntegers(r, 1),
-      counter,
-    );
-    this.#ctx.emit({
-      type: "renew",
-      name: this.name,
-      requests: counter.requests,
-      durationMs: Date.now() - started,
-      renewed: renewed === 1,
-      by,
-    });
-    return renewed === 1;
-  }
-
-  async #release(owner: string, id: string, leaseTime: number): Promise<ReleaseResult> {
-    const counter = { requests: 0 };
-    const started = Date.now();
-    const result = await this.#ctx.runner.run(
-      {
-        script: lockRelease,
-        lockName: this.name,
-        keys: [this.name, keys.latch(this.name, id), keys.channel(this.name)],
-        args: [owner, leaseTime, REPLAY_WINDOW_MS],
-      },
-      decodeRelease,
-      counter,
-    );
-    this.#ctx.emit({
-      type: "release",
-      name: this.name,
-      requests: counter.requests,
-      durationMs: Date.now() - started,
-      result,
-    });
-    return result;
   }
 
   async #inspect(owner: string): Promise<[number, number, number]> {
@@ -385,23 +222,6 @@ export class ReentrantLock {
       decodeInspect,
       { requests: 0 },
     );
-  }
-
-  #reportError(
-    operation: "cancel" | "renew" | "keeper",
-    error: unknown,
-    requests: number,
-    started: number,
-  ) {
-    if (!(error instanceof TransportError)) return;
-    this.#ctx.emit({
-      type: "error",
-      name: this.name,
-      requests,
-      durationMs: started ? Date.now() - started : 0,
-      operation,
-      error,
-    });
   }
 }
 

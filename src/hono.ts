@@ -1,0 +1,189 @@
+/**
+ * Hono middleware: `withLock` holds a distributed lock around a route, answers `409 Conflict`
+ * with `Retry-After` while another request holds it, and releases it when the response is done
+ * (after a streamed body has finished). Runs wherever Hono runs: Workers, Vercel, Node, Bun.
+ * @see https://hono.dev/docs/guides/middleware
+ * @module
+ */
+import type { Context, Env, MiddlewareHandler } from "hono";
+import { createMiddleware } from "hono/factory";
+import type { EdgeLock } from "./client.js";
+import { checkKeepAlive, type KeepAlive, type Lease } from "./lease.js";
+import {
+  endQuietly,
+  type LockedInfo,
+  lockedResponse,
+  onBodyEnd,
+  retryAfterSeconds,
+} from "./settle.js";
+import {
+  checkFunction,
+  checkLeaseTime,
+  checkName,
+  checkOptions,
+  checkWaitTime,
+} from "./validate.js";
+
+/**
+ * Variables `withLock` sets: `c.var.lease` (or `c.get("lease")`) is the held lease; its
+ * `signal` aborts if the lease is lost. Use with `new Hono<{ Variables: LockVariables }>()`.
+ */
+export type LockVariables = { lease: Lease };
+
+export type { LockedInfo };
+
+/** Options of {@link withLock}. Times in integer ms. */
+export interface LockMiddlewareOptions<E extends Env = Env> {
+  /**
+   * The EdgeLock, or a function of the context returning it. Use the function on Workers,
+   * where the Redis credentials arrive per request on `c.env`. Required.
+   */
+  edgelock: EdgeLock | ((c: Context<E>) => EdgeLock);
+  /**
+   * Lock name (1–512 characters, no `{` or `}`), or a function of the context returning it,
+   * e.g. `(c) => \`order:${c.req.param("id")}\``. Requests with the same name exclude each
+   * other. Required.
+   */
+  key: string | ((c: Context<E>) => string | Promise<string>);
+  /**
+   * How long a request waits for the lock before the `onLocked` answer, in ms, integer in
+   * [0, 86 400 000]. @default 0 (one attempt: a busy lock is answered at once)
+   */
+  waitTime?: number;
+  /**
+   * Fixed lease in ms, integer in [1, 86 400 000], not renewed. Omitted: watchdog mode (TTL =
+   * the EdgeLock's `watchdogTimeout`, renewed by `keepAlive` while the request lives).
+   */
+  leaseTime?: number;
+  /** Keep-alive of the lease. @default "timer" in watchdog mode, "none" with a fixed lease */
+  keepAlive?: KeepAlive;
+  /**
+   * Builds the answer when the lock stays busy. @default `409 Conflict` with header
+   * `Retry-After: <retryAfter>` and JSON body `{ "error": "locked", "key", "retryAfter" }`
+   */
+  onLocked?: (c: Context<E>, info: LockedInfo) => Response | Promise<Response>;
+}
+
+const OPTION_KEYS = ["edgelock", "key", "waitTime", "leaseTime", "keepAlive", "onLocked"];
+
+/**
+ * Holds the lock `key` while the route runs. The lease is `c.var.lease`.
+ *
+ * - Busy lock (after `waitTime`): answers `onLocked`'s response, by default `409` with
+ *   `Retry-After` and `{ "error": "locked", "key": "<key>", "retryAfter": <seconds> }`. The
+ *   answer is returned, not thrown, so an app's `onError` does not turn it into a 500.
+ * - Release: in `finally`, also when the handler throws (the error still reaches `app.onError`).
+ *   When the response has a body, the lock is held until the body has been read to the end or
+ *   cancelled (a streamed response stays exclusive while it streams), except for `HEAD`, whose
+ *   body Hono drops. With an execution context (Workers) the release is handed to
+ *   `c.executionCtx.waitUntil`; elsewhere it is awaited (for a body: before the body ends).
+ *   A failed release is reported as an `error` event; the lock then expires after its lease.
+ * - Errors from acquiring (e.g. `TransportError`, or a `key` function returning a bad name)
+ *   propagate to `app.onError`.
+ *
+ * Requests per guarded request on a warm client: one per acquire attempt, one release, plus
+ * renewals of a watchdog lease.
+ *
+ * @example
+ * ```ts
+ * import { Hono } from "hono";
+ * import { withLock, type LockVariables } from "edgelock/hono";
+ *
+ * const app = new Hono<{ Variables: LockVariables }>();
+ * app.post(
+ *   "/orders/:id/pay",
+ *   withLock({ edgelock, key: (c) => `order:${c.req.param("id")}`, leaseTime: 10_000 }),
+ *   async (c) => c.json(await pay(c.req.param("id"), c.var.lease.signal)),
+ * );
+ * ```
+ * @throws TypeError / RangeError for bad options, when `withLock` is called (not per request).
+ */
+export function withLock<E extends Env = Env>(
+  options: LockMiddlewareOptions<E>,
+): MiddlewareHandler<E & { Variables: LockVariables }> {
+  const o = checkOptions(options, "withLock", OPTION_KEYS);
+  const edgelockOption = o.edgelock;
+  if (
+    typeof edgelockOption !== "function" &&
+    (typeof edgelockOption !== "object" ||
+      edgelockOption === null ||
+      typeof edgelockOption.getLock !== "function")
+  ) {
+    throw new TypeError("withLock: `edgelock` must be an EdgeLock or a function returning one");
+  }
+  const keyOption = o.key;
+  if (typeof keyOption !== "function") {
+    if (keyOption === undefined) throw new TypeError("withLock: `key` is required");
+    checkName(keyOption, "key");
+  }
+  const waitTime = checkWaitTime(o.waitTime) ?? 0;
+  const leaseTime = checkLeaseTime(o.leaseTime);
+  const keepAlive = checkKeepAlive(o.keepAlive);
+  const onLocked = checkFunction<LockMiddlewareOptions<E>["onLocked"]>(o.onLocked, "onLocked");
+  const edgelockOf = (c: Context<E>): EdgeLock =>
+    typeof edgelockOption === "function" ? edgelockOption(c) : edgelockOption;
+
+  return createMiddleware<E & { Variables: LockVariables }>(async function edgelockLock(c, next) {
+    const ctx = c as unknown as Context<E>;
+    const edgelock = edgelockOf(ctx);
+    const key = checkName(
+      typeof keyOption === "function" ? await keyOption(ctx) : keyOption,
+      "key",
+    );
+    const result = await edgelock.getLock(key).tryAcquire({ waitTime, leaseTime, keepAlive });
+    if (!result.lease) {
+      const { holderTtl } = result;
+      if (onLocked)
+        return onLocked(ctx, { key, retryAfter: retryAfterSeconds(holderTtl), holderTtl });
+      return lockedResponse(key, holderTtl);
+    }
+    const lease = result.lease;
+    const release = () => endQuietly(edgelock, key, () => lease.release());
+    const waitUntil = waitUntilOf(c);
+    let releasesWithBody = false;
+    try {
+      c.set("lease", lease);
+      await next();
+      const body = c.res.body;
+      if (body && !c.error && c.req.method !== "HEAD") {
+        c.res = new Response(onBodyEnd(body, deferRelease(release, waitUntil)), c.res);
+        releasesWithBody = true;
+      }
+    } finally {
+      if (!releasesWithBody) {
+        if (waitUntil) waitUntil(release());
+        else await release();
+      }
+    }
+  });
+}
+
+/**
+ * What the body wrapper runs at its end. With `waitUntil`, a promise is registered right away
+ * (the runtime keeps the invocation alive until it settles) and the body's end is not delayed;
+ * without, the body's end waits for the release, so a client that read the body finds the
+ * lock free.
+ */
+function deferRelease(
+  release: () => Promise<void>,
+  waitUntil: ((promise: Promise<unknown>) => void) | undefined,
+): () => Promise<void> {
+  if (!waitUntil) return release;
+  let start: () => void = () => {};
+  const started = new Promise<void>((resolve) => {
+    start = resolve;
+  });
+  waitUntil(started.then(release));
+  return async () => start();
+}
+
+/** `c.executionCtx.waitUntil`, or undefined where Hono has no execution context (Node, Vercel). */
+function waitUntilOf(c: Context): ((promise: Promise<unknown>) => void) | undefined {
+  try {
+    const ctx = c.executionCtx;
+    return (promise) => ctx.waitUntil(promise);
+  } catch {
+    // Hono's getter throws "This context has no ExecutionContext" outside Workers.
+    return undefined;
+  }
+}

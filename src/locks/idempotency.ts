@@ -1,0 +1,126 @@
+/**
+ * Idempotency key: a reentrant lock (Redisson RLock layout at the key's name) plus a completion
+ * marker, so that work keyed by an id (a webhook delivery, a payment, a job) runs once: a
+ * duplicate arriving while the work runs finds the lock taken, and one arriving after the work
+ * completed finds the marker. Claiming and completing are one atomic script each.
+ * @module
+ */
+import { type KeepAlive, Lease, type ReleaseResult } from "../lease.js";
+import type { RequestCounter } from "../transport/index.js";
+import { checkMs, checkOptions } from "../validate.js";
+import type { LockContext } from "./context.js";
+import { Holds } from "./hold.js";
+
+/** Longest accepted completion TTL: 365 days, in ms. */
+export const MAX_COMPLETION_TTL_MS = 31_536_000_000;
+
+/** Options of {@link IdempotencyKey.claim}. Times in integer ms. */
+export interface ClaimOptions {
+  /**
+   * Fixed lease in ms, integer in [1, 86 400 000]; no automatic renewal. Omitted: watchdog
+   * mode, TTL = `watchdogTimeout`, kept alive by `keepAlive` (default `"timer"`).
+   */
+  leaseTime?: number;
+  /** Owner to claim as (1–200 characters). Omitted: a fresh `<clientId>:<taskId>`. */
+  owner?: string;
+  /** Aborts the claim; it rejects with `signal.reason` and leaves no hold behind. */
+  signal?: AbortSignal;
+  /** Keep-alive strategy of the lease; see {@link KeepAlive}. */
+  keepAlive?: KeepAlive;
+}
+
+/**
+ * What {@link IdempotencyKey.claim} found:
+ * - `"acquired"`: the work is yours; finish with `complete(lease, ttl)` on success, or
+ *   `lease.release()` to let a retry do it;
+ * - `"locked"`: another claim holds the key right now; `holderTtl` is its remaining lease in ms
+ *   (PTTL: -1 when the key has no TTL, 0 when unknown);
+ * - `"completed"`: the work was completed earlier; `completedTtl` is how long the record still
+ *   lasts in ms (PTTL: -1 when it has no TTL).
+ */
+export type ClaimResult =
+  | { status: "acquired"; lease: Lease }
+  | { status: "locked"; holderTtl: number }
+  | { status: "completed"; completedTtl: number };
+
+const CLAIM_KEYS = ["leaseTime", "owner", "signal", "keepAlive"] as const;
+
+/**
+ * An idempotency key on `name`. Get one with `edgelock.getIdempotencyKey(name)`; the object
+ * holds no state, so it can be created per request.
+ *
+ * Keys: the lock HASH at `name` (Redisson RLock layout, so a Redisson client locking `name`
+ * excludes a claim and vice versa), `edgelock_done:{<name>}` (the completion marker, kept for
+ * the TTL given to `complete`), and short-lived replay latches `edgelock_latch:{<name>}:<id>`.
+ *
+ * @example
+ * ```ts
+ * const key = edgelock.getIdempotencyKey(`stripe:${event.id}`);
+ * const claim = await key.claim();
+ * if (claim.status === "acquired") {
+ *   try { await fulfil(event); } catch (e) { await claim.lease.release(); throw e; }
+ *   await key.complete(claim.lease, 3 * 86_400_000);
+ * }
+ * ```
+ */
+export class IdempotencyKey {
+  /** Key name (the lock's Redis key). */
+  readonly name: string;
+  readonly #holds: Holds;
+
+  /** Internal: use `edgelock.getIdempotencyKey(name)`. */
+  constructor(ctx: LockContext, name: string) {
+    this.name = name;
+    this.#holds = new Holds(ctx, name);
+  }
+
+  /**
+   * One attempt to claim the key: reports a completed key, or acquires its lock (one HTTP
+   * request on a warm client). No waiting: a duplicate should be told to come back later.
+   * @returns {@link ClaimResult}.
+   * @throws TypeError / RangeError for bad options, before any request.
+   * @throws signal.reason when aborted; a claim in flight is cancelled in the background.
+   * @throws {TransportError} when Redis could not be reached (an ambiguous claim is cancelled in
+   * the background, so it leaves no hold behind).
+   */
+  async claim(options?: ClaimOptions): Promise<ClaimResult> {
+    const settings = this.#holds.settings(checkOptions(options, "claim", CLAIM_KEYS));
+    settings.signal?.throwIfAborted();
+    const started = Date.now();
+    const counter: RequestCounter = { requests: 0 };
+    let acquired = false;
+    try {
+      const reply = await this.#holds.attempt(settings, counter, true);
+      if (reply.status === "completed") return { status: "completed", completedTtl: reply.pttl };
+      if (reply.status === "busy") return { status: "locked", holderTtl: reply.pttl };
+      const lease = await this.#holds.lease(settings, reply);
+      acquired = true;
+      return { status: "acquired", lease };
+    } finally {
+      this.#holds.emitAcquire(started, counter, acquired, 1);
+    }
+  }
+
+  /**
+   * Records that the work of this key is done, for `ttl` ms, and releases the lease's hold, in
+   * one atomic step (one HTTP request on a warm client, for a lease this key's `claim` issued).
+   * Until the record expires, every `claim` reports `"completed"`. The record is made even when
+   * the lease was lost meanwhile (the work did finish); an existing record is kept, not
+   * extended. Replay-safe; completing an already released lease still records completion.
+   * @param lease the lease from `claim` (or any lease on this name).
+   * @param ttl how long the record lasts, in ms, integer in [1, 31 536 000 000]: longer than the
+   * sender's retry window (Stripe retries for up to 3 days).
+   * @returns what releasing the hold found, as `lease.release()`: `"released"`, `"still-held"`
+   * (reentrant holds remain), `"expired"` or `"not-owner"` (the lease had been lost).
+   * @throws TypeError / RangeError for bad arguments, before any request.
+   * @throws {TransportError} when Redis could not be reached; calling again is safe.
+   */
+  async complete(lease: Lease, ttl: number): Promise<ReleaseResult> {
+    if (!(lease instanceof Lease)) throw new TypeError("complete: `lease` must be a Lease");
+    if (lease.name !== this.name) {
+      throw new RangeError("complete: `lease` belongs to another name");
+    }
+    checkMs(ttl, "ttl", 1, MAX_COMPLETION_TTL_MS);
+    return this.#holds.complete(lease, ttl);
+  }
+}
