@@ -33,6 +33,10 @@ export interface RequestCounter {
 /** Runs the project's Lua scripts over one `@upstash/redis` client. */
 export class ScriptRunner {
   readonly #redis: RedisLike;
+  /** Scripts known to be in Redis's cache (run successfully by this runner). */
+  readonly #loaded = new Set<string>();
+  /** Whether Redis has answered NOSCRIPT to this runner (its cache was empty or flushed). */
+  #cacheMissSeen = false;
 
   constructor(redis: RedisLike) {
     this.#redis = redis;
@@ -40,8 +44,9 @@ export class ScriptRunner {
 
   /**
    * Runs a script and decodes its reply with `decode` (which returns `undefined` for a reply of
-   * the wrong shape). Makes one HTTP request when Redis has the script cached, two otherwise, and
-   * resends once after an HTTP 5xx; each request is added to `counter`. (Resends that
+   * the wrong shape). Makes one HTTP request when Redis has the script cached; otherwise two for
+   * the first script, and one (a direct EVAL) for each other script this runner has not run yet.
+   * Resends once after an HTTP 5xx. Each request is added to `counter`. (Resends that
    * `@upstash/redis` makes by itself after a network error are invisible here.)
    * @throws signal.reason when `signal` aborts first (the request may still apply).
    * @throws {TransportError} on HTTP/Redis failure or a reply of the wrong shape.
@@ -77,12 +82,24 @@ export class ScriptRunner {
   async #send(call: ScriptCall, counter: RequestCounter): Promise<unknown> {
     const { script, keys, args, signal } = call;
     counter.requests += 1;
+    // Once Redis has shown an empty script cache, a script this client has not run yet is
+    // sent with EVAL straight away instead of paying a NOSCRIPT round trip of its own.
+    if (this.#cacheMissSeen && !this.#loaded.has(script.sha1)) {
+      const reply = await raceAbort(this.#redis.eval(script.source, keys, args), signal);
+      this.#loaded.add(script.sha1);
+      return reply;
+    }
     try {
-      return await raceAbort(this.#redis.evalsha(script.sha1, keys, args), signal);
+      const reply = await raceAbort(this.#redis.evalsha(script.sha1, keys, args), signal);
+      this.#loaded.add(script.sha1);
+      return reply;
     } catch (error) {
       if (!isNoScriptError(error)) throw error;
+      this.#cacheMissSeen = true;
       counter.requests += 1;
-      return await raceAbort(this.#redis.eval(script.source, keys, args), signal);
+      const reply = await raceAbort(this.#redis.eval(script.source, keys, args), signal);
+      this.#loaded.add(script.sha1);
+      return reply;
     }
   }
 
