@@ -1,11 +1,44 @@
+import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
+    // Runs once for the whole run (both projects read its values through inject()).
     globalSetup: ["./test/global-setup.ts"],
-    include: ["test/**/*.test.ts"],
-    exclude: ["test/worker/**", "node_modules/**"],
-    testTimeout: 20000,
-    hookTimeout: 30000,
+    projects: [
+      {
+        test: {
+          name: "node",
+          include: ["test/**/*.test.ts"],
+          exclude: ["test/worker/**", "node_modules/**"],
+          testTimeout: 20000,
+          hookTimeout: 30000,
+        },
+      },
+      {
+        plugins: [
+          cloudflareTest(({ inject }) => ({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: {
+              // The Worker and its LeaseKeeper talk to the bridge reserved for worker tests,
+              // whose faults no Node test touches.
+              bindings: {
+                UPSTASH_REDIS_REST_URL: inject("faultBridgeUrl"),
+                UPSTASH_REDIS_REST_TOKEN: inject("bridgeToken"),
+                DEMO_KEY_PREFIX: "wt:",
+              },
+            },
+          })),
+        ],
+        test: {
+          name: "workers",
+          include: ["test/worker/**/*.test.ts"],
+          // One file at a time: the files share the worker bridge's fault configuration.
+          fileParallelism: false,
+          testTimeout: 20000,
+          hookTimeout: 30000,
+        },
+      },
+    ],
   },
 });

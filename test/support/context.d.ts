@@ -5,8 +5,10 @@ declare module "vitest" {
     redisUrl: string;
     /** The shared bridge in front of it, e.g. `http://127.0.0.1:40124`. */
     bridgeUrl: string;
-    /** Bearer token of the shared bridge. */
+    /** Bearer token of the shared bridge (and of the fault bridge). */
     bridgeToken: string;
+    /** A second bridge on the same Redis, reserved for the Worker tests' fault injection. */
+    faultBridgeUrl: string;
   }
 }
 

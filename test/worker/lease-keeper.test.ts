@@ -1,0 +1,318 @@
+/**
+ * LeaseKeeper in real workerd, against the real bridge and redis-server: renewals across lease
+ * times (self-firing alarms and runDurableObjectAlarm), release, loss, maxHoldTime, failed
+ * renewals, at-least-once alarms and a release racing an in-flight renewal.
+ */
+import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { LeaseLostError, TransportError } from "../../src/index.js";
+import { LeaseKeeper } from "../../worker/lease-keeper.js";
+import {
+  elapse,
+  eventually,
+  instanceName,
+  keeperAlarm,
+  keeperKeys,
+  keeperStatus,
+  keeperStub,
+  keyPrefix,
+  recordingEdgeLock,
+  wipeKeeper,
+  workerBridgeControl,
+} from "./support.js";
+
+const prefix = keyPrefix();
+let instance = "";
+
+beforeEach(() => {
+  instance = instanceName();
+});
+
+afterEach(async () => {
+  await workerBridgeControl.clearFaults();
+  await wipeKeeper(instance);
+});
+
+/** Acquires a fresh lock in watchdog mode (TTL `leaseTime`), kept alive by the keeper only. */
+async function hold(leaseTime: number, maxHoldTime = 60_000) {
+  const rec = recordingEdgeLock({ watchdogTimeout: leaseTime });
+  const lock = rec.edgelock.getLock(`${prefix}${crypto.randomUUID()}`);
+  const lease = await lock.lock({ keepAlive: { maxHoldTime, instance } });
+  return { edgelock: rec.edgelock, events: rec.events, until: rec.until, lock, lease };
+}
+
+function aborted(signal: AbortSignal): Promise<unknown> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve(signal.reason);
+    else signal.addEventListener("abort", () => resolve(signal.reason), { once: true });
+  });
+}
+
+/** Samples the lock's PTTL every 20 ms for `ms` and returns the smallest value seen. */
+async function minPttlOver(lock: { remainTimeToLive(): Promise<number> }, ms: number) {
+  let min = Number.POSITIVE_INFINITY;
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    min = Math.min(min, await lock.remainTimeToLive());
+    await elapse(20);
+  }
+  return min;
+}
+
+/** Waits until the registered lease is due (a period minus the batching slack has passed). */
+const untilDue = (leaseTime: number) => elapse(Math.ceil(leaseTime / 6) + 100);
+
+describe("renewal", () => {
+  it("keeps a lease alive past five lease times with self-firing alarms, then stops on release", async () => {
+    const { lock, lease, events } = await hold(300);
+    await workerBridgeControl.resetStats();
+    expect(await minPttlOver(lock, 1_500)).toBeGreaterThan(0);
+    expect(await lock.isHeldBy(lease.owner)).toBe(true);
+    expect(lease.signal.aborted).toBe(false);
+    const renewals = (await workerBridgeControl.stats()).requests;
+    expect(renewals).toBeGreaterThanOrEqual(5);
+    // The lease learnt the keeper's renewals through status().
+    expect(lease.expiresAt).toBeGreaterThan(Date.now());
+
+    expect(await lease.release()).toBe("released");
+    expect(await lock.remainTimeToLive()).toBe(-2);
+    expect(await keeperStatus(instance, lease.id)).toEqual({ state: "unknown" });
+    expect(await keeperKeys(instance)).toEqual([]);
+    const after = (await workerBridgeControl.stats()).requests;
+    await elapse(400);
+    expect((await workerBridgeControl.stats()).requests).toBe(after);
+    expect(await keeperAlarm(instance)).toBeNull();
+    expect(events.filter((e) => e.type === "error")).toEqual([]);
+  });
+
+  it("renews only when an alarm runs: driven step by step with runDurableObjectAlarm", async () => {
+    const leaseTime = 1_200;
+    const { lock, lease } = await hold(leaseTime);
+    const stub = keeperStub(instance);
+    // Park the real alarm far away; every step runs it by hand instead.
+    const park = () =>
+      runInDurableObject(stub, (_, state) => state.storage.setAlarm(Date.now() + 3_600_000));
+    await park();
+    for (let step = 0; step < 10; step++) {
+      await elapse(leaseTime / 3);
+      const before = await lock.remainTimeToLive();
+      expect(before).toBeGreaterThan(0);
+      expect(before).toBeLessThan(leaseTime - 300);
+      expect(await runDurableObjectAlarm(stub)).toBe(true);
+      await park();
+      // Renewed by this run: back above where it was, never above the lease.
+      const after = await lock.remainTimeToLive();
+      expect(after).toBeGreaterThan(before);
+      expect(after).toBeLessThanOrEqual(leaseTime);
+    }
+    // 10 steps of leaseTime/3: the lock outlived three lease times.
+    expect(await lock.isHeldBy(lease.owner)).toBe(true);
+    expect(await lease.release()).toBe("released");
+  });
+
+  it("renews every due lease of an instance in one Redis request", async () => {
+    const leases = await Promise.all([1, 2, 3, 4, 5].map(() => hold(3_000)));
+    await untilDue(3_000);
+    await leases[0]?.lease.renew(); // loads the renewal script into Redis' cache
+    await workerBridgeControl.resetStats();
+    expect(await runDurableObjectAlarm(keeperStub(instance))).toBe(true);
+    expect((await workerBridgeControl.stats()).requests).toBe(1);
+    for (const { lock } of leases) expect(await lock.remainTimeToLive()).toBeGreaterThan(2_500);
+    await Promise.all(leases.map(({ lease }) => lease.release()));
+  });
+
+  it("keeps renewing after the Durable Object is evicted (state lives in storage)", async () => {
+    const { lock, lease } = await hold(300);
+    await abortAllDurableObjects();
+    expect(await minPttlOver(lock, 1_000)).toBeGreaterThan(0);
+    expect(lease.signal.aborted).toBe(false);
+    expect(await lease.release()).toBe("released");
+  });
+});
+
+describe("forgetting a lease", () => {
+  it("stops when the lease is lost to another owner after a forced unlock; the holder's signal aborts", async () => {
+    const { lock, lease, edgelock, until } = await hold(300);
+    expect(await lock.forceUnlock()).toBe(true);
+    const thief = await edgelock.getLock(lock.name).tryLock({ leaseTime: 5_000 });
+    expect(thief).not.toBeNull();
+    const reason = await aborted(lease.signal);
+    expect(reason).toBeInstanceOf(LeaseLostError);
+    expect((reason as LeaseLostError).reason).toBe("lost");
+    await until((e) => e.type === "lost");
+    expect(await keeperKeys(instance)).toEqual([]);
+    // The thief's lock kept its own TTL: the keeper never extended it.
+    const ttl = await lock.remainTimeToLive();
+    expect(ttl).toBeLessThanOrEqual(5_000);
+    await elapse(200);
+    expect(await lock.remainTimeToLive()).toBeLessThan(ttl);
+    expect(await thief?.release()).toBe("released");
+  });
+
+  it("gives up at maxHoldTime: a crashed owner's lock is free within maxHoldTime + leaseTime", async () => {
+    const started = Date.now();
+    const { lock, lease } = await hold(300, 900);
+    // The holder never releases (as if it crashed); its signal aborts when the keeper gives up.
+    const reason = await aborted(lease.signal);
+    expect(reason).toBeInstanceOf(LeaseLostError);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    await eventually(async () => ((await lock.isLocked()) ? undefined : true), { everyMs: 5 });
+    const freeAfter = Date.now() - started;
+    expect(freeAfter).toBeGreaterThanOrEqual(900);
+    expect(freeAfter).toBeLessThanOrEqual(900 + 300 + 500);
+  });
+});
+
+describe("failures", () => {
+  it("retries a failed renewal on the next alarm, sooner than leaseTime/3", async () => {
+    const { lock, lease } = await hold(3_000);
+    await untilDue(3_000);
+    await workerBridgeControl.setFaults({ rules: [{ action: "fail", match: "evalsha" }] });
+    const stub = keeperStub(instance);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await keeperStatus(instance, lease.id)).toMatchObject({
+      state: "renewing",
+      failures: 1,
+    });
+    const retryAt = await keeperAlarm(instance);
+    expect(retryAt).not.toBeNull();
+    expect((retryAt ?? 0) - Date.now()).toBeLessThanOrEqual(3_000 / 9 + 50);
+    expect(await lock.remainTimeToLive()).toBeLessThan(2_500);
+    expect((await workerBridgeControl.stats()).faultsInjected).toBe(2); // sent, resent once
+
+    await workerBridgeControl.clearFaults();
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await keeperStatus(instance, lease.id)).toMatchObject({
+      state: "renewing",
+      failures: 0,
+    });
+    expect(await lock.remainTimeToLive()).toBeGreaterThan(2_500);
+    expect(await lease.release()).toBe("released");
+  });
+
+  it("keeps retrying through an outage; when the lock expired meanwhile the holder's signal aborts", async () => {
+    const { lock, lease, until } = await hold(300);
+    await workerBridgeControl.setFaults({ rules: [{ action: "fail", match: "evalsha" }] });
+    await eventually(async () => ((await lock.isLocked()) ? undefined : true), { everyMs: 5 });
+    const during = await keeperStatus(instance, lease.id);
+    expect(during.state).toBe("renewing");
+    expect(during.failures).toBeGreaterThanOrEqual(2);
+    expect(lease.signal.aborted).toBe(false);
+    await workerBridgeControl.clearFaults();
+    expect(await aborted(lease.signal)).toBeInstanceOf(LeaseLostError);
+    await until((e) => e.type === "lost");
+    expect(await lease.release()).toBe("expired");
+  });
+
+  it("refuses a lease it cannot keep; the acquire gives the lock back", async () => {
+    const { edgelock } = recordingEdgeLock();
+    const lock = edgelock.getLock(`${prefix}${crypto.randomUUID()}`);
+    const error = await lock
+      .tryLock({ leaseTime: 20, keepAlive: { maxHoldTime: 1_000, instance } })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TransportError);
+    expect((error as TransportError).message).toMatch(/LeaseKeeper refused the lease.*leaseTime/);
+    expect(await lock.isLocked()).toBe(false);
+  });
+});
+
+describe("at-least-once alarms and races", () => {
+  it("an alarm run twice (concurrently, then again) renews once: PTTL never above leaseTime", async () => {
+    const { lock, lease } = await hold(3_000);
+    await untilDue(3_000);
+    await lease.renew(); // loads the script; the keeper's schedule is unaffected
+    await workerBridgeControl.resetStats();
+    const stub = keeperStub(instance);
+    await runInDurableObject(stub, (instance) => {
+      const keeper = instance as unknown as LeaseKeeper;
+      return Promise.all([keeper.alarm(), keeper.alarm()]);
+    });
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect((await workerBridgeControl.stats()).requests).toBe(1);
+    const ttl = await lock.remainTimeToLive();
+    expect(ttl).toBeLessThanOrEqual(3_000);
+    expect(ttl).toBeGreaterThan(2_500);
+    expect(await lease.release()).toBe("released");
+  });
+
+  it("a release racing an in-flight renewal leaves no renewed lock behind", async () => {
+    const { lock, lease } = await hold(3_000);
+    await untilDue(3_000);
+    await workerBridgeControl.resetStats();
+    // Hold the keeper's renewal at the bridge for a second; the holder's release (on the other
+    // bridge) overtakes it.
+    await workerBridgeControl.setFaults({ delayMs: 1_000 });
+    let alarmDone = false;
+    const alarm = runDurableObjectAlarm(keeperStub(instance)).then((ran) => {
+      alarmDone = true;
+      return ran;
+    });
+    await eventually(async () =>
+      (await workerBridgeControl.stats()).requests >= 1 ? true : undefined,
+    );
+    expect(await lease.release()).toBe("released");
+    expect(alarmDone).toBe(false);
+    expect(await alarm).toBe(true);
+    expect(await lock.remainTimeToLive()).toBe(-2);
+    expect(await keeperKeys(instance)).toEqual([]);
+    expect(await keeperStatus(instance, lease.id)).toEqual({ state: "unknown" });
+  });
+});
+
+describe("RPC input", () => {
+  const good = {
+    name: "wt:lock",
+    owner: "client:task",
+    id: "0123456789abcdef0123456789abcdef",
+    leaseTime: 3_000,
+    maxHoldTime: 60_000,
+  };
+
+  it.each([
+    ["not an object", "nope", /object/],
+    ["an unknown key", { ...good, extra: 1 }, /unknown registration key `extra`/],
+    ["a bad name", { ...good, name: "a{b}" }, /`name`/],
+    ["an empty owner", { ...good, owner: "" }, /`owner`/],
+    ["a bad id", { ...good, id: "xyz" }, /`id`/],
+    ["a lease too short for alarms", { ...good, leaseTime: 10 }, /`leaseTime`/],
+    ["maxHoldTime 0", { ...good, maxHoldTime: 0 }, /`maxHoldTime`/],
+  ])("register answers { ok: false } for %s, without throwing", async (_, input, message) => {
+    const reply = await keeperStub(instance).register(input as typeof good);
+    expect(reply.ok).toBe(false);
+    expect(reply.error).toMatch(message);
+    expect(reply.error).not.toContain("client:task");
+    expect(await keeperKeys(instance)).toEqual([]);
+  });
+
+  it("unregister and status take only string ids", async () => {
+    const stub = keeperStub(instance);
+    expect(await stub.unregister(5 as unknown as string)).toEqual({
+      ok: false,
+      error: "`id` must be a string",
+    });
+    expect(await stub.status(5 as unknown as string)).toEqual({ state: "unknown" });
+    expect(await stub.unregister("0123")).toEqual({ ok: true });
+  });
+
+  it("register refuses without Redis credentials in the object's env", async () => {
+    const reply = await runInDurableObject(keeperStub(instance), (_, state) =>
+      new LeaseKeeper(state, {}).register(good),
+    );
+    expect(reply).toEqual({
+      ok: false,
+      error: "UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN must be set for the LeaseKeeper",
+    });
+  });
+
+  it("registering a lease again keeps its first maxHoldTime deadline", async () => {
+    const stub = keeperStub(instance);
+    expect(await stub.register({ ...good, maxHoldTime: 1_000 })).toEqual({ ok: true });
+    expect(await stub.register({ ...good, maxHoldTime: 60_000 })).toEqual({ ok: true });
+    const deadline: number = await runInDurableObject(stub, async (_, state) => {
+      const entry = await state.storage.get<{ deadline: number }>(`lease:${good.id}`);
+      return entry?.deadline ?? 0;
+    });
+    expect(deadline - Date.now()).toBeLessThanOrEqual(1_000);
+    expect(await stub.unregister(good.id)).toEqual({ ok: true });
+  });
+});

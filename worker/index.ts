@@ -1,0 +1,183 @@
+/**
+ * The reference Worker that `wrangler.toml` runs and `npm run demo` drives: a Hono app whose
+ * routes are guarded by edgelock, a cron handler guarded by `guardScheduled`, and the
+ * `LeaseKeeper` Durable Object export. Its routes do deliberately unsafe things (an unguarded
+ * read-modify-write) that only the lock makes correct, and record overlaps so the demo can
+ * prove there were none.
+ * @module
+ */
+import { Redis } from "@upstash/redis/cloudflare";
+import { Hono } from "hono";
+import { EdgeLock } from "../src/client.js";
+import { type LockVariables, withLock } from "../src/hono.js";
+import { lockWebhook } from "../src/vercel.js";
+import { LeaseKeeper } from "./lease-keeper.js";
+import { guardScheduled } from "./scheduled.js";
+
+export { LeaseKeeper };
+
+/** Bindings of the reference Worker (see wrangler.toml). */
+export interface Env {
+  UPSTASH_REDIS_REST_URL: string;
+  /** A secret: `wrangler secret put UPSTASH_REDIS_REST_TOKEN`. */
+  UPSTASH_REDIS_REST_TOKEN: string;
+  /** Prefix of the keys the demo routes write. */
+  DEMO_KEY_PREFIX?: string;
+  LEASE_KEEPER: DurableObjectNamespace<LeaseKeeper>;
+}
+
+/** A Redis client per invocation: credentials arrive with each invocation's env. */
+function redisOf(env: Env): Redis {
+  return new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN });
+}
+
+function edgelockOf(env: Env, watchdogTimeout?: number): EdgeLock {
+  return new EdgeLock({ redis: redisOf(env), keeper: env.LEASE_KEEPER, watchdogTimeout });
+}
+
+const prefixOf = (env: Env) => env.DEMO_KEY_PREFIX ?? "demo:";
+
+/**
+ * Runs `work` while counting how many runs of `key` are inside at once, in Redis. A run that
+ * finds another one inside adds one to `<key>:overlaps`: with a working lock it stays at 0.
+ */
+async function detectOverlap<T>(redis: Redis, key: string, work: () => Promise<T>): Promise<T> {
+  const inside = await redis.incr(`${key}:inside`);
+  if (inside > 1) await redis.incr(`${key}:overlaps`);
+  try {
+    return await work();
+  } finally {
+    await redis.decr(`${key}:inside`);
+  }
+}
+
+/** Integer query parameter in [min, max], or `fallback` when absent. */
+function intParam(value: string | undefined, fallback: number, min: number, max: number) {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  return Number.isInteger(n) && n >= min && n <= max ? n : fallback;
+}
+
+const app = new Hono<{ Bindings: Env; Variables: LockVariables }>();
+
+/**
+ * An unguarded read-modify-write (GET, +1, SET) that only the lock makes safe: 50 concurrent
+ * requests give exactly 50 increments and no overlap. Requests queue for the lock (up to 20 s).
+ */
+app.post(
+  "/counter/:name",
+  withLock<{ Bindings: Env }>({
+    edgelock: (c) => edgelockOf(c.env),
+    key: (c) => `lock:counter:${c.req.param("name")}`,
+    waitTime: 20_000,
+    leaseTime: 10_000,
+  }),
+  async (c) => {
+    const redis = redisOf(c.env);
+    const key = `${prefixOf(c.env)}counter:${c.req.param("name")}`;
+    const value = await detectOverlap(redis, key, async () => {
+      const current = Number((await redis.get<number>(key)) ?? 0);
+      await scheduler.wait(2);
+      await redis.set(key, current + 1);
+      return current + 1;
+    });
+    return c.json({ value });
+  },
+);
+
+/**
+ * One build at a time per name, no queueing: while a build runs (`?ms=`, default 1000), another
+ * request answers 409 with `Retry-After` (the holder's remaining lease, in seconds).
+ */
+app.post(
+  "/report/:name",
+  withLock<{ Bindings: Env }>({
+    edgelock: (c) => edgelockOf(c.env),
+    key: (c) => `lock:report:${c.req.param("name")}`,
+    leaseTime: 30_000,
+  }),
+  async (c) => {
+    await scheduler.wait(intParam(c.req.query("ms"), 1_000, 0, 20_000));
+    return c.json({ built: c.req.param("name") });
+  },
+);
+
+/**
+ * A webhook processed once per event id (`{ "id": "evt_..." }` in the body): a concurrent
+ * duplicate is answered 409 + Retry-After, a redelivery after success 200 without reprocessing.
+ * The Vercel helper takes the Workers handler's extra arguments (`env`, `ctx`) as its own.
+ */
+const webhook = lockWebhook<[Env]>(
+  {
+    edgelock: (_request, env) => edgelockOf(env),
+    key: async (request) => {
+      const event = (await request.json().catch(() => null)) as { id?: unknown } | null;
+      return typeof event?.id === "string" ? `webhook:${event.id}` : null;
+    },
+    leaseTime: 30_000,
+    completionTtl: 3 * 24 * 3_600_000,
+  },
+  async (request, _context, env) => {
+    const event = (await request.json()) as { id: string };
+    const redis = redisOf(env);
+    const key = `${prefixOf(env)}webhook:${event.id}`;
+    await detectOverlap(redis, key, async () => {
+      await redis.incr(`${key}:processed`);
+      await scheduler.wait(200);
+    });
+    return Response.json({ received: true, processed: event.id });
+  },
+);
+app.post("/webhook", (c) => webhook(c.req.raw, c.env));
+
+/**
+ * A job longer than its lease, kept alive only by the LeaseKeeper's alarm (no timer in this
+ * invocation): `?ms=` job duration, `?lease=` lease time (both ms).
+ */
+app.post("/job/:name", async (c) => {
+  const env = c.env;
+  const name = c.req.param("name");
+  const ms = intParam(c.req.query("ms"), 3_000, 0, 60_000);
+  const leaseTime = intParam(c.req.query("lease"), 1_000, 100, 60_000);
+  const edgelock = edgelockOf(env, leaseTime);
+  const lock = edgelock.getLock(`lock:job:${name}`);
+  const started = Date.now();
+  const lease = await lock.tryLock({
+    keepAlive: { keeper: env.LEASE_KEEPER, maxHoldTime: ms + 10 * leaseTime },
+  });
+  if (!lease) return c.json({ ran: false }, 409);
+  const redis = redisOf(env);
+  try {
+    await detectOverlap(redis, `${prefixOf(env)}job:${name}`, () => scheduler.wait(ms));
+  } finally {
+    const lost = lease.signal.aborted;
+    const released = await lease.release();
+    c.header("x-lease-lost", String(lost));
+    c.header("x-release", released);
+  }
+  return c.json({ ran: true, heldMs: Date.now() - started });
+});
+
+/** The cron job (every expression in wrangler.toml `[triggers] crons`), one run at a time. */
+const cron = guardScheduled<Env>(
+  {
+    edgelock: (env) => edgelockOf(env),
+    keepAlive: (env) => ({ keeper: env.LEASE_KEEPER, maxHoldTime: 14 * 60_000 }),
+  },
+  async (controller, env) => {
+    const redis = redisOf(env);
+    const key = `${prefixOf(env)}cron:${controller.cron}`;
+    await detectOverlap(redis, key, async () => {
+      await redis.incr(`${key}:runs`);
+      await scheduler.wait(300);
+    });
+  },
+);
+
+export default {
+  fetch: app.fetch,
+  async scheduled(controller, env, ctx) {
+    const outcome = await cron(controller, env, ctx);
+    if (!outcome.ran) await redisOf(env).incr(`${prefixOf(env)}cron:${controller.cron}:skips`);
+  },
+} satisfies ExportedHandler<Env>;

@@ -1,0 +1,186 @@
+/**
+ * `guardScheduled()`: a lock around a Cron Trigger handler. Cloudflare promises neither mutual
+ * exclusion nor exactly-once delivery for cron invocations (a run longer than its interval
+ * overlaps the next one, a retried invocation repeats one), so the guard skips a run while
+ * another run of the same cron holds the lock, and skips a second delivery of the same
+ * scheduled time.
+ * @module
+ */
+import type { EdgeLock } from "../src/client.js";
+import { TransportError } from "../src/errors.js";
+import type { KeepAlive, Lease } from "../src/lease.js";
+import { checkKeepAlive } from "../src/lease.js";
+import {
+  checkFunction,
+  checkLeaseTime,
+  checkMs,
+  checkName,
+  checkOptions,
+} from "../src/validate.js";
+
+/** Options of {@link guardScheduled}. Times in integer ms. */
+export interface GuardScheduledOptions<Env> {
+  /**
+   * The EdgeLock of one invocation, built from its `env` (Workers hand credentials to each
+   * invocation), e.g. `(env) => new EdgeLock({ redis: Redis.fromEnv(env) })`. Its `onEvent`
+   * receives a `skip` event for every skipped run. Required.
+   */
+  edgelock: (env: Env) => EdgeLock;
+  /**
+   * Lock name, or a function of the controller and env returning it. Runs that share a name
+   * exclude each other. @default `cron:<controller.cron>`, one lock per cron expression
+   */
+  name?: string | ((controller: ScheduledController, env: Env) => string);
+  /**
+   * Fixed lease in ms (integer in [1, 86 400 000]), not renewed. Omitted: watchdog mode, TTL =
+   * the EdgeLock's `watchdogTimeout`, kept alive by `keepAlive`.
+   */
+  leaseTime?: number;
+  /**
+   * Keep-alive of the run's lease, or a function of `env` returning it, e.g.
+   * `(env) => ({ keeper: env.LEASE_KEEPER, maxHoldTime: 15 * 60_000 })`.
+   * @default "timer" in watchdog mode, "none" with a fixed `leaseTime`
+   */
+  keepAlive?: KeepAlive | ((env: Env) => KeepAlive);
+  /**
+   * How long a delivery of one scheduled time stays marked as run, in ms (integer in
+   * [0, 86 400 000]): a second delivery of the same `controller.scheduledTime` within this window
+   * skips, even after the first run finished. A run that throws clears its mark so that a retry
+   * can run. 0 turns this off (one request less per run). @default 600000
+   */
+  dedupeWindow?: number;
+}
+
+/** What a guarded run did. The Workers runtime ignores it; tests and wrappers can use it. */
+export type ScheduledOutcome =
+  | { ran: true }
+  | {
+      ran: false;
+      /** `"overlap"`: another run holds the lock; `"duplicate"`: this scheduled time already ran. */
+      reason: "overlap" | "duplicate";
+      /** Remaining lease of the holder in ms (PTTL) as the acquire attempt saw it. */
+      holderTtl: number;
+    };
+
+/** A `scheduled` handler that also receives the run's lease (its `signal` aborts if lost). */
+export type GuardedScheduledHandler<Env> = (
+  controller: ScheduledController,
+  env: Env,
+  ctx: ExecutionContext,
+  lease: Lease,
+) => void | Promise<void>;
+
+/** Default {@link GuardScheduledOptions.dedupeWindow}: ten minutes. */
+export const DEFAULT_DEDUPE_WINDOW_MS = 600_000;
+
+const OPTION_KEYS = ["edgelock", "name", "leaseTime", "keepAlive", "dedupeWindow"];
+
+/**
+ * Wraps a `scheduled(controller, env, ctx)` handler so that at most one run of a cron holds its
+ * lock at a time: a run that finds the lock taken (or its scheduled time already run) skips,
+ * reports a `skip` event through the EdgeLock's `onEvent` and resolves `{ ran: false }`. The
+ * lock is released when the handler settles (awaited: the runtime awaits a scheduled handler's
+ * promise, so no `waitUntil` is needed); a failed release is reported as an `error` event and
+ * the lock then expires after its lease. An error thrown by the handler propagates after the
+ * release, so the run still shows as failed.
+ *
+ * Requests per run on a warm client: one acquire, one dedupe mark (unless `dedupeWindow: 0`),
+ * one release, plus the keep-alive's renewals.
+ *
+ * @example
+ * ```ts
+ * export default {
+ *   scheduled: guardScheduled(
+ *     {
+ *       edgelock: (env) => new EdgeLock({ redis: Redis.fromEnv(env) }),
+ *       keepAlive: (env) => ({ keeper: env.LEASE_KEEPER, maxHoldTime: 10 * 60_000 }),
+ *     },
+ *     async (controller, env, ctx, lease) => { await rebuildIndex(env, lease.signal); },
+ *   ),
+ * };
+ * ```
+ * @throws TypeError / RangeError for bad options, when called (not per run).
+ */
+export function guardScheduled<Env>(
+  options: GuardScheduledOptions<Env>,
+  handler: GuardedScheduledHandler<Env>,
+): (controller: ScheduledController, env: Env, ctx: ExecutionContext) => Promise<ScheduledOutcome> {
+  const o = checkOptions(options, "guardScheduled", OPTION_KEYS);
+  const edgelockOf = checkFunction<(env: Env) => EdgeLock>(o.edgelock, "edgelock");
+  if (!edgelockOf) throw new TypeError("guardScheduled: `edgelock` is required");
+  if (typeof handler !== "function")
+    throw new TypeError("guardScheduled: `handler` must be a function");
+  if (typeof o.name !== "function" && o.name !== undefined) checkName(o.name);
+  const leaseTime = checkLeaseTime(o.leaseTime);
+  if (typeof o.keepAlive !== "function") checkKeepAlive(o.keepAlive);
+  const dedupeWindow =
+    o.dedupeWindow === undefined
+      ? DEFAULT_DEDUPE_WINDOW_MS
+      : checkMs(o.dedupeWindow, "dedupeWindow", 0);
+
+  return async (controller, env, ctx) => {
+    const started = Date.now();
+    const edgelock = edgelockOf(env);
+    const name = checkName(
+      typeof o.name === "function"
+        ? o.name(controller, env)
+        : (o.name ?? `cron:${controller.cron}`),
+    );
+    const keepAlive = typeof o.keepAlive === "function" ? o.keepAlive(env) : o.keepAlive;
+    const skip = (lockName: string, reason: "overlap" | "duplicate", holderTtl: number) => {
+      edgelock.report({
+        type: "skip",
+        name: lockName,
+        // The acquire event already counted the request; summing events stays exact.
+        requests: 0,
+        durationMs: Date.now() - started,
+        holderTtl,
+      });
+      return { ran: false, reason, holderTtl } as const;
+    };
+
+    const run = await edgelock.getLock(name).tryAcquire({ leaseTime, keepAlive });
+    if (!run.lease) return skip(name, "overlap", run.holderTtl);
+    const lease = run.lease;
+    try {
+      let mark: Lease | null = null;
+      if (dedupeWindow > 0) {
+        const markName = `${name}#${controller.scheduledTime}`;
+        const marked = await edgelock
+          .getLock(markName)
+          .tryAcquire({ leaseTime: dedupeWindow, keepAlive: "none" });
+        if (!marked.lease) return skip(markName, "duplicate", marked.holderTtl);
+        mark = marked.lease;
+      }
+      try {
+        await handler(controller, env, ctx, lease);
+      } catch (error) {
+        if (mark) await releaseQuietly(edgelock, mark);
+        throw error;
+      }
+      // On success the mark stays until it expires: that is what makes a redelivery skip.
+      return { ran: true } as const;
+    } finally {
+      await releaseQuietly(edgelock, lease);
+    }
+  };
+}
+
+/**
+ * Releases without throwing, as `edgelock.withLock` does: a failed release is reported as an
+ * `error` event and the lock expires after its lease.
+ */
+async function releaseQuietly(edgelock: EdgeLock, lease: Lease): Promise<void> {
+  const started = Date.now();
+  await lease.release().catch((error: unknown) => {
+    if (!(error instanceof TransportError)) return;
+    edgelock.report({
+      type: "error",
+      name: lease.name,
+      requests: 1,
+      durationMs: Date.now() - started,
+      operation: "release",
+      error,
+    });
+  });
+}
