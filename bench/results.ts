@@ -1,0 +1,103 @@
+/**
+ * The shape of a benchmark run (DESIGN.md "Bench JSON" plus extra fields) and the issue's
+ * targets evaluated against it.
+ * @module
+ */
+import type { Machine } from "./env.js";
+import type { LibraryName } from "./libraries.js";
+import type { BenchOptions } from "./options.js";
+import type { BundleEntry, CoreBreakdown } from "./scenarios/bundle.js";
+import type { BackoffVariant, ContendedEntry } from "./scenarios/contended.js";
+import type { ScaleResult } from "./scenarios/scale.js";
+import type { LimitResult, UncontendedResult } from "./scenarios/uncontended.js";
+
+/** Everything one run measured; scenarios not run are `null`. */
+export interface BenchResults {
+  machine: Machine;
+  config: Omit<BenchOptions, "json" | "outDir">;
+  limit: LimitResult | null;
+  uncontended: Record<LibraryName, UncontendedResult> | null;
+  /** Keyed by client count ("4", "16", "64"). */
+  contended: Record<string, Record<LibraryName, ContendedEntry>> | null;
+  /** edgelock with other backoffs, in the same rotation as `contended` (exploration). */
+  backoffVariants: BackoffVariant[] | null;
+  scale: ScaleResult | null;
+  /** Keyed by entry: ".", "/hono", "/cloudflare", "/vercel". */
+  bundle: Record<string, BundleEntry> | null;
+  /** The same measure for the HTTP peer: "@upstash/lock". */
+  bundlePeers: Record<string, BundleEntry> | null;
+  targets: Target[];
+  durationSec: number;
+  /** 1-minute load average when the run ended. */
+  loadAverageAtEnd: number;
+  /** Installed versions of the packages measured. */
+  versions: Record<string, string>;
+  /** What the core entry is made of (for the bundle explanation); null without `bundle`. */
+  core: CoreBreakdown | null;
+}
+
+/** One target from the issue, for edgelock. `met` is `null` when the scenario did not run. */
+export interface Target {
+  id: string;
+  description: string;
+  value: number | null;
+  goal: number;
+  /** "max": value must be ≤ goal; "min": value must be ≥ goal. */
+  kind: "max" | "min";
+  met: boolean | null;
+}
+
+/** The targets of the benchmark issue, evaluated on `r`. */
+export function evaluateTargets(
+  r: Pick<BenchResults, "uncontended" | "contended" | "bundle">,
+): Target[] {
+  const un = r.uncontended?.edgelock;
+  const c16 = r.contended?.["16"]?.edgelock;
+  const make = (
+    id: string,
+    description: string,
+    value: number | null | undefined,
+    goal: number,
+    kind: "max" | "min",
+  ): Target => ({
+    id,
+    description,
+    value: value ?? null,
+    goal,
+    kind,
+    met: value == null ? null : kind === "max" ? value <= goal : value >= goal,
+  });
+  return [
+    make(
+      "uncontendedRatio",
+      "uncontended cycle p50 / (2 × PING p50)",
+      un?.ratioToLimit,
+      1.15,
+      "max",
+    ),
+    make("requestsWarm", "HTTP requests per warm cycle", un?.requestsPerCycleWarm, 2, "max"),
+    make(
+      "requestsCold",
+      "HTTP requests per cold cycle (empty script cache)",
+      un?.requestsPerCycleCold,
+      3,
+      "max",
+    ),
+    make("contended16Ratio", "throughput / ideal at 16 clients", c16?.throughputRatio, 0.85, "min"),
+    make(
+      "contended16Requests",
+      "requests per acquisition at 16 clients",
+      c16?.requestsPerAcquisition,
+      6,
+      "max",
+    ),
+    make(
+      "contended16Fairness",
+      "per-client min / mean at 16 clients",
+      c16?.fairnessMinOverMean,
+      0.5,
+      "min",
+    ),
+    make("coreBundle", "core entry, bytes min+gzip", r.bundle?.["."]?.minGzipBytes, 6000, "max"),
+  ];
+}

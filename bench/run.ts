@@ -1,0 +1,180 @@
+/**
+ * `npm run bench`: edgelock against @upstash/lock (same HTTP bridge) and redlock and
+ * redis-semaphore (TCP), on a throwaway redis-server and bridge this run starts. Writes
+ * RESULTS.md, results.json and results.svg; `--json` prints the JSON; `--help` lists the flags.
+ * @module
+ */
+import { randomBytes } from "node:crypto";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { loadavg } from "node:os";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { BackoffOptions } from "../src/index.js";
+import { renderChart } from "./chart.js";
+import { startBenchEnv } from "./env.js";
+import { createLibraries } from "./libraries.js";
+import { parseOptions } from "./options.js";
+import { renderMarkdown } from "./report.js";
+import { type BenchResults, evaluateTargets } from "./results.js";
+import { coreBreakdown, runBundle } from "./scenarios/bundle.js";
+import { runContended } from "./scenarios/contended.js";
+import { runScale } from "./scenarios/scale.js";
+import { runUncontended } from "./scenarios/uncontended.js";
+import { now } from "./stats.js";
+
+/**
+ * Other edgelock backoffs run beside the default at {@link VARIANT_CLIENTS} clients: a shorter
+ * cap and a much shorter start and cap, to show what polling faster buys and costs.
+ */
+const VARIANTS: BackoffOptions[] = [
+  { initialDelay: 10, maxDelay: 100, multiplier: 2 },
+  { initialDelay: 5, maxDelay: 20, multiplier: 2 },
+];
+const VARIANT_CLIENTS = 16;
+
+const benchDir = dirname(fileURLToPath(import.meta.url));
+const root = resolve(benchDir, "..");
+
+const parsed = parseOptions(process.argv.slice(2), benchDir);
+if ("exit" in parsed) {
+  const help = process.argv.includes("--help");
+  (help ? process.stdout : process.stderr).write(`${parsed.exit}\n`);
+  process.exit(help ? 0 : 2);
+}
+const options = parsed;
+const log = (line: string) => process.stderr.write(`${line}\n`);
+const has = (s: (typeof options.scenarios)[number]) => options.scenarios.includes(s);
+
+const started = now();
+const { json: _json, outDir: _outDir, ...config } = options;
+const env = await startBenchEnv();
+const prefix = `bench:${randomBytes(4).toString("hex")}:`;
+const libs = createLibraries(options.backoff).filter(
+  (lib) => !options.libraries || options.libraries.includes(lib.name),
+);
+let partial: Pick<
+  BenchResults,
+  | "machine"
+  | "config"
+  | "limit"
+  | "uncontended"
+  | "contended"
+  | "backoffVariants"
+  | "scale"
+  | "bundle"
+  | "bundlePeers"
+>;
+try {
+  const machine = await env.machine();
+  log(
+    `bench: ${machine.cpuModel}, ${machine.cores} cores, Node ${machine.node}, Redis ${machine.redis}`,
+  );
+  partial = {
+    machine,
+    config,
+    limit: null,
+    uncontended: null,
+    contended: null,
+    backoffVariants: null,
+    scale: null,
+    bundle: null,
+    bundlePeers: null,
+  };
+  if (has("uncontended")) {
+    log("scenarios 1+2: physical limit and uncontended cycle");
+    const u = await runUncontended(
+      env,
+      {
+        cycles: options.cycles,
+        warmup: options.warmup,
+        rounds: options.uncontendedRounds,
+        coldRepeats: options.coldRepeats,
+        pauseMs: options.holdMs,
+        prefix,
+        libs,
+      },
+      log,
+    );
+    partial.limit = u.limit;
+    partial.uncontended = u.uncontended;
+  }
+  if (has("contended")) {
+    log("scenario 3: contended");
+    const contended = await runContended(
+      env,
+      {
+        clientCounts: options.clientCounts,
+        holdMs: options.holdMs,
+        warmMs: options.warmMs,
+        measureMs: options.measureMs,
+        rounds: options.contendedRounds,
+        prefix,
+        libs,
+        variants: options.backoff || !libs.some((l) => l.name === "edgelock") ? [] : VARIANTS,
+        variantClients: VARIANT_CLIENTS,
+      },
+      log,
+    );
+    partial.contended = contended.byClients;
+    partial.backoffVariants = contended.variants;
+  }
+  if (has("scale")) {
+    log("scenario 4: scale");
+    partial.scale = await runScale(
+      env,
+      {
+        sizes: options.scaleSizes,
+        cycles: options.scaleCycles,
+        memoryLocks: options.memoryLocks,
+        prefix,
+        libs,
+      },
+      log,
+    );
+  }
+} finally {
+  await env.close();
+}
+if (has("bundle")) {
+  log("scenario 5: bundle size");
+  const { "@upstash/lock": peer, ...entries } = await runBundle(root, log);
+  partial.bundle = entries;
+  partial.bundlePeers = peer ? { "@upstash/lock": peer } : null;
+}
+
+const results: BenchResults = {
+  ...partial,
+  targets: evaluateTargets(partial),
+  durationSec: Math.round((now() - started) / 100) / 10,
+  loadAverageAtEnd: Math.round((loadavg()[0] ?? 0) * 100) / 100,
+  versions: await readVersions(),
+  core: has("bundle") ? await coreBreakdown(root) : null,
+};
+const markdown = renderMarkdown(results);
+if (options.outDir) {
+  await mkdir(options.outDir, { recursive: true });
+  await writeFile(`${options.outDir}/results.json`, `${JSON.stringify(results, null, 2)}\n`);
+  await writeFile(`${options.outDir}/RESULTS.md`, markdown);
+  if (results.contended) {
+    await writeFile(`${options.outDir}/results.svg`, await renderChart(results));
+  }
+  log(
+    `bench: wrote ${options.outDir}/RESULTS.md, results.json${results.contended ? ", results.svg" : ""}`,
+  );
+}
+log(`bench: done in ${results.durationSec} s`);
+process.stdout.write(options.json ? `${JSON.stringify(results)}\n` : markdown);
+
+/** Installed versions of the packages under test, from their package.json files. */
+async function readVersions(): Promise<Record<string, string>> {
+  const names = ["@upstash/redis", "@upstash/lock", "redlock", "redis-semaphore", "ioredis"];
+  const out: Record<string, string> = {};
+  for (const name of names) {
+    const text = await readFile(`${root}/node_modules/${name}/package.json`, "utf8");
+    out[name] = String((JSON.parse(text) as { version?: unknown }).version ?? "?").replace(
+      /^v/,
+      "",
+    );
+  }
+  return out;
+}

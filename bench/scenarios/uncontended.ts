@@ -1,0 +1,324 @@
+/**
+ * Scenarios 1 and 2: the physical limit (one PING, one small EVALSHA) and the uncontended
+ * acquire+release cycle, measured in the same rotation so both see the same machine state.
+ * @module
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import type { BenchEnv, Counters } from "../env.js";
+import type { LibClient, Library, LibraryName } from "../libraries.js";
+import { cpuMicros, mean, now, percentile, round } from "../stats.js";
+
+/** Sizes of scenarios 1 and 2. */
+export interface UncontendedOptions {
+  /** Timed cycles per library (and PINGs per probe). */
+  cycles: number;
+  /** Untimed cycles per participant before the first round. */
+  warmup: number;
+  /** The cycles are split into this many blocks, run in rotating library order. */
+  rounds: number;
+  /** Cold cycles per library (each on a fresh client, once with an empty script cache). */
+  coldRepeats: number;
+  /** Key prefix of this run. */
+  prefix: string;
+  libs: readonly Library[];
+  /** Pause before each PING pair of the "after a pause" probes (the contended hold time), ms. */
+  pauseMs: number;
+}
+
+/** Scenario 1. HTTP = `@upstash/redis` → bridge → Redis; TCP = ioredis → Redis. */
+export interface LimitResult {
+  pingP50Ms: number | null;
+  pingP99Ms: number | null;
+  evalshaP50Ms: number | null;
+  evalshaP99Ms: number | null;
+  tcpPingP50Ms: number | null;
+  tcpPingP99Ms: number | null;
+  samples: number;
+  /**
+   * Two PINGs back to back after a pause of `pauseMs` (what a hand-off looks like in scenario 3:
+   * the holder wakes from its critical section, releases, and asks again), p50 of the pair.
+   */
+  pingPairAfterPauseP50Ms: number | null;
+  tcpPingPairAfterPauseP50Ms: number | null;
+  pauseMs: number;
+  pauseSamples: number;
+}
+
+/** Scenario 2, per library. */
+export interface UncontendedResult {
+  transport: "http" | "tcp";
+  p50Ms: number | null;
+  p99Ms: number | null;
+  meanMs: number | null;
+  /** p50 / (2 × PING p50 of the library's own transport). */
+  ratioToLimit: number | null;
+  /** 2 × PING p50 of the library's transport, ms. */
+  limitMs: number | null;
+  /** HTTP requests (http) or TCP commands (tcp) per cycle, warm client. */
+  requestsPerCycleWarm: number | null;
+  /** Same, fresh client while Redis has the scripts cached (a new isolate on a warm database). */
+  requestsPerCycleColdClient: number | null;
+  /** Same, fresh client after SCRIPT FLUSH (a new isolate on a database without the scripts). */
+  requestsPerCycleCold: number | null;
+  /** Redis commands per cycle inside the HTTP requests (http only). */
+  commandsPerCycle: number | null;
+  /** p50 of a cold cycle (fresh client, empty script cache), ms. */
+  coldP50Ms: number | null;
+  /** Client-process CPU time per cycle, µs (user + system). */
+  cpuMicrosPerCycle: number | null;
+  /** Bridge-process CPU time per cycle, µs (http only). */
+  bridgeCpuMicrosPerCycle: number | null;
+  cycles: number;
+}
+
+interface Participant {
+  id: string;
+  transport: "http" | "tcp";
+  /** One timed operation; resolves to its own duration in ms when it times only part of itself. */
+  op(): Promise<number | undefined>;
+  close(): Promise<void>;
+  /** Share of `cycles` this participant runs (pause probes are slow). Default 1. */
+  share?: number;
+}
+
+interface Tally {
+  samples: number[];
+  cpu: number;
+  bridgeCpu: number;
+  requests: number;
+  commands: number;
+}
+
+const SMALL_SCRIPT = "return redis.call('exists', KEYS[1])";
+
+/** Runs scenarios 1 and 2. */
+export async function runUncontended(
+  env: BenchEnv,
+  options: UncontendedOptions,
+  log: (line: string) => void,
+): Promise<{ limit: LimitResult; uncontended: Record<LibraryName, UncontendedResult> }> {
+  const { libs } = options;
+  const participants = await makeParticipants(env, options.prefix, libs, options.pauseMs);
+  const tallies = new Map<string, Tally>(
+    participants.map((p) => [
+      p.id,
+      { samples: [], cpu: 0, bridgeCpu: 0, requests: 0, commands: 0 },
+    ]),
+  );
+  try {
+    for (const p of participants) for (let i = 0; i < options.warmup; i++) await p.op();
+    for (let r = 0; r < options.rounds; r++) {
+      for (const p of rotate(participants, r)) {
+        const total = Math.max(options.rounds, Math.round(options.cycles * (p.share ?? 1)));
+        const per = Math.ceil(total / options.rounds);
+        const n = Math.min(per, total - r * per);
+        if (n > 0) await measureBlock(env, p, n, tallies.get(p.id) as Tally);
+      }
+      log(`  uncontended: round ${r + 1}/${options.rounds} done`);
+    }
+  } finally {
+    for (const p of participants) await p.close();
+  }
+  const cold = await measureCold(env, options, log);
+
+  const p50 = (id: string) => percentile(tallies.get(id)?.samples ?? [], 50);
+  const p99 = (id: string) => percentile(tallies.get(id)?.samples ?? [], 99);
+  const limit: LimitResult = {
+    pingP50Ms: round(p50("http-ping")),
+    pingP99Ms: round(p99("http-ping")),
+    evalshaP50Ms: round(p50("http-evalsha")),
+    evalshaP99Ms: round(p99("http-evalsha")),
+    tcpPingP50Ms: round(p50("tcp-ping")),
+    tcpPingP99Ms: round(p99("tcp-ping")),
+    samples: options.cycles,
+    pingPairAfterPauseP50Ms: round(p50("http-ping-pair-paused")),
+    tcpPingPairAfterPauseP50Ms: round(p50("tcp-ping-pair-paused")),
+    pauseMs: options.pauseMs,
+    pauseSamples: tallies.get("http-ping-pair-paused")?.samples.length ?? 0,
+  };
+  const uncontended = {} as Record<LibraryName, UncontendedResult>;
+  for (const lib of libs) {
+    const t = tallies.get(lib.name) as Tally;
+    const n = t.samples.length;
+    const limitMs = 2 * p50(lib.transport === "http" ? "http-ping" : "tcp-ping");
+    const c = cold.get(lib.name);
+    uncontended[lib.name] = {
+      transport: lib.transport,
+      p50Ms: round(p50(lib.name)),
+      p99Ms: round(p99(lib.name)),
+      meanMs: round(mean(t.samples)),
+      ratioToLimit: round(p50(lib.name) / limitMs, 2),
+      limitMs: round(limitMs),
+      requestsPerCycleWarm: round(t.requests / n, 2),
+      requestsPerCycleColdClient: c ? round(c.warmDbRequests, 2) : null,
+      requestsPerCycleCold: c ? round(c.requests, 2) : null,
+      commandsPerCycle: lib.transport === "http" ? round(t.commands / n, 2) : null,
+      coldP50Ms: c ? round(c.p50Ms) : null,
+      cpuMicrosPerCycle: round(t.cpu / n, 0),
+      bridgeCpuMicrosPerCycle: lib.transport === "http" ? round(t.bridgeCpu / n, 0) : null,
+      cycles: n,
+    };
+  }
+  return { limit, uncontended };
+}
+
+async function measureBlock(env: BenchEnv, p: Participant, n: number, t: Tally): Promise<void> {
+  const before = await env.counters();
+  const cpu0 = cpuMicros();
+  for (let i = 0; i < n; i++) {
+    const t0 = now();
+    const own = await p.op();
+    t.samples.push(own ?? now() - t0);
+  }
+  t.cpu += cpuMicros() - cpu0;
+  const after = await env.counters();
+  t.requests += requestsOf(p.transport, before, after);
+  t.commands += after.httpCommands - before.httpCommands;
+  t.bridgeCpu += after.bridgeCpuMicros - before.bridgeCpuMicros;
+}
+
+/** HTTP requests for an HTTP participant, commands sent for a TCP one. */
+export function requestsOf(transport: "http" | "tcp", before: Counters, after: Counters): number {
+  return transport === "http"
+    ? after.httpRequests - before.httpRequests
+    : after.tcpCommands - before.tcpCommands;
+}
+
+/** Share of the cycles the pause probes run: each costs a pause on top of its round trips. */
+const PAUSE_SHARE = 0.25;
+
+async function makeParticipants(
+  env: BenchEnv,
+  prefix: string,
+  libs: readonly Library[],
+  pauseMs: number,
+): Promise<Participant[]> {
+  const http = env.http();
+  const tcp = await env.tcp();
+  const sha = (await env.admin.script("LOAD", SMALL_SCRIPT)) as string;
+  const probeKey = `${prefix}probe`;
+  const probes: Participant[] = [
+    { id: "http-ping", transport: "http", op: async () => void (await http.ping()), close },
+    {
+      id: "http-evalsha",
+      transport: "http",
+      op: async () => void (await http.evalsha(sha, [probeKey], [])),
+      close,
+    },
+    { id: "tcp-ping", transport: "tcp", op: async () => void (await tcp.ping()), close },
+    {
+      id: "http-ping-pair-paused",
+      transport: "http",
+      op: () => pairAfterPause(() => http.ping(), pauseMs),
+      close,
+      share: PAUSE_SHARE,
+    },
+    {
+      id: "tcp-ping-pair-paused",
+      transport: "tcp",
+      op: () => pairAfterPause(() => tcp.ping(), pauseMs),
+      close,
+      share: PAUSE_SHARE,
+    },
+  ];
+  const ops: Participant[] = [];
+  for (const lib of libs) {
+    const client = await lib.client(env, "default");
+    const key = `${prefix}uncontended:${lib.name}`;
+    ops.push({
+      id: lib.name,
+      transport: lib.transport,
+      op: async () => {
+        const held = await client.acquire(key);
+        if (!held) throw new Error(`${lib.name}: uncontended acquire failed`);
+        await held.release();
+        return undefined;
+      },
+      close: () => client.close(),
+    });
+  }
+  return [...probes, ...ops];
+}
+
+async function close(): Promise<void> {}
+
+/** Sleeps `pauseMs`, then times two calls back to back. */
+async function pairAfterPause(call: () => Promise<unknown>, pauseMs: number): Promise<number> {
+  await sleep(pauseMs);
+  const t0 = now();
+  await call();
+  await call();
+  return now() - t0;
+}
+
+interface ColdTally {
+  requests: number;
+  warmDbRequests: number;
+  p50Ms: number;
+}
+
+/**
+ * One acquire+release on a fresh client, `coldRepeats` times per library in rotating order:
+ * once while Redis has every script cached and once right after SCRIPT FLUSH.
+ */
+async function measureCold(
+  env: BenchEnv,
+  options: UncontendedOptions,
+  log: (line: string) => void,
+): Promise<Map<LibraryName, ColdTally>> {
+  const { libs } = options;
+  const sums = new Map<LibraryName, { flushed: number; warmDb: number; samples: number[] }>();
+  for (const lib of libs) sums.set(lib.name, { flushed: 0, warmDb: 0, samples: [] });
+  for (let k = 0; k < options.coldRepeats; k++) {
+    for (const lib of rotate(libs, k)) {
+      const sum = sums.get(lib.name);
+      if (!sum) continue;
+      const key = `${options.prefix}cold:${lib.name}`;
+      // A throwaway cycle first, so that Redis has this library's scripts (other libraries'
+      // flushes emptied the cache) for the fresh-client-on-a-warm-database case.
+      await oneCycle(await lib.client(env, "default"), key);
+      for (const flush of [false, true]) {
+        if (flush) await env.admin.script("FLUSH");
+        const client = await lib.client(env, "default");
+        const before = await env.counters();
+        const t0 = now();
+        const held = await client.acquire(key);
+        if (!held) throw new Error(`${lib.name}: cold acquire failed`);
+        await held.release();
+        const elapsed = now() - t0;
+        const after = await env.counters();
+        await client.close();
+        const requests = requestsOf(lib.transport, before, after);
+        if (flush) {
+          sum.flushed += requests;
+          sum.samples.push(elapsed);
+        } else {
+          sum.warmDb += requests;
+        }
+      }
+    }
+  }
+  log(`  uncontended: ${options.coldRepeats} cold cycles per library done`);
+  const out = new Map<LibraryName, ColdTally>();
+  for (const [name, s] of sums) {
+    out.set(name, {
+      requests: s.flushed / options.coldRepeats,
+      warmDbRequests: s.warmDb / options.coldRepeats,
+      p50Ms: percentile(s.samples, 50),
+    });
+  }
+  return out;
+}
+
+async function oneCycle(client: LibClient, key: string): Promise<void> {
+  const held = await client.acquire(key);
+  if (!held) throw new Error("uncontended acquire failed");
+  await held.release();
+  await client.close();
+}
+
+/** `items` rotated left by `by` places, so each round starts with a different participant. */
+export function rotate<T>(items: readonly T[], by: number): T[] {
+  const k = by % items.length;
+  return [...items.slice(k), ...items.slice(0, k)];
+}
