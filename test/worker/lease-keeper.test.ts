@@ -98,8 +98,12 @@ describe("renewal", () => {
       const before = await lock.remainTimeToLive();
       expect(before).toBeGreaterThan(0);
       expect(before).toBeLessThan(leaseTime - 300);
-      expect(await runDurableObjectAlarm(stub)).toBe(true);
-      await park();
+      // Run the alarm by hand and park the real one again inside the same call, so the re-arm
+      // it makes (leaseTime/3 ahead) can never fire on its own between two steps.
+      await runInDurableObject(stub, async (keeper, state) => {
+        await (keeper as LeaseKeeper).alarm();
+        await state.storage.setAlarm(Date.now() + 3_600_000);
+      });
       // Renewed by this run: back above where it was, never above the lease.
       const after = await lock.remainTimeToLive();
       expect(after).toBeGreaterThan(before);
@@ -160,7 +164,7 @@ describe("forgetting a lease", () => {
     await eventually(async () => ((await lock.isLocked()) ? undefined : true), { everyMs: 5 });
     const freeAfter = Date.now() - started;
     expect(freeAfter).toBeGreaterThanOrEqual(900);
-    expect(freeAfter).toBeLessThanOrEqual(900 + 300 + 500);
+    expect(freeAfter).toBeLessThanOrEqual(900 + 300 + 1_000); // generous: CI shares 2 cores
   });
 });
 
