@@ -8,27 +8,17 @@ import { createHash } from "node:crypto";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 import type { RedisConfigNodejs } from "@upstash/redis";
-import {
-  afterAll,
-  afterEach,
-  beforeAll,
-  beforeEach,
-  describe,
-  expect,
-  inject,
-  test,
-  vi,
-} from "vitest";
+import { afterEach, beforeEach, describe, expect, inject, test, vi } from "vitest";
 import { seededRandom } from "../src/bridge/faults.js";
 import { RedisUnavailableError, startBridge } from "../src/bridge/index.js";
-import type { BridgeEndpoint, PrivateBridge, RawRedis } from "./support/env.js";
+import type { BridgeEndpoint, PrivateBridge } from "./support/env.js";
 import {
   bridgeControl,
   bridgeRedis,
   keyPrefix,
-  rawRedis,
   sharedBridge,
   startPrivateBridge,
+  useRawRedis,
 } from "./support/env.js";
 import { startRedisServer } from "./support/redis-server.js";
 
@@ -37,13 +27,7 @@ let keyCounter = 0;
 /** A key no other test uses. */
 const key = (label: string) => `${P}${label}:${++keyCounter}`;
 
-let raw: RawRedis;
-beforeAll(async () => {
-  raw = await rawRedis();
-});
-afterAll(async () => {
-  await raw.close();
-});
+const raw = useRawRedis();
 
 /** The value of `k` as text, read directly from Redis. */
 async function rawGet(k: string): Promise<string | null> {

@@ -11,21 +11,14 @@ import {
   bridgeRedis,
   keyPrefix,
   type PrivateBridge,
-  type RawRedis,
-  rawRedis,
   startPrivateBridge,
+  useRawRedis,
 } from "./support/env.js";
 import { recordingEdgeLock } from "./support/locks.js";
 
 const prefix = keyPrefix();
 const done = (name: string) => `edgelock_done:{${name}}`;
-let raw: RawRedis;
-beforeAll(async () => {
-  raw = await rawRedis();
-});
-afterAll(async () => {
-  await raw.close();
-});
+const raw = useRawRedis();
 
 /** Every key of ours under `name`: the lock, the marker and the replay latches. */
 async function keysOf(name: string): Promise<string[]> {

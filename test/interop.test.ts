@@ -2,20 +2,14 @@
  * A Redisson JVM client and edgelock exclude each other on the same lock name: Redisson's own
  * acquire and unlock scripts (as published) play the JVM client, run directly on Redis.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { REDISSON_ACQUIRE, REDISSON_UNLOCK } from "./fixtures/redisson.js";
-import { keyPrefix, type RawRedis, rawRedis } from "./support/env.js";
+import { keyPrefix, useRawRedis } from "./support/env.js";
 import { recordingEdgeLock } from "./support/locks.js";
 
 const prefix = keyPrefix();
 const JVM_OWNER = "8c8ffe61-5bd3-4d78-a5c0-2d2386af488e:76";
-let raw: RawRedis;
-beforeAll(async () => {
-  raw = await rawRedis();
-});
-afterAll(async () => {
-  await raw.close();
-});
+const raw = useRawRedis();
 
 const redissonAcquire = (name: string, leaseMs: number) =>
   raw.eval(REDISSON_ACQUIRE, { keys: [name], arguments: [String(leaseMs), JVM_OWNER] });

@@ -1,22 +1,16 @@
 import type { RedisConfigNodejs } from "@upstash/redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   LeaseLostError,
   LockNotHeldError,
   LockTimeoutError,
   REPLAY_WINDOW_MS,
 } from "../src/index.js";
-import { bridgeRedis, keyPrefix, type RawRedis, rawRedis } from "./support/env.js";
+import { bridgeRedis, keyPrefix, useRawRedis } from "./support/env.js";
 import { aborted, recordingEdgeLock } from "./support/locks.js";
 
 const prefix = keyPrefix();
-let raw: RawRedis;
-beforeAll(async () => {
-  raw = await rawRedis();
-});
-afterAll(async () => {
-  await raw.close();
-});
+const raw = useRawRedis();
 
 describe("reentrant lock", () => {
   it("acquires, excludes another owner, and releases", async () => {

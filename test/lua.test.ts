@@ -4,21 +4,15 @@ import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import * as scripts from "../src/lua.gen.js";
-import { type RawRedis, rawRedis } from "./support/env.js";
+import { useRawRedis } from "./support/env.js";
 
 const run = promisify(execFile);
 const all = Object.values(scripts).filter(
   (v): v is scripts.LuaScript => typeof v === "object" && v !== null && "sha1" in v,
 );
-let raw: RawRedis;
-beforeAll(async () => {
-  raw = await rawRedis();
-});
-afterAll(async () => {
-  await raw.close();
-});
+const raw = useRawRedis();
 
 describe("lua scripts", () => {
   it("every generated SHA1 equals SCRIPT LOAD's", async () => {

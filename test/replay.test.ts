@@ -3,28 +3,14 @@
  * `@upstash/redis` client resends it (its default: up to 5 retries on network errors). The
  * second application must have the effect of none.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { LeaseLostError, TransportError } from "../src/index.js";
-import {
-  keyPrefix,
-  type PrivateBridge,
-  type RawRedis,
-  rawRedis,
-  startPrivateBridge,
-} from "./support/env.js";
+import { keyPrefix, usePrivateBridge, useRawRedis } from "./support/env.js";
 import { recordingEdgeLock } from "./support/locks.js";
 
 const prefix = keyPrefix();
-let raw: RawRedis;
-let bridge: PrivateBridge;
-beforeAll(async () => {
-  raw = await rawRedis();
-  bridge = await startPrivateBridge();
-});
-afterAll(async () => {
-  await bridge.close();
-  await raw.close();
-});
+const raw = useRawRedis();
+const bridge = usePrivateBridge();
 afterEach(() => {
   bridge.bridge.clearFaults();
 });

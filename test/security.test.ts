@@ -1,26 +1,12 @@
 /** No owner id, request id, token, URL or script text in errors or events; strong random ids. */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { TransportError } from "../src/index.js";
-import {
-  keyPrefix,
-  type PrivateBridge,
-  type RawRedis,
-  rawRedis,
-  startPrivateBridge,
-} from "./support/env.js";
+import { keyPrefix, startPrivateBridge, usePrivateBridge, useRawRedis } from "./support/env.js";
 import { recordingEdgeLock } from "./support/locks.js";
 
 const prefix = keyPrefix();
-let raw: RawRedis;
-let bridge: PrivateBridge;
-beforeAll(async () => {
-  raw = await rawRedis();
-  bridge = await startPrivateBridge();
-});
-afterAll(async () => {
-  await bridge.close();
-  await raw.close();
-});
+const raw = useRawRedis();
+const bridge = usePrivateBridge();
 
 function assertClean(text: string, secrets: string[]) {
   for (const s of secrets) expect(text).not.toContain(s);

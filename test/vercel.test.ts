@@ -15,22 +15,15 @@ import {
 import {
   keyPrefix,
   type PrivateBridge,
-  type RawRedis,
-  rawRedis,
   sharedBridge,
   startPrivateBridge,
+  useRawRedis,
 } from "./support/env.js";
 import { recordingEdgeLock } from "./support/locks.js";
 
 const prefix = keyPrefix();
 const done = (name: string) => `edgelock_done:{${name}}`;
-let raw: RawRedis;
-beforeAll(async () => {
-  raw = await rawRedis();
-});
-afterAll(async () => {
-  await raw.close();
-});
+const raw = useRawRedis();
 
 function deferred<T = void>() {
   let resolve!: (value: T) => void;

@@ -1,23 +1,11 @@
 import fc from "fast-check";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { backoffDelay, DEFAULT_BACKOFF, resolveBackoff, SLEEP_FLOOR_MS } from "../src/wait.js";
-import {
-  keyPrefix,
-  type PrivateBridge,
-  type RawRedis,
-  rawRedis,
-  startPrivateBridge,
-} from "./support/env.js";
+import { keyPrefix, type PrivateBridge, startPrivateBridge, useRawRedis } from "./support/env.js";
 import { recordingEdgeLock } from "./support/locks.js";
 
 const prefix = keyPrefix();
-let raw: RawRedis;
-beforeAll(async () => {
-  raw = await rawRedis();
-});
-afterAll(async () => {
-  await raw.close();
-});
+const raw = useRawRedis();
 
 describe("backoff policy", () => {
   const policy = resolveBackoff(undefined);

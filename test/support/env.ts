@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import { createClient, RESP_TYPES } from "@redis/client";
 import type { RedisConfigNodejs } from "@upstash/redis";
 import { Redis } from "@upstash/redis";
-import { inject } from "vitest";
+import { afterAll, beforeAll, inject } from "vitest";
 import type { Bridge, BridgeStats, FaultConfig } from "../../src/bridge/index.js";
 import { startBridge } from "../../src/bridge/index.js";
 
@@ -135,4 +135,43 @@ export async function startPrivateBridge(faults?: FaultConfig): Promise<PrivateB
     control: bridgeControl(endpoint),
     close: () => bridge.close(),
   };
+}
+
+/**
+ * A handle usable at a test file's top level whose target opens in `beforeAll` and closes in
+ * `afterAll`; touching it outside a test throws.
+ */
+function perFile<T extends object>(
+  open: () => Promise<T>,
+  close: (t: T) => Promise<void>,
+  what: string,
+): T {
+  let target: T | undefined;
+  beforeAll(async () => {
+    target = await open();
+  });
+  afterAll(async () => {
+    if (target) await close(target);
+  });
+  return new Proxy({} as T, {
+    get(_, key) {
+      if (!target) throw new Error(`${what} is only open while the file's tests run`);
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+/** {@link rawRedis} for a whole test file: `const raw = useRawRedis();` at the top level. */
+export function useRawRedis(): RawRedis {
+  return perFile(rawRedis, (client) => client.close(), "the raw Redis client");
+}
+
+/** {@link startPrivateBridge} for a whole test file: `const bridge = usePrivateBridge();`. */
+export function usePrivateBridge(faults?: FaultConfig): PrivateBridge {
+  return perFile(
+    () => startPrivateBridge(faults),
+    (b) => b.close(),
+    "the private bridge",
+  );
 }
