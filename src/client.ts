@@ -18,7 +18,14 @@ import type { LockContext } from "./locks/context.js";
 import { IdempotencyKey } from "./locks/idempotency.js";
 import { type LeaseToRenew, ReentrantLock, renewLeases } from "./locks/lock.js";
 import { type RedisLike, ScriptRunner } from "./transport/index.js";
-import { checkFunction, checkMs, checkName, checkOptions, checkWaitTime } from "./validate.js";
+import {
+  checkFunction,
+  checkMs,
+  checkName,
+  checkOptions,
+  checkOwner,
+  checkWaitTime,
+} from "./validate.js";
 import { type BackoffOptions, resolveBackoff } from "./wait.js";
 
 /** Options of {@link EdgeLock}. Times in integer ms. */
@@ -225,6 +232,7 @@ export class EdgeLock {
   async renewLeases(leases: readonly LeaseToRenew[]): Promise<boolean[]> {
     for (const l of leases) {
       checkName(l.name, "lease.name");
+      checkOwner(l.owner, "lease.owner");
       checkMs(l.leaseTime, "lease.leaseTime", 1);
     }
     return renewLeases(this.#ctx, leases, { requests: 0 });

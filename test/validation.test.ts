@@ -101,6 +101,12 @@ describe("invalid arguments", () => {
     await expect(edgelock.renewLeases([{ name: "{x}", owner: "o", leaseTime: 1 }])).rejects.toThrow(
       RangeError,
     );
+    await expect(edgelock.renewLeases([{ name: "n", owner: "", leaseTime: 1 }])).rejects.toThrow(
+      /`lease.owner`/,
+    );
+    await expect(edgelock.renewLeases([{ name: "n", owner: "o", leaseTime: 0 }])).rejects.toThrow(
+      /`lease.leaseTime`/,
+    );
     expect(calls()).toBe(0);
   });
 
