@@ -12,6 +12,9 @@ export default defineConfig({
       {
         test: {
           name: "node",
+          // The Node files run first, then workerd's: the timing-sensitive keeper tests do not
+          // share the 2 cores with the 16-client contention test.
+          sequence: { groupOrder: 0 },
           include: ["test/**/*.test.ts"],
           exclude: ["test/worker/**", "node_modules/**"],
           testTimeout: 20000,
@@ -35,6 +38,7 @@ export default defineConfig({
         ],
         test: {
           name: "workers",
+          sequence: { groupOrder: 1 },
           include: ["test/worker/**/*.test.ts"],
           // One file at a time: the files share the worker bridge's fault configuration.
           fileParallelism: false,

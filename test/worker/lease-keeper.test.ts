@@ -64,9 +64,10 @@ const untilDue = (leaseTime: number) => elapse(Math.ceil(leaseTime / 6) + 100);
 
 describe("renewal", () => {
   it("keeps a lease alive past five lease times with self-firing alarms, then stops on release", async () => {
-    const { lock, lease, events } = await hold(300);
+    // 600 ms leases renewed every 200 ms: slack for a CI machine whose 2 cores run other tests.
+    const { lock, lease, events } = await hold(600);
     await workerBridgeControl.resetStats();
-    expect(await minPttlOver(lock, 1_500)).toBeGreaterThan(0);
+    expect(await minPttlOver(lock, 3_000)).toBeGreaterThan(0);
     expect(await lock.isHeldBy(lease.owner)).toBe(true);
     expect(lease.signal.aborted).toBe(false);
     const renewals = (await workerBridgeControl.stats()).requests;
@@ -86,7 +87,7 @@ describe("renewal", () => {
   });
 
   it("renews only when an alarm runs: driven step by step with runDurableObjectAlarm", async () => {
-    const leaseTime = 1_200;
+    const leaseTime = 1_800; // steps of 600 ms: slack for a loaded CI machine
     const { lock, lease } = await hold(leaseTime);
     const stub = keeperStub(instance);
     // Park the real alarm far away; every step runs it by hand instead.
@@ -126,9 +127,9 @@ describe("renewal", () => {
   });
 
   it("keeps renewing after the Durable Object is evicted (state lives in storage)", async () => {
-    const { lock, lease } = await hold(300);
+    const { lock, lease } = await hold(600);
     await abortAllDurableObjects();
-    expect(await minPttlOver(lock, 1_000)).toBeGreaterThan(0);
+    expect(await minPttlOver(lock, 1_800)).toBeGreaterThan(0);
     expect(lease.signal.aborted).toBe(false);
     expect(await lease.release()).toBe("released");
   });
