@@ -16,6 +16,20 @@ const NAMES: Record<LibraryName, string> = {
 };
 
 /** Formats a number for a table cell; `–` for missing. */
+/** Columns of every contended table after the first (library or setting). */
+const CONTENDED_COLUMNS = [
+  "throughput / s",
+  "/ ideal",
+  "requests / acq",
+  "hand-off p50 ms",
+  "hand-off p99 ms",
+  "per client min / mean / max",
+  "min / mean",
+  "gave up",
+  "client CPU busy",
+  "overlaps",
+];
+
 function f(value: number | null | undefined, digits = 2): string {
   if (value === null || value === undefined || !Number.isFinite(value)) return "–";
   return value.toLocaleString("en-US", { maximumFractionDigits: digits });
@@ -356,27 +370,7 @@ function contended(r: BenchResults): string[] {
       if (e.sameBudget && differs)
         rows.push(contendedRow(`${NAMES[name]} (same wait budget)`, e.sameBudget));
     }
-    out.push(
-      `### ${n} clients`,
-      "",
-      table(
-        [
-          "library",
-          "throughput / s",
-          "/ ideal",
-          "requests / acq",
-          "hand-off p50 ms",
-          "hand-off p99 ms",
-          "per client min / mean / max",
-          "min / mean",
-          "gave up",
-          "client CPU busy",
-          "overlaps",
-        ],
-        rows,
-      ),
-      "",
-    );
+    out.push(`### ${n} clients`, "", table(["library", ...CONTENDED_COLUMNS], rows), "");
   }
   const v = r.backoffVariants;
   const base = c["16"]?.edgelock;
@@ -389,19 +383,7 @@ function contended(r: BenchResults): string[] {
       "The same runs with a shorter backoff, in the same rotation as the table above, to show what polling sooner buys and costs. The default row is repeated from above.",
       "",
       table(
-        [
-          "setting",
-          "throughput / s",
-          "/ ideal",
-          "requests / acq",
-          "hand-off p50 ms",
-          "hand-off p99 ms",
-          "per client min / mean / max",
-          "min / mean",
-          "gave up",
-          "client CPU busy",
-          "overlaps",
-        ],
+        ["setting", ...CONTENDED_COLUMNS],
         [
           contendedRow(`${label(DEFAULT_BACKOFF)} (default)`, base),
           ...v.map((x) => contendedRow(label(x.backoff), x.result)),

@@ -1,10 +1,10 @@
 /** `withLock` Hono middleware, through `app.request()` against the real bridge and Redis. */
 import { Redis } from "@upstash/redis";
 import { Hono } from "hono";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { withLock } from "../src/hono.js";
 import { EdgeLock, type Lease, TransportError } from "../src/index.js";
-import { keyPrefix, type PrivateBridge, sharedBridge, startPrivateBridge } from "./support/env.js";
+import { keyPrefix, sharedBridge, usePrivateBridge } from "./support/env.js";
 import { recordingEdgeLock } from "./support/locks.js";
 
 const prefix = keyPrefix();
@@ -373,13 +373,7 @@ describe("withLock middleware", () => {
   });
 
   describe("with a faulty bridge", () => {
-    let bridge: PrivateBridge;
-    beforeAll(async () => {
-      bridge = await startPrivateBridge();
-    });
-    afterAll(async () => {
-      await bridge.close();
-    });
+    const bridge = usePrivateBridge();
 
     it("a failed acquire reaches app.onError as a TransportError", async () => {
       const rec = recordingEdgeLock({}, bridge.redis());

@@ -1,5 +1,5 @@
 /** The idempotency key primitive: claim / complete, its Redis layout, replay and cancel paths. */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   EdgeLock,
   LeaseLostError,
@@ -7,13 +7,7 @@ import {
   REPLAY_WINDOW_MS,
   TransportError,
 } from "../src/index.js";
-import {
-  bridgeRedis,
-  keyPrefix,
-  type PrivateBridge,
-  startPrivateBridge,
-  useRawRedis,
-} from "./support/env.js";
+import { bridgeRedis, keyPrefix, usePrivateBridge, useRawRedis } from "./support/env.js";
 import { recordingEdgeLock } from "./support/locks.js";
 
 const prefix = keyPrefix();
@@ -197,13 +191,7 @@ describe("idempotency key", () => {
   });
 
   describe("replay and cancel", () => {
-    let bridge: PrivateBridge;
-    beforeAll(async () => {
-      bridge = await startPrivateBridge();
-    });
-    afterAll(async () => {
-      await bridge.close();
-    });
+    const bridge = usePrivateBridge();
 
     async function warmed() {
       const rec = recordingEdgeLock({}, bridge.redis());

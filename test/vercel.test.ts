@@ -4,7 +4,7 @@
  */
 import { Redis } from "@upstash/redis";
 import { type ExecutionContext, Hono } from "hono";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { EdgeLock, type LockEvent } from "../src/index.js";
 import {
   DEFAULT_COMPLETION_TTL_MS,
@@ -12,13 +12,7 @@ import {
   lockWebhook,
   type WebhookHandler,
 } from "../src/vercel.js";
-import {
-  keyPrefix,
-  type PrivateBridge,
-  sharedBridge,
-  startPrivateBridge,
-  useRawRedis,
-} from "./support/env.js";
+import { keyPrefix, sharedBridge, usePrivateBridge, useRawRedis } from "./support/env.js";
 import { recordingEdgeLock } from "./support/locks.js";
 
 const prefix = keyPrefix();
@@ -350,13 +344,7 @@ describe("lockWebhook", () => {
   });
 
   describe("through a bridge that applies a request and loses the response", () => {
-    let bridge: PrivateBridge;
-    beforeAll(async () => {
-      bridge = await startPrivateBridge();
-    });
-    afterAll(async () => {
-      await bridge.close();
-    });
+    const bridge = usePrivateBridge();
 
     async function warmWebhook() {
       const rec = recordingEdgeLock({}, bridge.redis());
