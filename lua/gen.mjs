@@ -1,6 +1,8 @@
 // Turns lua/<primitive>/<script>.lua into src/lua.gen.ts: one constant per script with its
 // source and SHA1, so every runtime (tsc, vitest, workerd, wrangler, user bundlers) gets plain
 // strings with no loader. `node lua/gen.mjs --check` exits 1 when the committed file is stale.
+// Code shared by several scripts lives in lua/lib/ and is pasted in where a script says
+// `-- @include lib/<file>.lua` (Redis runs each script alone: there is no `require`).
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
@@ -9,11 +11,14 @@ import { fileURLToPath } from "node:url";
 const luaDir = dirname(fileURLToPath(import.meta.url));
 const outFile = join(luaDir, "..", "src", "lua.gen.ts");
 
+const libDir = join(luaDir, "lib");
+const INCLUDE = /^\s*--\s*@include\s+(\S+)\s*$/;
+
 function listLua(dir) {
   return readdirSync(dir, { withFileTypes: true })
     .flatMap((entry) => {
       const path = join(dir, entry.name);
-      if (entry.isDirectory()) return listLua(path);
+      if (entry.isDirectory()) return path === libDir ? [] : listLua(path);
       return entry.name.endsWith(".lua") ? [path] : [];
     })
     .sort();
@@ -25,6 +30,20 @@ function constName(rel) {
     .split(/[/\\-]/)
     .map((part, i) => (i === 0 ? part : part[0].toUpperCase() + part.slice(1)))
     .join("");
+}
+
+/**
+ * A script's text with every `-- @include lib/<file>.lua` line replaced by that file (paths
+ * relative to lua/; a library may not include another).
+ */
+export function expand(source) {
+  return source
+    .split("\n")
+    .map((line) => {
+      const m = INCLUDE.exec(line);
+      return m ? readFileSync(join(luaDir, m[1]), "utf8") : line;
+    })
+    .join("\n");
 }
 
 /**
@@ -56,7 +75,7 @@ function render() {
   ];
   for (const file of listLua(luaDir)) {
     const rel = relative(luaDir, file).split(sep).join("/");
-    const source = compact(readFileSync(file, "utf8"));
+    const source = compact(expand(readFileSync(file, "utf8")));
     const sha1 = createHash("sha1").update(source, "utf8").digest("hex");
     const name = rel.replace(/\.lua$/, "");
     lines.push(`/** lua/${rel} */`);

@@ -9,9 +9,13 @@ import { randomHex } from "./ids.js";
 import type { LeaseKeeperBinding } from "./keeper.js";
 import { type KeepAlive, type Lease, parseSerializedLease, type SerializedLease } from "./lease.js";
 import {
+  DEFAULT_REPLAY_WINDOW_MS,
+  DEFAULT_REQUEST_TIMEOUT_MS,
   DEFAULT_WATCHDOG_TIMEOUT_MS,
   DEFAULT_WITH_LOCK_WAIT_MS,
   MAX_CLIENT_ID_LENGTH,
+  MIN_REPLAY_WINDOW_MS,
+  MIN_REQUEST_TIMEOUT_MS,
   MIN_WATCHDOG_TIMEOUT_MS,
 } from "./limits.js";
 import type { LockContext } from "./locks/context.js";
@@ -42,6 +46,21 @@ export interface EdgeLockOptions {
    * the keep-alive. Integer ms ≥ 100. Redisson's `lockWatchdogTimeout`. @default 30000
    */
   watchdogTimeout?: number;
+  /**
+   * Local time limit of every Redis call, in integer ms ≥ 10. A call past it fails with an
+   * ambiguous {@link TransportError} (it may still be applied: an acquire is then cancelled in
+   * the background, and every script is replay-safe). Keep-alive renewals use at most a sixth
+   * of their lease, so a hung one is retried before the lease runs out. @default 3000
+   */
+  requestTimeout?: number;
+  /**
+   * How long replay records (what each request id did, so a resent request applies once) live,
+   * in integer ms ≥ 1000. Must cover how long a copy of a request can still reach Redis: the
+   * default is the larger of 30 000 and 10 × `requestTimeout`. Records are kept per lock name in
+   * two hashes, `edgelock_replay:{<name>}` and `…:old`; give every client of a name the same
+   * window. @default max(30000, 10 × requestTimeout)
+   */
+  replayWindow?: number;
   /** Backoff between acquire attempts while waiting. See {@link BackoffOptions}. */
   backoff?: BackoffOptions;
   /** Default `LeaseKeeper` Durable Object namespace for `keepAlive: { maxHoldTime }`. */
@@ -89,6 +108,10 @@ export class EdgeLock {
   readonly clientId: string;
   /** Lease of watchdog-mode locks, in ms. */
   readonly watchdogTimeout: number;
+  /** Local time limit of every Redis call, in ms. */
+  readonly requestTimeout: number;
+  /** How long replay records live, in ms. */
+  readonly replayWindow: number;
   readonly #ctx: LockContext;
 
   /** @throws TypeError / RangeError for bad options. */
@@ -97,6 +120,8 @@ export class EdgeLock {
       "redis",
       "clientId",
       "watchdogTimeout",
+      "requestTimeout",
+      "replayWindow",
       "backoff",
       "keeper",
       "onEvent",
@@ -122,11 +147,20 @@ export class EdgeLock {
       o.watchdogTimeout === undefined
         ? DEFAULT_WATCHDOG_TIMEOUT_MS
         : checkMs(o.watchdogTimeout, "watchdogTimeout", MIN_WATCHDOG_TIMEOUT_MS);
+    this.requestTimeout =
+      o.requestTimeout === undefined
+        ? DEFAULT_REQUEST_TIMEOUT_MS
+        : checkMs(o.requestTimeout, "requestTimeout", MIN_REQUEST_TIMEOUT_MS);
+    this.replayWindow =
+      o.replayWindow === undefined
+        ? Math.max(DEFAULT_REPLAY_WINDOW_MS, 10 * this.requestTimeout)
+        : checkMs(o.replayWindow, "replayWindow", MIN_REPLAY_WINDOW_MS);
     const backoff = resolveBackoff(o.backoff);
     this.#ctx = {
-      runner: new ScriptRunner(redis as RedisLike),
+      runner: new ScriptRunner(redis as RedisLike, this.requestTimeout),
       clientId: this.clientId,
       watchdogTimeout: this.watchdogTimeout,
+      replayWindow: this.replayWindow,
       backoff,
       keeper: o.keeper,
       emit: (event: LockEvent) => {
@@ -211,7 +245,7 @@ export class EdgeLock {
    */
   restoreLease(serialized: SerializedLease | string): Lease {
     const s = parseSerializedLease(serialized);
-    return this.getLock(s.name).restore(s);
+    return this.getLock(s.name).restore({ ...s, epoch: s.epoch ?? 0 });
   }
 
   /**

@@ -39,12 +39,13 @@ export {
   type SerializedLease,
 } from "./lease.js";
 export {
+  DEFAULT_REPLAY_WINDOW_MS,
+  DEFAULT_REQUEST_TIMEOUT_MS,
   DEFAULT_WATCHDOG_TIMEOUT_MS,
   DEFAULT_WITH_LOCK_WAIT_MS,
   MAX_NAME_LENGTH,
   MAX_OWNER_LENGTH,
   MAX_TIME_MS,
-  REPLAY_WINDOW_MS,
 } from "./limits.js";
 export {
   type ClaimOptions,

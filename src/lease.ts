@@ -51,6 +51,11 @@ export interface SerializedLease {
   owner: string;
   /** Lease id: the request id of its acquire, reused by its release so both are replay-safe. */
   id: string;
+  /**
+   * Incarnation of the lock the hold was made in (0: unknown), so that releasing this lease
+   * never takes a newer hold of the same owner. Optional for leases serialized before it existed.
+   */
+  epoch?: number;
   leaseTime: number;
   watchdog: boolean;
   expiresAt: number;
@@ -59,8 +64,11 @@ export interface SerializedLease {
 
 /** What a lease needs from the primitive that issued it. Internal. */
 export interface LeaseHost {
-  /** Applies `leaseTime` if still held; false when the owner no longer holds the lock. */
-  renew(lease: Lease, leaseTime: number, by: "call" | "timer"): Promise<boolean>;
+  /**
+   * Makes the TTL at least `leaseTime` if still held, within `timeout` ms when given; false
+   * when the owner no longer holds the lock.
+   */
+  renew(lease: Lease, leaseTime: number, by: "call" | "timer", timeout?: number): Promise<boolean>;
   /** Releases this lease's hold once (replay-safe through the lease id). */
   release(lease: Lease): Promise<ReleaseResult>;
   /** Reports that the lease was found lost. */
@@ -74,6 +82,7 @@ interface LeaseInit {
   name: string;
   owner: string;
   id: string;
+  epoch: number;
   leaseTime: number;
   watchdog: boolean;
   expiresAt: number;
@@ -94,6 +103,8 @@ export class Lease {
   readonly owner: string;
   /** Lease id (request id of the acquire). */
   readonly id: string;
+  /** Incarnation of the lock this hold was made in (0: unknown). Internal; serialized. */
+  readonly epoch: number;
   #leaseTime: number;
   /** True when acquired without `leaseTime` (Redisson watchdog mode). */
   readonly watchdog: boolean;
@@ -107,6 +118,8 @@ export class Lease {
   readonly #controller = new AbortController();
   #release: Promise<ReleaseResult> | undefined;
   #stopKeepAlive: StopKeepAlive | undefined;
+  /** Fires at `expiresAt`: a lease nobody renewed in time is lost, whatever the network did. */
+  #expiryTimer: ReturnType<typeof setTimeout> | undefined;
 
   /** Internal: leases come from acquire methods and `restoreLease`. */
   constructor(init: LeaseInit) {
@@ -114,11 +127,13 @@ export class Lease {
     this.name = init.name;
     this.owner = init.owner;
     this.id = init.id;
+    this.epoch = init.epoch;
     this.#leaseTime = init.leaseTime;
     this.watchdog = init.watchdog;
     this.#expiresAt = init.expiresAt;
     this.fencingToken = init.fencingToken;
     this.signal = this.#controller.signal;
+    this.#armExpiry();
   }
 
   /** TTL in ms applied by the last acquire or renewal. */
@@ -128,7 +143,9 @@ export class Lease {
 
   /**
    * Local, conservative estimate of expiry: epoch ms (`Date.now()` clock) measured from when the
-   * acquire or last renewal was *sent*.
+   * acquire or the last confirmed renewal was *sent*. Never later than the lock's real expiry
+   * in Redis (edgelock never shortens a lock's TTL), and `signal` aborts when it passes without
+   * a renewal confirming a later one.
    */
   get expiresAt(): number {
     return this.#expiresAt;
@@ -140,15 +157,19 @@ export class Lease {
   }
 
   /**
-   * Sets the lock's TTL to `leaseTime` (default: this lease's `leaseTime`) if this owner still
-   * holds it. One HTTP request. Algorithm: Redisson's renewal script (HEXISTS → PEXPIRE).
-   * @param leaseTime new TTL in ms, integer in [1, 86 400 000].
-   * @throws {LeaseLostError} when the lock is no longer held by this owner (the signal aborts).
+   * Makes the lock's TTL at least `leaseTime` (default: this lease's `leaseTime`) if this owner
+   * still holds it. One HTTP request. Algorithm: Redisson's renewal script (HEXISTS → PEXPIRE),
+   * except that a TTL is never shortened (so no other lease of the owner is cut short): a
+   * renewal shorter than what the lock has left changes nothing in Redis.
+   * @param leaseTime TTL in ms, integer in [1, 86 400 000].
+   * @throws {LeaseLostError} when the lease was released or found lost (no request is sent), or
+   * when the lock is no longer held by this owner (the signal aborts).
    * @throws {TransportError} when Redis could not be reached; the lease may still be held.
    */
   async renew(leaseTime?: number): Promise<void> {
     const ms = leaseTime === undefined ? this.leaseTime : checkMs(leaseTime, "leaseTime", 1);
     if (this.#release !== undefined) throw new LeaseLostError(this.name, "released");
+    if (this.ended) throw this.signal.reason;
     const renewed = await this.#renewOnce(ms, "call");
     if (!renewed) throw this.signal.reason;
   }
@@ -190,6 +211,7 @@ export class Lease {
       name: this.name,
       owner: this.owner,
       id: this.id,
+      epoch: this.epoch,
       leaseTime: this.leaseTime,
       watchdog: this.watchdog,
       expiresAt: this.expiresAt,
@@ -257,8 +279,8 @@ export class Lease {
     let timer: ReturnType<typeof setTimeout> | undefined;
     let stopped = false;
     const period = Math.max(1, Math.floor(this.leaseTime / 3));
-    const schedule = () => {
-      timer = setTimeout(tick, period);
+    const schedule = (ms = period) => {
+      timer = setTimeout(tick, ms);
       // Node only: polling must never keep a process alive by itself.
       (timer as { unref?: () => void }).unref?.();
     };
@@ -268,8 +290,7 @@ export class Lease {
         (status) => {
           if (stopped) return;
           if (status.state === "renewing") {
-            if (typeof status.expiresAt === "number" && status.expiresAt > this.#expiresAt)
-              this.#expiresAt = status.expiresAt;
+            if (typeof status.expiresAt === "number") this.#extendTo(status.expiresAt);
             schedule();
             return;
           }
@@ -285,7 +306,8 @@ export class Lease {
             new TransportError(this.name, "LeaseKeeper status call failed", true),
           );
           renewStub();
-          schedule();
+          // Sooner than a period, as after a failed renewal: the lease is running down.
+          schedule(Math.max(1, Math.floor(this.leaseTime / 9)));
         },
       );
     };
@@ -306,14 +328,40 @@ export class Lease {
 
   async #renewOnce(leaseTime: number, by: "call" | "timer"): Promise<boolean> {
     const sentAt = Date.now();
-    const renewed = await this.#host.renew(this, leaseTime, by);
+    // A keep-alive renewal that hangs is abandoned early enough to be retried before the lease
+    // runs out; an explicit renew() gets the full requestTimeout.
+    const timeout = by === "timer" ? Math.max(1, Math.ceil(leaseTime / 6)) : undefined;
+    const renewed = await this.#host.renew(this, leaseTime, by, timeout);
     if (renewed) {
       this.#leaseTime = leaseTime;
-      this.#expiresAt = sentAt + leaseTime;
+      // The TTL is now at least leaseTime from when Redis applied it (it is never shortened).
+      this.#extendTo(sentAt + leaseTime);
     } else {
       this.markLost();
     }
     return renewed;
+  }
+
+  /** Moves `expiresAt` later (never earlier) and re-arms the expiry timer. */
+  #extendTo(expiresAt: number): void {
+    if (expiresAt <= this.#expiresAt || this.ended) return;
+    this.#expiresAt = expiresAt;
+    this.#armExpiry();
+  }
+
+  #armExpiry(): void {
+    clearTimeout(this.#expiryTimer);
+    if (this.ended) return;
+    this.#expiryTimer = setTimeout(
+      () => {
+        // A renewal may have moved expiresAt while this timer was queued.
+        if (Date.now() >= this.#expiresAt) this.markLost();
+        else this.#armExpiry();
+      },
+      Math.max(0, this.#expiresAt - Date.now()),
+    );
+    // Node only: the expiry timer must never keep a process alive on its own.
+    (this.#expiryTimer as { unref?: () => void }).unref?.();
   }
 
   #startTimer(): StopKeepAlive {
@@ -351,6 +399,7 @@ export class Lease {
   }
 
   #end(reason: LeaseLostError): void {
+    clearTimeout(this.#expiryTimer);
     if (!this.#controller.signal.aborted) this.#controller.abort(reason);
   }
 }
@@ -397,6 +446,8 @@ export function parseSerializedLease(input: unknown): SerializedLease {
   if (typeof o.watchdog !== "boolean") throw new TypeError("restoreLease: bad `lease.watchdog`");
   if (typeof o.expiresAt !== "number" || !Number.isFinite(o.expiresAt))
     throw new TypeError("restoreLease: bad `lease.expiresAt`");
+  if (o.epoch !== undefined && !(Number.isSafeInteger(o.epoch) && o.epoch >= 0))
+    throw new TypeError("restoreLease: bad `lease.epoch`");
   if (o.fencingToken !== undefined && !Number.isSafeInteger(o.fencingToken))
     throw new TypeError("restoreLease: bad `lease.fencingToken`");
   return o as SerializedLease;

@@ -16,10 +16,24 @@ export const MIN_WATCHDOG_TIMEOUT_MS = 100;
 /** Default `watchdogTimeout`, as Redisson's `lockWatchdogTimeout`. */
 export const DEFAULT_WATCHDOG_TIMEOUT_MS = 30_000;
 /**
- * How long replay records (request-id latches) live. Covers `@upstash/redis`'s retries (up to
- * six sends over ~4.3 s of backoff) even when each send waits for a slow response, while keeping
- * the number of short-lived keys bounded.
+ * Default `requestTimeout`: the local time limit on every Redis request. Renewals run every
+ * `watchdogTimeout / 3` (10 s by default) and are retried every `leaseTime / 9` after a failure,
+ * so a hung renewal abandoned after 3 s still leaves room for two more before a 30 s lease runs
+ * out; it is also far above a healthy Upstash round trip (milliseconds in-region, a few hundred
+ * across regions) plus a few of `@upstash/redis`'s own resends after network errors.
  */
-export const REPLAY_WINDOW_MS = 600_000;
+export const DEFAULT_REQUEST_TIMEOUT_MS = 3_000;
+/** Smallest `requestTimeout`. */
+export const MIN_REQUEST_TIMEOUT_MS = 10;
+/**
+ * Smallest and default `replayWindow` floor: replay records (what each request id did) live at
+ * least this long. The default window is the larger of this and 10 × `requestTimeout`: a request
+ * is abandoned after `requestTimeout`, `@upstash/redis` resends after a network error at most 5
+ * times over ~4.3 s of backoff, and the transport once after an HTTP 5xx, so no copy of a request
+ * can still arrive much later than 6 × `requestTimeout` + 4.3 s after it was first sent.
+ */
+export const DEFAULT_REPLAY_WINDOW_MS = 30_000;
+/** Smallest `replayWindow` accepted. */
+export const MIN_REPLAY_WINDOW_MS = 1_000;
 /** Default `waitTime` of `withLock` when the caller gives none. */
 export const DEFAULT_WITH_LOCK_WAIT_MS = 10_000;

@@ -27,7 +27,8 @@ function scriptedKeeper() {
   const state = {
     register: (_r: KeeperRegistration): KeeperReply => ({ ok: true }),
     unregister: (_id: string): KeeperReply => ({ ok: true }),
-    status: (_id: string): KeeperStatus => ({ state: "renewing" }),
+    // As the real keeper once it has renewed: the lock now runs at least a lease from here.
+    status: (_id: string): KeeperStatus => ({ state: "renewing", expiresAt: Date.now() + 300 }),
   };
   let stubs = 0;
   const binding: LeaseKeeperBinding = {
@@ -130,7 +131,7 @@ describe("keepAlive: { keeper }", () => {
         failures += 1;
         throw new Error("Durable Object reset because its code was updated");
       }
-      return { state: "renewing" };
+      return { state: "renewing", expiresAt: Date.now() + 300 };
     };
     const rec = recordingEdgeLock({ keeper: keeper.binding, watchdogTimeout: 300 });
     const lease = await rec.edgelock

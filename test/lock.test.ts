@@ -1,13 +1,8 @@
 import type { RedisConfigNodejs } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
-import {
-  LeaseLostError,
-  LockNotHeldError,
-  LockTimeoutError,
-  REPLAY_WINDOW_MS,
-} from "../src/index.js";
+import { LeaseLostError, LockNotHeldError, LockTimeoutError } from "../src/index.js";
 import { bridgeRedis, keyPrefix, useRawRedis } from "./support/env.js";
-import { aborted, recordingEdgeLock } from "./support/locks.js";
+import { aborted, recordingEdgeLock, replayRecords } from "./support/locks.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();
@@ -32,15 +27,17 @@ describe("reentrant lock", () => {
     expect(lease.signal.reason).toBeInstanceOf(LeaseLostError);
   });
 
-  it("stores Redisson's layout: a HASH with field = owner and value = hold count", async () => {
+  it("stores Redisson's layout: a HASH with field = owner and value = hold count, plus the epoch", async () => {
     const { edgelock } = recordingEdgeLock();
     const name = `${prefix}layout`;
     const lease = await edgelock.getLock(name).tryLock({ leaseTime: 5_000 });
     if (!lease) throw new Error("not acquired");
     expect(String(await raw.type(name))).toBe("hash");
     const fields = await raw.hGetAll(name);
-    expect(Object.keys(fields)).toEqual([lease.owner]);
+    expect(Object.keys(fields).sort()).toEqual([lease.owner, "edgelock:epoch"].sort());
     expect(String(fields[lease.owner])).toBe("1");
+    expect(Number(fields["edgelock:epoch"])).toBe(lease.epoch);
+    expect(lease.epoch).toBeGreaterThan(1_700_000_000_000_000); // server time in µs
     const pttl = await raw.pTTL(name);
     expect(pttl).toBeGreaterThan(4_000);
     expect(pttl).toBeLessThanOrEqual(5_000);
@@ -249,7 +246,7 @@ describe("leases across invocations and clients", () => {
     expect(await lease.release()).toBe("released");
   });
 
-  it("leaves no key behind but replay latches that expire within the replay window", async () => {
+  it("leaves no key behind but its replay records, which expire within two replay windows", async () => {
     const { edgelock } = recordingEdgeLock();
     const name = `${prefix}no-leak`;
     const lock = edgelock.getLock(name);
@@ -262,12 +259,12 @@ describe("leases across invocations and clients", () => {
     expect(await raw.exists(name)).toBe(0);
     const left = await raw.keys(`*${name}*`);
     expect(left.length).toBeGreaterThan(0);
-    for (const key of left) {
-      expect(String(key).startsWith(`edgelock_latch:{${name}}:`)).toBe(true);
-      const pttl = await raw.pTTL(key);
-      expect(pttl).toBeGreaterThan(0);
-      expect(pttl).toBeLessThanOrEqual(REPLAY_WINDOW_MS);
-    }
+    expect(left.map(String)).toEqual([`edgelock_replay:{${name}}`]);
+    const pttl = await raw.pTTL(`edgelock_replay:{${name}}`);
+    expect(pttl).toBeGreaterThan(0);
+    expect(pttl).toBeLessThanOrEqual(2 * edgelock.replayWindow);
+    // One record per request id: two acquires and two releases of two leases, one unlock miss.
+    expect(Object.values(await replayRecords(raw, name)).sort()).toEqual(["R1", "R2"]);
   });
 });
 

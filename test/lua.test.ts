@@ -7,6 +7,7 @@ import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import * as scripts from "../src/lua.gen.js";
 import { useRawRedis } from "./support/env.js";
+import { replayKeys } from "./support/locks.js";
 
 const run = promisify(execFile);
 const all = Object.values(scripts).filter(
@@ -24,14 +25,22 @@ describe("lua scripts", () => {
 
   it("every shipped source is its lua/ file without comments, and the file has a header", async () => {
     for (const script of all) {
-      const text = await readFile(new URL(`../lua/${script.name}.lua`, import.meta.url), "utf8");
+      const own = await readFile(new URL(`../lua/${script.name}.lua`, import.meta.url), "utf8");
+      // `-- @include lib/<file>.lua` lines stand for that file's text.
+      const parts = await Promise.all(
+        own.split("\n").map(async (line) => {
+          const m = /^\s*--\s*@include\s+(\S+)\s*$/.exec(line);
+          return m ? readFile(new URL(`../lua/${m[1]}`, import.meta.url), "utf8") : line;
+        }),
+      );
+      const text = parts.join("\n");
       const code = text
         .split("\n")
         .map((l) => l.trim())
         .filter((l) => l && !l.startsWith("--"));
       expect(script.source.split("\n").filter(Boolean)).toEqual(code);
       expect(script.source).not.toMatch(/^\s*--/m);
-      const header = text
+      const header = own
         .split("\n")
         .filter((l) => l.startsWith("--"))
         .join("\n");
@@ -63,20 +72,20 @@ describe("cancel script ordering", () => {
   // the cancel-before-apply order (the acquire arrives late) is only reachable this way.
   it("a cancel that reaches Redis first turns the late acquire into a no-op", async () => {
     const name = `t:lua:${Math.random().toString(16).slice(2)}`;
-    const latch = `edgelock_latch:{${name}}:${"a".repeat(32)}`;
+    const id = "a".repeat(32);
     const channel = `redisson_lock__channel:{${name}}`;
     expect(
       await raw.eval(scripts.lockCancel.source, {
-        keys: [name, latch, channel],
-        arguments: ["o:1", "60000"],
+        keys: [name, ...replayKeys(name), channel],
+        arguments: ["o:1", "60000", id],
       }),
     ).toBe(0);
     const reply = await raw.eval(scripts.lockAcquire.source, {
-      keys: [name, latch],
-      arguments: ["10000", "o:1", "60000"],
+      keys: [name, ...replayKeys(name)],
+      arguments: ["10000", "o:1", "60000", id],
     });
-    expect(reply).toEqual([-1, 0]);
+    expect(reply).toEqual([-1, 0, 0]);
     expect(await raw.exists(name)).toBe(0);
-    await raw.del(latch);
+    await raw.del(replayKeys(name));
   });
 });

@@ -35,7 +35,7 @@ describe("secrets stay out of errors and events", () => {
       "client-secret-id",
       bridge.token,
       bridge.url,
-      "edgelock_latch",
+      "edgelock_replay",
     ]);
     await raw.del(name);
   });

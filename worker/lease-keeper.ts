@@ -17,6 +17,7 @@ import { DurableObject } from "cloudflare:workers";
 import { Redis } from "@upstash/redis/cloudflare";
 import { EdgeLock } from "../src/client.js";
 import type { KeeperRegistration, KeeperReply, KeeperStatus } from "../src/keeper.js";
+import { DEFAULT_REQUEST_TIMEOUT_MS, MIN_REQUEST_TIMEOUT_MS } from "../src/limits.js";
 import { checkMs, checkName, checkOwner } from "../src/validate.js";
 
 /** The bindings `LeaseKeeper` reads from its environment. */
@@ -194,7 +195,9 @@ export class LeaseKeeper extends DurableObject<LeaseKeeperEnv> {
     const sentAt = Date.now();
     let renewed: boolean[] | undefined;
     try {
-      renewed = await this.#edgelock().renewLeases(
+      // A hung renewal is abandoned at a sixth of the shortest lease, so it is retried in time.
+      const timeout = Math.min(...batch.map((e) => Math.ceil(e.leaseTime / 6)));
+      renewed = await this.#edgelock(timeout).renewLeases(
         batch.map(({ name, owner, leaseTime }) => ({ name, owner, leaseTime })),
       );
     } catch {
@@ -247,8 +250,11 @@ export class LeaseKeeper extends DurableObject<LeaseKeeperEnv> {
     else await storage.deleteAlarm();
   }
 
-  /** A client per alarm run: credentials come from this object's environment. */
-  #edgelock(): EdgeLock {
+  /**
+   * A client per renewal batch, with requests limited to `timeout` ms (at most the default):
+   * credentials come from this object's environment.
+   */
+  #edgelock(timeout: number): EdgeLock {
     const redis = new Redis({
       url: this.env.UPSTASH_REDIS_REST_URL,
       token: this.env.UPSTASH_REDIS_REST_TOKEN,
@@ -256,7 +262,13 @@ export class LeaseKeeper extends DurableObject<LeaseKeeperEnv> {
       retry: { retries: 1 },
       enableAutoPipelining: false,
     });
-    return new EdgeLock({ redis });
+    return new EdgeLock({
+      redis,
+      requestTimeout: Math.max(
+        MIN_REQUEST_TIMEOUT_MS,
+        Math.min(DEFAULT_REQUEST_TIMEOUT_MS, timeout),
+      ),
+    });
   }
 }
 

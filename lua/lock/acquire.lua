@@ -1,39 +1,54 @@
 -- Acquire (or re-enter) a reentrant lock: Redisson RedissonLock#tryLockInnerAsync, made
--- replay-safe with a per-lease latch so an HTTP retry never counts a hold twice. With a third
--- key it claims an idempotency key: a completion marker there means the work is already done.
--- KEYS[1]  lock name: HASH, field = owner, value = hold count (Redisson layout)
--- KEYS[2]  replay latch of this lease: STRING "A" (acquired) | "C" (cancelled) | "U" (undone) | "R<n>" (released)
--- KEYS[3]  optional completion marker "edgelock_done:{<name>}" (idempotency keys)
--- ARGV[1]  leaseTime in ms (PEXPIRE of the hash; reentry resets it, as Redisson does)
+-- replay-safe by a record per request id so an HTTP retry never counts a hold twice. With a
+-- fourth key it claims an idempotency key: a completion marker there means the work is done.
+-- KEYS[1]  lock name: HASH, field = owner, value = hold count (Redisson layout) + epoch field
+-- KEYS[2]  replay records "edgelock_replay:{<name>}" (HASH request id -> state)
+-- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[4]  optional completion marker "edgelock_done:{<name>}" (idempotency keys)
+-- ARGV[1]  leaseTime in ms (the lock's TTL becomes at least this; it is never shortened)
 -- ARGV[2]  owner field "<clientId>:<taskId>"
--- ARGV[3]  replay window in ms (PX of the latch)
--- Returns  {1, holdCount} acquired | {0, pttl} held by another owner (pttl -1: no TTL)
---          | {2, pttl} the completion marker exists (its pttl, -1: no TTL)
---          | {-1, 0} this request was cancelled, undone, or its lease already expired
+-- ARGV[3]  replay window in ms
+-- ARGV[4]  request id (32 hex characters; becomes the lease id)
+-- Returns  {1, holdCount, epoch} acquired; epoch identifies this incarnation of the lock
+--          | {0, pttl, 0} held by another owner (pttl -1: no TTL)
+--          | {2, pttl, 0} the completion marker exists (its pttl, -1: no TTL)
+--          | {-1, 0, 0} this request was cancelled, or the hold it made is already gone
+-- Records  "A<epoch>" acquired (a cancel tombstone "C"/"U" written first makes this a no-op)
 local name = KEYS[1]
-local latch = KEYS[2]
-local done = KEYS[3]
+local replayKey = KEYS[2]
+local replayOld = KEYS[3]
+local done = KEYS[4]
 local leaseMs = tonumber(ARGV[1])
 local owner = ARGV[2]
 local windowMs = tonumber(ARGV[3])
+local id = ARGV[4]
+-- @include lib/replay.lua
+-- @include lib/hold.lua
 
-local seen = redis.call('get', latch)
+local seen = replay_get(id)
 if seen then
-  -- A replay of an applied acquire reports the hold it made instead of adding another.
-  if seen == 'A' and redis.call('hexists', name, owner) == 1 then
-    return {1, tonumber(redis.call('hget', name, owner))}
+  -- A replay of an applied acquire reports the hold it made instead of adding another, as long
+  -- as that hold is still in this incarnation of the lock.
+  local made = string.sub(seen, 1, 1) == 'A' and string.sub(seen, 2)
+  if made and made == epoch() and redis.call('hexists', name, owner) == 1 then
+    return {1, tonumber(redis.call('hget', name, owner)), tonumber(made) or 0}
   end
-  return {-1, 0}
+  return {-1, 0, 0}
 end
 
 if done and redis.call('exists', done) == 1 then
-  return {2, redis.call('pttl', done)}
+  return {2, redis.call('pttl', done), 0}
 end
 
-if redis.call('exists', name) == 0 or redis.call('hexists', name, owner) == 1 then
-  local count = redis.call('hincrby', name, owner, 1)
-  redis.call('pexpire', name, leaseMs)
-  redis.call('set', latch, 'A', 'px', windowMs)
-  return {1, count}
+local e
+if redis.call('exists', name) == 0 then
+  e = new_epoch()
+elseif redis.call('hexists', name, owner) == 1 then
+  e = epoch()
+else
+  return {0, redis.call('pttl', name), 0}
 end
-return {0, redis.call('pttl', name)}
+local count = redis.call('hincrby', name, owner, 1)
+extend(leaseMs)
+replay_set(id, 'A' .. e)
+return {1, count, tonumber(e) or 0}

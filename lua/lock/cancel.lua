@@ -1,32 +1,42 @@
--- Cancel an acquire whose answer never reached the caller (aborted while in flight, or the
--- transport failed ambiguously). Whatever the order in which the two requests reach Redis, the
--- acquire takes effect at most momentarily and no hold is left behind.
+-- Cancel an acquire whose answer never reached the caller (aborted while in flight, timed out,
+-- or the transport failed ambiguously). Whatever the order in which the two requests reach
+-- Redis, the acquire takes effect at most momentarily and no hold is left behind; a hold the
+-- same owner made later (after this acquire's hold expired) is never touched.
 -- KEYS[1]  lock name (HASH)
--- KEYS[2]  replay latch of the acquire being cancelled
--- KEYS[3]  Redisson unlock channel "redisson_lock__channel:{<name>}"
+-- KEYS[2]  replay records "edgelock_replay:{<name>}"
+-- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[4]  Redisson unlock channel "redisson_lock__channel:{<name>}"
 -- ARGV[1]  owner field of that acquire
--- ARGV[2]  replay window in ms (PX of the latch)
+-- ARGV[2]  replay window in ms
+-- ARGV[3]  request id of that acquire
 -- Returns  0 cancelled before it applied (a tombstone makes a late acquire a no-op)
---          | 1 the applied hold was undone | 2 nothing to do (already cancelled or released)
+--          | 1 the applied hold was undone, or had already expired
+--          | 2 nothing to do (already cancelled or released)
+-- Records  "C" (cancelled first) | "U" (undone)
 local name = KEYS[1]
-local latch = KEYS[2]
-local channel = KEYS[3]
+local replayKey = KEYS[2]
+local replayOld = KEYS[3]
+local channel = KEYS[4]
 local owner = ARGV[1]
 local windowMs = tonumber(ARGV[2])
+local id = ARGV[3]
+-- @include lib/replay.lua
+-- @include lib/hold.lua
 
-local seen = redis.call('get', latch)
+local seen = replay_get(id)
 if not seen then
-  redis.call('set', latch, 'C', 'px', windowMs)
+  replay_set(id, 'C')
   return 0
 end
-if seen ~= 'A' then
+if string.sub(seen, 1, 1) ~= 'A' then
   return 2
 end
-if redis.call('hexists', name, owner) == 1 then
+-- Only the incarnation this acquire joined holds its hold; a later one belongs to later calls.
+if string.sub(seen, 2) == epoch() and redis.call('hexists', name, owner) == 1 then
   if redis.call('hincrby', name, owner, -1) <= 0 then
     redis.call('del', name)
     redis.call('publish', channel, 0)
   end
 end
-redis.call('set', latch, 'U', 'px', windowMs)
+replay_set(id, 'U')
 return 1

@@ -8,6 +8,8 @@ export interface LockContext {
   readonly runner: ScriptRunner;
   readonly clientId: string;
   readonly watchdogTimeout: number;
+  /** How long replay records live, in ms. */
+  readonly replayWindow: number;
   readonly backoff: BackoffPolicy;
   readonly keeper: LeaseKeeperBinding | undefined;
   /** Delivers an event to `onEvent`, ignoring listener errors. */
@@ -20,6 +22,8 @@ export interface LockContext {
 export const keys = {
   /** Pub/sub channel Redisson waiters listen on; unlocks publish 0 there. */
   channel: (name: string) => `redisson_lock__channel:{${name}}`,
-  /** Replay latch of one lease or request: same hash slot as the lock. */
-  latch: (name: string, id: string) => `edgelock_latch:{${name}}:${id}`,
+  /** Replay records of a name (request id -> what it did): same hash slot as the lock. */
+  replay: (name: string) => `edgelock_replay:{${name}}`,
+  /** The replay records before the current ones (lua/lib/replay.lua rotates them). */
+  replayOld: (name: string) => `edgelock_replay:{${name}}:old`,
 };

@@ -14,7 +14,6 @@ import {
   type LeaseHost,
   type ReleaseResult,
 } from "../lease.js";
-import { REPLAY_WINDOW_MS } from "../limits.js";
 import { lockAcquire, lockCancel, lockRelease, lockRenew } from "../lua.gen.js";
 import { asInteger, asIntegers, type RequestCounter } from "../transport/index.js";
 import { checkLeaseTime, checkOwner, checkSignal } from "../validate.js";
@@ -39,7 +38,7 @@ export interface HoldSettings {
 
 /** What one acquire attempt found (lua/lock/acquire.lua). */
 export type AttemptReply =
-  | { status: "acquired"; id: string; sentAt: number }
+  | { status: "acquired"; id: string; sentAt: number; epoch: number }
   | { status: "busy"; pttl: number }
   | { status: "completed"; pttl: number };
 
@@ -53,7 +52,7 @@ const decodeRelease = (r: unknown) => {
   const n = asInteger(r);
   return n === undefined ? undefined : RELEASE_CODES[n];
 };
-const decodePair = (r: unknown) => asIntegers(r, 2) as [number, number] | undefined;
+const decodeAttempt = (r: unknown) => asIntegers(r, 3) as [number, number, number] | undefined;
 
 /**
  * Completion TTLs requested for leases being completed, read by whichever host releases them:
@@ -75,11 +74,11 @@ export class Holds {
     this.#ctx = ctx;
     this.name = name;
     this.host = {
-      renew: (lease, leaseTime, by) => this.renew(lease.owner, leaseTime, by),
+      renew: (lease, leaseTime, by, timeout) => this.renew(lease.owner, leaseTime, by, timeout),
       release: (lease) => {
         const ttl = completions.get(lease);
         completions.delete(lease);
-        return this.release(lease.owner, lease.id, lease.leaseTime, ttl);
+        return this.release(lease.owner, lease.id, lease.leaseTime, lease.epoch, ttl);
       },
       lost: () => ctx.emit({ type: "lost", name, requests: 0, durationMs: 0 }),
       backgroundError: (_lease, operation, error) => this.reportError(operation, error, 0, 0),
@@ -119,20 +118,21 @@ export class Holds {
   ): Promise<AttemptReply> {
     const id = randomHex();
     const sentAt = Date.now();
-    const scriptKeys = [this.name, keys.latch(this.name, id)];
+    const scriptKeys = this.#replayKeys();
     if (completion) scriptKeys.push(doneKey(this.name));
     let status: number;
     let value: number;
+    let epoch: number;
     try {
-      [status, value] = await this.#ctx.runner.run(
+      [status, value, epoch] = await this.#ctx.runner.run(
         {
           script: lockAcquire,
-          lockName: this.name,
+          name: this.name,
           keys: scriptKeys,
-          args: [s.leaseTime, s.owner, REPLAY_WINDOW_MS],
+          args: [s.leaseTime, s.owner, this.#ctx.replayWindow, id],
           signal: s.signal,
         },
-        decodePair,
+        decodeAttempt,
         counter,
       );
     } catch (error) {
@@ -142,7 +142,7 @@ export class Holds {
       if (unanswered) this.cancel(s.owner, id);
       throw error;
     }
-    if (status === 1) return { status: "acquired", id, sentAt };
+    if (status === 1) return { status: "acquired", id, sentAt, epoch };
     if (status === 2) return { status: "completed", pttl: value };
     // -1: this attempt's latch was already used; the caller polls again with a new id.
     return { status: "busy", pttl: status === 0 ? value : 0 };
@@ -152,12 +152,16 @@ export class Holds {
    * A lease for an acquired hold, with its keep-alive started. If the keep-alive cannot start
    * (the keeper refused), the hold is given back and the error propagates.
    */
-  async lease(s: HoldSettings, acquired: { id: string; sentAt: number }): Promise<Lease> {
+  async lease(
+    s: HoldSettings,
+    acquired: { id: string; sentAt: number; epoch: number },
+  ): Promise<Lease> {
     const lease = new Lease({
       host: this.host,
       name: this.name,
       owner: s.owner,
       id: acquired.id,
+      epoch: acquired.epoch,
       leaseTime: s.leaseTime,
       watchdog: s.watchdog,
       expiresAt: acquired.sentAt + s.leaseTime,
@@ -193,7 +197,7 @@ export class Holds {
       const released = await lease.release();
       // Released earlier (the host was not asked again): record the completion on its own.
       if (completions.has(lease))
-        return await this.release(lease.owner, lease.id, lease.leaseTime, ttl);
+        return await this.release(lease.owner, lease.id, lease.leaseTime, lease.epoch, ttl);
       return released;
     } finally {
       completions.delete(lease);
@@ -208,9 +212,9 @@ export class Holds {
       .run(
         {
           script: lockCancel,
-          lockName: this.name,
-          keys: [this.name, keys.latch(this.name, id), keys.channel(this.name)],
-          args: [owner, REPLAY_WINDOW_MS],
+          name: this.name,
+          keys: [...this.#replayKeys(), keys.channel(this.name)],
+          args: [owner, this.#ctx.replayWindow, id],
         },
         asInteger,
         counter,
@@ -219,12 +223,20 @@ export class Holds {
     this.#ctx.background(task);
   }
 
-  /** Applies `leaseTime` if `owner` still holds the lock (renew.lua). */
-  async renew(owner: string, leaseTime: number, by: "call" | "timer"): Promise<boolean> {
+  /**
+   * Makes the lock's TTL at least `leaseTime` if `owner` still holds it (renew.lua), within
+   * `timeout` ms when given (default: the EdgeLock's `requestTimeout`).
+   */
+  async renew(
+    owner: string,
+    leaseTime: number,
+    by: "call" | "timer",
+    timeout?: number,
+  ): Promise<boolean> {
     const counter = { requests: 0 };
     const started = Date.now();
     const [renewed] = await this.#ctx.runner.run(
-      { script: lockRenew, lockName: this.name, keys: [this.name], args: [leaseTime, owner] },
+      { script: lockRenew, name: this.name, keys: [this.name], args: [leaseTime, owner], timeout },
       (r) => asIntegers(r, 1),
       counter,
     );
@@ -240,25 +252,27 @@ export class Holds {
   }
 
   /**
-   * Releases one hold of `owner` under the latch `id` (release.lua); with `completionTtl`,
-   * records the completion marker in the same request.
+   * Releases one hold of `owner` under the request id `id` (release.lua): the hold made in
+   * incarnation `epoch` of the lock, or any hold of the owner when `epoch` is 0. With
+   * `completionTtl`, records the completion marker in the same request.
    */
   async release(
     owner: string,
     id: string,
     leaseTime: number,
+    epoch: number,
     completionTtl?: number,
   ): Promise<ReleaseResult> {
     const counter = { requests: 0 };
     const started = Date.now();
-    const scriptKeys = [this.name, keys.latch(this.name, id), keys.channel(this.name)];
-    const args: (string | number)[] = [owner, leaseTime, REPLAY_WINDOW_MS];
+    const scriptKeys = [...this.#replayKeys(), keys.channel(this.name)];
+    const args: (string | number)[] = [owner, leaseTime, this.#ctx.replayWindow, id, epoch];
     if (completionTtl !== undefined) {
       scriptKeys.push(doneKey(this.name));
       args.push(completionTtl);
     }
     const result = await this.#ctx.runner.run(
-      { script: lockRelease, lockName: this.name, keys: scriptKeys, args },
+      { script: lockRelease, name: this.name, keys: scriptKeys, args },
       decodeRelease,
       counter,
     );
@@ -270,6 +284,11 @@ export class Holds {
       result,
     });
     return result;
+  }
+
+  /** The lock and its two replay-record hashes: the first keys of acquire, release, cancel. */
+  #replayKeys(): string[] {
+    return [this.name, keys.replay(this.name), keys.replayOld(this.name)];
   }
 
   /** Reports a failed background operation as an `error` event. */

@@ -119,7 +119,7 @@ export class ReentrantLock {
    */
   async unlock(owner: string): Promise<void> {
     checkOwner(owner);
-    const result = await this.#holds.release(owner, randomHex(), 0);
+    const result = await this.#holds.release(owner, randomHex(), 0, 0);
     if (result === "expired" || result === "not-owner")
       throw new LockNotHeldError(this.name, result);
   }
@@ -133,7 +133,7 @@ export class ReentrantLock {
     const n = await this.#ctx.runner.run(
       {
         script: lockForceUnlock,
-        lockName: this.name,
+        name: this.name,
         keys: [this.name, keys.channel(this.name)],
         args: [],
       },
@@ -172,6 +172,7 @@ export class ReentrantLock {
   restore(init: {
     owner: string;
     id: string;
+    epoch: number;
     leaseTime: number;
     watchdog: boolean;
     expiresAt: number;
@@ -188,7 +189,7 @@ export class ReentrantLock {
     let acquired = false;
     try {
       const polled = await pollUntil(
-        async (): Promise<AttemptOutcome<{ id: string; sentAt: number }>> => {
+        async (): Promise<AttemptOutcome<{ id: string; sentAt: number; epoch: number }>> => {
           const reply = await this.#holds.attempt(settings, counter);
           return reply.status === "acquired" ? { acquired: reply } : { pttl: reply.pttl };
         },
@@ -218,7 +219,7 @@ export class ReentrantLock {
 
   async #inspect(owner: string): Promise<[number, number, number]> {
     return this.#ctx.runner.run(
-      { script: lockInspect, lockName: this.name, keys: [this.name], args: [owner] },
+      { script: lockInspect, name: this.name, keys: [this.name], args: [owner] },
       decodeInspect,
       { requests: 0 },
     );
@@ -245,7 +246,7 @@ export async function renewLeases(
   const reply = await ctx.runner.run(
     {
       script: lockRenew,
-      lockName: leases[0]?.name ?? "",
+      name: leases[0]?.name ?? "",
       keys: leases.map((l) => l.name),
       args: leases.flatMap((l) => [l.leaseTime, l.owner]),
     },

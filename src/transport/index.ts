@@ -1,28 +1,39 @@
 /**
  * Script transport: the only module that talks to `@upstash/redis`. EVALSHA first, EVAL when
  * Redis answers NOSCRIPT (the Redisson `useScriptCache` behaviour), every HTTP request counted,
- * the caller's AbortSignal raced locally (never handed to the client: an aborted command there
- * resolves with a fake result), errors scrubbed, replies checked against the script's shape.
+ * every call bounded by a local time limit, the caller's AbortSignal raced locally (never handed
+ * to the client: an aborted command there resolves with a fake result), errors scrubbed, replies
+ * checked against the script's shape.
  * @module
  */
 
 import { raceAbort, sleep } from "../abort.js";
+import { TransportError } from "../errors.js";
 import type { LuaScript } from "../lua.gen.js";
 import type { RedisLike } from "./redis.js";
-import { isHttpFailure, isNoScriptError, malformedReply, toTransportError } from "./scrub.js";
+import {
+  isHttpFailure,
+  isNoScriptError,
+  malformedReply,
+  missingCredentials,
+  timedOut,
+  toTransportError,
+} from "./scrub.js";
 
 export type { RedisLike } from "./redis.js";
 export { isNoScriptError } from "./scrub.js";
 
-/** One script call: what to run and on behalf of which lock. */
+/** One script call: what to run and on behalf of which named object. */
 export interface ScriptCall {
   script: LuaScript;
-  /** Lock name, for error messages. */
-  lockName: string;
+  /** Name of the lock (or other primitive) the call is for, for error messages. */
+  name: string;
   keys: string[];
   args: (string | number)[];
   /** Raced locally: on abort the call rejects with `signal.reason` while the request finishes. */
   signal?: AbortSignal | undefined;
+  /** Time limit of this call in ms, when shorter than the runner's `requestTimeout`. */
+  timeout?: number | undefined;
 }
 
 /** Counts the HTTP requests of one operation; {@link ScriptRunner.run} adds to it. */
@@ -32,14 +43,17 @@ export interface RequestCounter {
 
 /** Runs the project's Lua scripts over one `@upstash/redis` client. */
 export class ScriptRunner {
+  /** Time limit of one call (all its HTTP requests together), in ms. */
+  readonly requestTimeout: number;
   readonly #redis: RedisLike;
   /** Scripts known to be in Redis's cache (run successfully by this runner). */
   readonly #loaded = new Set<string>();
   /** Whether Redis has answered NOSCRIPT to this runner (its cache was empty or flushed). */
   #cacheMissSeen = false;
 
-  constructor(redis: RedisLike) {
+  constructor(redis: RedisLike, requestTimeout: number) {
     this.#redis = redis;
+    this.requestTimeout = requestTimeout;
   }
 
   /**
@@ -47,40 +61,56 @@ export class ScriptRunner {
    * the wrong shape). Makes one HTTP request when Redis has the script cached; otherwise two for
    * the first script, and one (a direct EVAL) for each other script this runner has not run yet.
    * Resends once after an HTTP 5xx. Each request is added to `counter`. (Resends that
-   * `@upstash/redis` makes by itself after a network error are invisible here.)
+   * `@upstash/redis` makes by itself after a network error are invisible here.) The whole call
+   * settles within `requestTimeout` (or `call.timeout`) whatever the network does.
    * @throws signal.reason when `signal` aborts first (the request may still apply).
-   * @throws {TransportError} on HTTP/Redis failure or a reply of the wrong shape.
+   * @throws {TransportError} on HTTP/Redis failure, on a reply of the wrong shape, or when the
+   * time limit passes first (`ambiguous`: the request may still apply).
    */
   async run<T>(
     call: ScriptCall,
     decode: (reply: unknown) => T | undefined,
     counter: RequestCounter,
   ): Promise<T> {
-    const { script, lockName, signal } = call;
+    const { script, name, signal } = call;
     signal?.throwIfAborted();
-    let reply: unknown;
+    const missing = missingCredentials(this.#redis, name);
+    if (missing) throw missing;
+    const limit = Math.min(this.requestTimeout, call.timeout ?? Number.POSITIVE_INFINITY);
+    // One deadline for every request of the call (NOSCRIPT fallback, resend after a 5xx): its
+    // abort reason is the error the call rejects with when time runs out.
+    const deadline = new AbortController();
+    const onAbort = () => deadline.abort(signal?.reason);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    const timer = setTimeout(() => deadline.abort(timedOut(name, limit)), limit);
     try {
-      reply = await this.#send(call, counter);
+      const reply = await this.#sendWithResend(call, counter, deadline.signal);
+      const decoded = decode(reply);
+      if (decoded === undefined) throw malformedReply(name, script.name);
+      return decoded;
     } catch (error) {
-      if (signal?.aborted && error === signal.reason) throw error;
-      if (!isHttpFailure(error)) throw this.#scrub(error, call);
+      if (deadline.signal.aborted && error === deadline.signal.reason) throw error;
+      throw this.#scrub(error, call);
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  async #sendWithResend(call: ScriptCall, counter: RequestCounter, signal: AbortSignal) {
+    try {
+      return await this.#send(call, counter, signal);
+    } catch (error) {
+      if (signal.aborted || !isHttpFailure(error)) throw error;
       // An HTTP 5xx (which @upstash/redis never retries) may or may not have been applied;
       // every script is replay-safe, so one resend with the same arguments is harmless.
       await sleep(RESEND_DELAY_MS, signal);
-      try {
-        reply = await this.#send(call, counter);
-      } catch (again) {
-        if (signal?.aborted && again === signal.reason) throw again;
-        throw this.#scrub(again, call);
-      }
+      return await this.#send(call, counter, signal);
     }
-    const decoded = decode(reply);
-    if (decoded === undefined) throw malformedReply(lockName, script.name);
-    return decoded;
   }
 
-  async #send(call: ScriptCall, counter: RequestCounter): Promise<unknown> {
-    const { script, keys, args, signal } = call;
+  async #send(call: ScriptCall, counter: RequestCounter, signal: AbortSignal): Promise<unknown> {
+    const { script, keys, args } = call;
     counter.requests += 1;
     // Once Redis has shown an empty script cache, a script this client has not run yet is
     // sent with EVAL straight away instead of paying a NOSCRIPT round trip of its own.
@@ -94,7 +124,7 @@ export class ScriptRunner {
       this.#loaded.add(script.sha1);
       return reply;
     } catch (error) {
-      if (!isNoScriptError(error)) throw error;
+      if (signal.aborted || !isNoScriptError(error)) throw error;
       this.#cacheMissSeen = true;
       counter.requests += 1;
       const reply = await raceAbort(this.#redis.eval(script.source, keys, args), signal);
@@ -104,8 +134,9 @@ export class ScriptRunner {
   }
 
   #scrub(error: unknown, call: ScriptCall) {
+    if (error instanceof TransportError) return error;
     const secrets = [...call.keys, ...call.args.filter((a): a is string => typeof a === "string")];
-    return toTransportError(error, call.lockName, secrets);
+    return toTransportError(error, call.name, secrets);
   }
 }
 

@@ -1,3 +1,9 @@
+/**
+ * Classifying and scrubbing client errors: what went wrong, whether the command may have been
+ * applied, and a message that keeps the cause (error code, HTTP meaning) but never the command
+ * text, an owner id, a request id, a URL or a credential.
+ * @module
+ */
 import { TransportError } from "../errors.js";
 
 const MAX_MESSAGE = 200;
@@ -5,6 +11,14 @@ const MAX_MESSAGE = 200;
 // Redis refused the command, so nothing was applied. Anything else (network, 5xx, bad body) may
 // have been applied.
 const REDIS_ERROR_REPLY = /^(?:Command failed: )?[A-Z][A-Z_]{1,31}(?:\s|$)/;
+// `@upstash/redis` keeps only the body of a non-2xx answer, so HTTP 401/403 are recognised by
+// what Upstash (and compatible proxies) put there. Nothing was applied.
+const AUTH_FAILURE =
+  /^(?:unauthori[sz]ed|forbidden|invalid token|missing\/invalid authorization|WRONGPASS|NOAUTH|NOPERM)/i;
+// What `fetch` says when the URL cannot even be parsed (e.g. an empty UPSTASH_REDIS_REST_URL).
+const BAD_URL = /failed to parse url|invalid url/i;
+const ENV_HINT =
+  "set UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN, or pass { url, token } to new Redis()";
 
 /** True when the client error is Redis's NOSCRIPT reply, in either @upstash/redis format. */
 export function isNoScriptError(error: unknown): boolean {
@@ -13,54 +27,113 @@ export function isNoScriptError(error: unknown): boolean {
 
 /**
  * True for an HTTP-level failure that the client did not retry: an `UpstashError` that is not a
- * Redis error reply (a 5xx body such as `{"error":"service unavailable"}`). Network errors are
- * excluded: `@upstash/redis` has already retried those.
+ * Redis error reply nor an auth failure (a 5xx body such as `{"error":"service unavailable"}`).
+ * Network errors are excluded: `@upstash/redis` has already retried those.
  */
 export function isHttpFailure(error: unknown): boolean {
   return (
     error instanceof Error &&
     error.name === "UpstashError" &&
     !REDIS_ERROR_REPLY.test(error.message) &&
+    !AUTH_FAILURE.test(error.message) &&
     !isNoScriptError(error)
   );
 }
 
 /**
- * Turns any client error into a {@link TransportError} whose message and cause hold no command
- * text, owner id, request id, URL or credential. `secrets` are the arguments of the failed
- * command; they are cut out wherever they appear.
+ * The error for a client built without a URL or token (`Redis.fromEnv()` with the variables
+ * unset only warns), detected from the client's own `hasCredentials` flag before any request;
+ * `undefined` when the client has credentials or does not say.
  */
-export function toTransportError(
-  error: unknown,
-  lockName: string,
-  secrets: readonly string[],
-): TransportError {
-  const raw = error instanceof Error ? error.message : String(error);
-  const name = error instanceof Error ? error.name : "Error";
-  let message = raw.split("\n")[0] ?? "";
-  const commandAt = message.indexOf(", command was:");
-  if (commandAt >= 0) message = message.slice(0, commandAt);
-  message = message.replace(/\b[a-z][a-z0-9+.-]*:\/\/\S+/gi, "<url>");
-  for (const secret of secrets) {
-    if (secret.length >= 4) message = message.split(secret).join("<redacted>");
-  }
-  if (message.length > MAX_MESSAGE) message = `${message.slice(0, MAX_MESSAGE)}…`;
-  const ambiguous = !(name === "UpstashError" && REDIS_ERROR_REPLY.test(message));
-  const cause = new Error(message);
-  cause.name = name;
+export function missingCredentials(redis: unknown, name: string): TransportError | undefined {
+  const client = (redis as { client?: { hasCredentials?: unknown } } | null)?.client;
+  if (client?.hasCredentials !== false) return undefined;
+  return new TransportError(name, `the Redis client has no REST URL or token: ${ENV_HINT}`, false);
+}
+
+/** A call that got no answer within its time limit: it may still be applied. */
+export function timedOut(name: string, ms: number): TransportError {
   return new TransportError(
-    lockName,
-    `Redis request for lock "${lockName}" failed: ${message || name}`,
-    ambiguous,
-    { cause },
+    name,
+    `Redis request for "${name}" got no answer within ${ms} ms (requestTimeout); it may still be applied`,
+    true,
   );
 }
 
+/** What common network error codes mean, for messages that keep the code but not the address. */
+const CODE_MEANING: Record<string, string> = {
+  ECONNREFUSED: "connection refused: is the REST endpoint running at that URL and port?",
+  ENOTFOUND: "host not found: check the REST URL",
+  EAI_AGAIN: "DNS lookup failed",
+  ECONNRESET: "connection reset",
+  ETIMEDOUT: "connection timed out",
+  EHOSTUNREACH: "host unreachable",
+  UND_ERR_CONNECT_TIMEOUT: "connection timed out",
+  UND_ERR_SOCKET: "socket closed by the other side",
+};
+
+/**
+ * The code of the first coded error in a cause chain, with what it means, e.g.
+ * `ECONNREFUSED: connection refused: …`; `""` when no cause has a code. The cause's own message
+ * is left out: it names the address.
+ */
+function describeCause(error: Error): string {
+  let cause: unknown = error.cause;
+  for (let depth = 0; depth < 4 && cause instanceof Error; depth++) {
+    const code = (cause as { code?: unknown }).code;
+    if (typeof code === "string" && /^[A-Z][A-Z0-9_]{1,40}$/.test(code)) {
+      return CODE_MEANING[code] ? `${code}: ${CODE_MEANING[code]}` : code;
+    }
+    cause = (cause as { errors?: unknown[] }).errors?.[0] ?? cause.cause;
+  }
+  return "";
+}
+
+/**
+ * Turns any client error into a {@link TransportError} whose message and cause hold no command
+ * text, owner id, request id, URL or credential. `secrets` are the arguments of the failed
+ * command; they are cut out wherever they appear. Network failures keep their cause's code
+ * (`ECONNREFUSED`, `ENOTFOUND`, …); auth failures are definite and say which variables to check.
+ */
+export function toTransportError(
+  error: unknown,
+  name: string,
+  secrets: readonly string[],
+): TransportError {
+  const raw = error instanceof Error ? error.message : String(error);
+  const kind = error instanceof Error ? error.name : "Error";
+  let message = raw.split("\n")[0] ?? "";
+  const commandAt = message.indexOf(", command was:");
+  if (commandAt >= 0) message = message.slice(0, commandAt);
+  const cause = error instanceof Error ? describeCause(error) : "";
+  if (cause && !message.includes(cause)) message = `${message} (${cause})`;
+  message = scrubText(message, secrets);
+  const auth = kind === "UpstashError" && AUTH_FAILURE.test(message);
+  const badUrl = BAD_URL.test(message);
+  const refused = kind === "UpstashError" && REDIS_ERROR_REPLY.test(message);
+  const ambiguous = !(auth || badUrl || refused);
+  const scrubbed = new Error(message);
+  scrubbed.name = kind;
+  let text = `Redis request for "${name}" failed: ${message || kind}`;
+  if (auth) text += ` (HTTP 401/403: check the REST token, UPSTASH_REDIS_REST_TOKEN)`;
+  if (badUrl) text += ` (no usable REST URL: ${ENV_HINT})`;
+  return new TransportError(name, text, ambiguous, { cause: scrubbed });
+}
+
+/** Cuts URLs (they may carry `?_token=`) and the command's arguments out of a message. */
+function scrubText(message: string, secrets: readonly string[]): string {
+  let out = message.replace(/\b[a-z][a-z0-9+.-]*:\/\/\S+/gi, "<url>");
+  for (const secret of secrets) {
+    if (secret.length >= 4) out = out.split(secret).join("<redacted>");
+  }
+  return out.length > MAX_MESSAGE ? `${out.slice(0, MAX_MESSAGE)}…` : out;
+}
+
 /** A reply that is not the shape the script returns: the request's outcome is unknown. */
-export function malformedReply(lockName: string, script: string): TransportError {
+export function malformedReply(name: string, script: string): TransportError {
   return new TransportError(
-    lockName,
-    `unexpected reply from script ${script} for lock "${lockName}" (is the client configured with a static AbortSignal?)`,
+    name,
+    `unexpected reply from script ${script} for "${name}" (is the client configured with a static AbortSignal?)`,
     true,
   );
 }

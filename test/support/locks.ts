@@ -63,3 +63,23 @@ export function aborted(signal: AbortSignal): Promise<unknown> {
     else signal.addEventListener("abort", () => resolve(signal.reason), { once: true });
   });
 }
+
+/** The replay-record keys of a name (lua/lib/replay.lua): current and previous hash. */
+export const replayKeys = (name: string) => [
+  `edgelock_replay:{${name}}`,
+  `edgelock_replay:{${name}}:old`,
+];
+
+/** Every replay record of `name` (request id → state) in both hashes, without bookkeeping. */
+export async function replayRecords(
+  raw: { hGetAll(key: string): Promise<Record<string, unknown>> },
+  name: string,
+): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const key of replayKeys(name).reverse()) {
+    for (const [field, value] of Object.entries(await raw.hGetAll(key))) {
+      if (!field.startsWith("#")) out[field] = String(value);
+    }
+  }
+  return out;
+}
