@@ -57,11 +57,19 @@ export function checkWaitTime(value: unknown, label = "waitTime"): number | unde
   return value === undefined ? undefined : checkMs(value, label, 0);
 }
 
-/** A caller-supplied owner: a non-empty string of at most 200 characters. */
+/** The lock HASH field holding the lock's epoch (lua/lib/hold.lua): never an owner. */
+export const EPOCH_FIELD = "edgelock:epoch";
+
+/** A caller-supplied owner: a non-empty string of at most 200 characters, not the epoch field. */
 export function checkOwner(value: unknown, label = "owner"): string {
   if (typeof value !== "string") throw new TypeError(`\`${label}\` must be a string`);
   if (value.length === 0 || value.length > MAX_OWNER_LENGTH) {
     throw new RangeError(`\`${label}\` must be 1 to ${MAX_OWNER_LENGTH} characters long`);
+  }
+  if (value === EPOCH_FIELD) {
+    throw new RangeError(
+      `\`${label}\` must not be "${EPOCH_FIELD}" (a field edgelock keeps in the lock)`,
+    );
   }
   return value;
 }

@@ -55,6 +55,7 @@ describe("invalid arguments", () => {
     ["waitTime above one day", { waitTime: 86_400_001 }, RangeError, /`waitTime`/],
     ["empty owner", { owner: "" }, RangeError, /`owner` must be 1 to 200/],
     ["long owner", { owner: "o".repeat(201) }, RangeError, /`owner`/],
+    ["reserved owner", { owner: "edgelock:epoch" }, RangeError, /must not be "edgelock:epoch"/],
     ["numeric owner", { owner: 7 }, TypeError, /`owner` must be a string/],
     ["bad signal", { signal: {} }, TypeError, /`signal` must be an AbortSignal/],
     ["bad keepAlive", { keepAlive: "forever" }, TypeError, /`keepAlive`/],
@@ -166,6 +167,10 @@ describe("EdgeLock options", () => {
       RangeError,
       /`watchdogTimeout`/,
     ],
+    ["requestTimeout below 10", { redis, requestTimeout: 9 }, RangeError, /`requestTimeout`/],
+    ["requestTimeout as text", { redis, requestTimeout: "3s" }, TypeError, /`requestTimeout`/],
+    ["replayWindow below 1000", { redis, replayWindow: 999 }, RangeError, /`replayWindow`/],
+    ["fractional replayWindow", { redis, replayWindow: 1000.5 }, RangeError, /`replayWindow`/],
     ["bad backoff", { redis, backoff: { maxDelay: 0 } }, RangeError, /backoff.maxDelay/],
     ["bad onEvent", { redis, onEvent: "log" }, TypeError, /`onEvent` must be a function/],
     ["bad waitUntil", { redis, waitUntil: 1 }, TypeError, /`waitUntil` must be a function/],
@@ -183,5 +188,15 @@ describe("EdgeLock options", () => {
     expect(a.clientId).toMatch(/^[0-9a-f]{32}$/);
     expect(a.clientId).not.toBe(b.clientId);
     expect(new EdgeLock({ redis, clientId: "svc-a" }).clientId).toBe("svc-a");
+  });
+
+  it("defaults: requestTimeout 3 000 ms, replayWindow the larger of 30 000 and 10 × requestTimeout", () => {
+    const a = new EdgeLock({ redis });
+    expect(a.requestTimeout).toBe(3_000);
+    expect(a.replayWindow).toBe(30_000);
+    expect(new EdgeLock({ redis, requestTimeout: 5_000 }).replayWindow).toBe(50_000);
+    expect(new EdgeLock({ redis, requestTimeout: 100, replayWindow: 2_000 }).replayWindow).toBe(
+      2_000,
+    );
   });
 });
