@@ -51,7 +51,8 @@ const CLAIM_KEYS = ["leaseTime", "owner", "signal", "keepAlive"] as const;
  *
  * Keys: the lock HASH at `name` (Redisson RLock layout, so a Redisson client locking `name`
  * excludes a claim and vice versa), `edgelock_done:{<name>}` (the completion marker, kept for
- * the TTL given to `complete`), and short-lived replay latches `edgelock_latch:{<name>}:<id>`.
+ * the TTL given to `complete`), and the name's short-lived replay records `edgelock_replay:{<name>}`
+ * and `edgelock_replay:{<name>}:old`.
  *
  * @example
  * ```ts
