@@ -198,17 +198,19 @@ describe("failures", () => {
 
   it("keeps retrying through an outage; the holder's signal aborts no later than the lock expires", async () => {
     const { lock, lease, until } = await hold(300);
+    await workerBridgeControl.resetStats();
     await workerBridgeControl.setFaults({ rules: [{ action: "fail", match: "evalsha" }] });
     await eventually(async () => ((await lock.isLocked()) ? undefined : true), { everyMs: 5 });
     // The lock is gone from Redis: the holder already knows (no renewal confirmed a later expiry).
     expect(lease.signal.aborted).toBe(true);
     expect(lease.signal.reason).toBeInstanceOf(LeaseLostError);
     expect(lease.expiresAt).toBeLessThanOrEqual(Date.now());
-    const during = await keeperStatus(instance, lease.id);
-    expect(during.state).toBe("renewing");
-    expect(during.failures).toBeGreaterThanOrEqual(2);
+    // The keeper kept renewing through the outage (each attempt refused by the bridge)...
+    expect((await workerBridgeControl.stats()).faultsInjected).toBeGreaterThanOrEqual(2);
     await workerBridgeControl.clearFaults();
     await until((e) => e.type === "lost");
+    // ...until the holder, knowing the lease gone, told it to stop.
+    expect((await keeperStatus(instance, lease.id)).state).toBe("unknown");
     expect(await lease.release()).toBe("expired");
   });
 
