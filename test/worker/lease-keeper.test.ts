@@ -170,9 +170,37 @@ describe("forgetting a lease", () => {
 });
 
 describe("failures", () => {
+  it("abandons a renewal with no answer at leaseTime / 6 and retries it like any failure", async () => {
+    const { lock, lease } = await hold(3_000);
+    await untilDue(3_000);
+    // The next renewal is applied but never answered.
+    await workerBridgeControl.setFaults({
+      rules: [{ action: "lose", mode: "hang", match: "evalsha", times: 1 }],
+    });
+    const stub = keeperStub(instance);
+    const started = Date.now();
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    // Given up after a sixth of the lease, not the 3 s default nor never.
+    expect(Date.now() - started).toBeLessThan(3_000 / 6 + 1_000);
+    expect(await keeperStatus(instance, lease.id)).toMatchObject({
+      state: "renewing",
+      failures: 1,
+    });
+    const retryAt = await keeperAlarm(instance);
+    expect((retryAt ?? Number.POSITIVE_INFINITY) - Date.now()).toBeLessThanOrEqual(3_000 / 9 + 50);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await keeperStatus(instance, lease.id)).toMatchObject({
+      state: "renewing",
+      failures: 0,
+    });
+    expect(await lock.remainTimeToLive()).toBeGreaterThan(2_500);
+    expect(await lease.release()).toBe("released");
+  });
+
   it("retries a failed renewal on the next alarm, sooner than leaseTime/3", async () => {
     const { lock, lease } = await hold(3_000);
     await untilDue(3_000);
+    await workerBridgeControl.resetStats();
     await workerBridgeControl.setFaults({ rules: [{ action: "fail", match: "evalsha" }] });
     const stub = keeperStub(instance);
     expect(await runDurableObjectAlarm(stub)).toBe(true);
