@@ -10,7 +10,8 @@ const { existsSync } = require("node:fs");
 const PEERS = ["@upstash/redis", "hono", "hono/*", "cloudflare:*"];
 
 const ENTRIES = [
-  { name: "edgelock", source: "src/index.ts", path: "dist/src/index.js", limit: "7.2 kB" },
+  // 7.2 kB, then 7.4 kB with lock.inspect() and its script (+0.1 kB measured).
+  { name: "edgelock", source: "src/index.ts", path: "dist/src/index.js", limit: "7.4 kB" },
   { name: "edgelock/hono", source: "src/hono.ts", path: "dist/src/hono.js", limit: "2.5 kB" },
   { name: "edgelock/vercel", source: "src/vercel.ts", path: "dist/src/vercel.js", limit: "3 kB" },
   {

@@ -44,10 +44,19 @@ export interface ReleaseEvent extends EventBase {
 export interface LostEvent extends EventBase {
   type: "lost";
 }
-/** A cron run or webhook delivery was skipped because another one holds the lock. */
+/**
+ * A cron run or webhook delivery was skipped: `name` is the lock name the integration uses (the
+ * cron's or webhook's own name, never an internal helper key).
+ */
 export interface SkipEvent extends EventBase {
   type: "skip";
-  /** Holder's remaining lease in ms (PTTL), when known. */
+  /**
+   * Why: `"overlap"`, another run or delivery holds the lock right now; `"duplicate"`, this
+   * delivery was already processed (a repeated cron delivery of one scheduled time, a webhook
+   * redelivery after success).
+   */
+  reason: "overlap" | "duplicate";
+  /** With `"overlap"`: the holder's remaining lease in ms (PTTL), when known. */
   holderTtl?: number;
 }
 /** A background operation (cancelling an unanswered acquire, a timer renewal) failed. */

@@ -23,6 +23,7 @@ export type {
   SkipEvent,
   WaitEvent,
 } from "./events.js";
+export type { Holder, Inspectable, Inspection } from "./inspect.js";
 export {
   DEFAULT_KEEPER_INSTANCE,
   type KeeperRegistration,
@@ -53,12 +54,15 @@ export {
   type IdempotencyKey,
   MAX_COMPLETION_TTL_MS,
 } from "./locks/idempotency.js";
-export type {
-  AcquireResult,
-  LeaseToRenew,
-  LockOptions,
-  ReentrantLock,
-  TryLockOptions,
+export {
+  type AcquireResult,
+  type LeaseToRenew,
+  type LockHolder,
+  type LockInspection,
+  type LockOptions,
+  MAX_INSPECT_HOLDERS,
+  type ReentrantLock,
+  type TryLockOptions,
 } from "./locks/lock.js";
 export type { RedisLike } from "./transport/index.js";
 export { type BackoffOptions, DEFAULT_BACKOFF, SLEEP_FLOOR_MS } from "./wait.js";

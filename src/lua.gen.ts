@@ -19,6 +19,9 @@ export const lockCancel: LuaScript = { name: "lock/cancel", source: "local name 
 /** lua/lock/force-unlock.lua */
 export const lockForceUnlock: LuaScript = { name: "lock/force-unlock", source: "if redis.call('del', KEYS[1]) == 1 then\nredis.call('publish', KEYS[2], 0)\nreturn 1\nend\nreturn 0\n", sha1: "69ef98ea798ac740379e5461551521e1cfef2b88" };
 
+/** lua/lock/holders.lua */
+export const lockHolders: LuaScript = { name: "lock/holders", source: "local name = KEYS[1]\nlocal limit = tonumber(ARGV[1])\nlocal result = {redis.call('pttl', name)}\nlocal fields\nif redis.call('hlen', name) <= limit then\nfields = redis.call('hgetall', name)\nelse\nfields = redis.call('hscan', name, 0, 'COUNT', limit)[2]\nend\nlocal found = 0\nfor i = 1, #fields, 2 do\nif found >= limit then\nbreak\nend\nlocal count = fields[i + 1]\nif string.match(count, '^%d+$') then\nresult[#result + 1] = '=' .. fields[i]\nresult[#result + 1] = tonumber(count)\nfound = found + 1\nend\nend\nreturn result\n", sha1: "0844cc96461c7c59d1a52c8928236be346cebd1f" };
+
 /** lua/lock/inspect.lua */
 export const lockInspect: LuaScript = { name: "lock/inspect", source: "local name = KEYS[1]\nlocal owner = ARGV[1]\nlocal count = 0\nif owner ~= '' then\ncount = tonumber(redis.call('hget', name, owner) or '0')\nend\nreturn {redis.call('exists', name), redis.call('pttl', name), count}\n", sha1: "e0ca0b30b7ebeed9e0d7442b079b5fdbabcacbef" };
 

@@ -61,8 +61,10 @@ export interface LockWebhookOptions<A extends unknown[] = []> {
   /**
    * The delivery's idempotency key, e.g. `` `stripe:${event.id}` `` or the `webhook-id` header
    * (1–512 characters, no `{` or `}`). It receives a **clone** of the request, so it may read
-   * the body and the handler still can. Return `null`/`undefined` when the delivery has none:
-   * the answer is then `400 { "error": "missing-key" }` and the handler does not run. Required.
+   * the body and the handler still can. Return `null`/`undefined` when the delivery has none.
+   * A key the delivery does not yield (`null`/`undefined` returned, the function throws, e.g.
+   * on a malformed JSON body, or it returns an unusable name) is answered by `onKeyError`,
+   * `400` by default, never a 500; the handler does not run and Redis is not called. Required.
    */
   key: (
     request: Request,
@@ -95,6 +97,25 @@ export interface LockWebhookOptions<A extends unknown[] = []> {
    * `{ "received": true, "duplicate": true, "key" }` (a 2xx stops the sender's retries)
    */
   onCompleted?: (request: Request, info: CompletedInfo, ...args: A) => Response | Promise<Response>;
+  /**
+   * Answer to a delivery without a usable key (see `key`); `info.error` is what `key` threw, or
+   * the `TypeError`/`RangeError` describing the unusable name. No lock is taken, nothing is
+   * recorded. Return a 2xx to make senders that retry every non-2xx answer (Stripe, Standard
+   * Webhooks) stop redelivering it. @default `400` with `{ "error": "missing-key" }` or
+   * `{ "error": "invalid-key" }`
+   */
+  onKeyError?: (request: Request, info: KeyErrorInfo, ...args: A) => Response | Promise<Response>;
+}
+
+/** What `onKeyError` learns about a delivery without a usable idempotency key. */
+export interface KeyErrorInfo {
+  /**
+   * `"missing"`: `key` returned `null` or `undefined`. `"invalid"`: `key` threw (e.g. a body that
+   * is not JSON), or returned something that is not a name of 1–512 characters without `{`/`}`.
+   */
+  reason: "missing" | "invalid";
+  /** With `"invalid"`: what `key` threw, or the `TypeError`/`RangeError` about its result. */
+  error?: unknown;
 }
 
 /** A webhook handler: the original request (body unread), the key and lease, extra arguments. */
@@ -113,16 +134,20 @@ const WEBHOOK_KEYS = [
   "waitUntil",
   "onLocked",
   "onCompleted",
+  "onKeyError",
 ];
 
 /**
  * Wraps a webhook route handler so that each delivery (by idempotency key) is processed once:
  *
- * 1. the key is claimed in one request: a key already completed is acknowledged with `200`
+ * 1. the key is read from a clone of the request: a delivery without a usable key (`key`
+ *    returns nothing, throws, or returns a bad name) is answered by `onKeyError`, `400` by
+ *    default, and nothing else happens;
+ * 2. the key is claimed in one request: a key already completed is acknowledged with `200`
  *    (`onCompleted`) without running the handler; a key held by a concurrent delivery is
  *    answered `409` + `Retry-After` (`onLocked`); both emit a `skip` event;
- * 2. otherwise the handler runs holding the key's lock;
- * 3. a **2xx** response records completion for `completionTtl` and releases the lock in one
+ * 3. otherwise the handler runs holding the key's lock;
+ * 4. a **2xx** response records completion for `completionTtl` and releases the lock in one
  *    request; any other response (a 4xx such as a bad signature must not block a genuine
  *    delivery with the same id; a 5xx asks the sender to retry) or a thrown error releases the
  *    lock without recording anything, so the sender's retry processes the delivery again.
@@ -171,15 +196,28 @@ export function lockWebhook<A extends unknown[] = []>(
     o.onCompleted,
     "onCompleted",
   );
+  const onKeyError = checkFunction<LockWebhookOptions<A>["onKeyError"]>(o.onKeyError, "onKeyError");
+  const badKey = (request: Request, info: KeyErrorInfo, args: A) => {
+    if (onKeyError) return onKeyError(request, info, ...args);
+    const error = info.reason === "missing" ? "missing-key" : "invalid-key";
+    return Response.json({ error }, { status: 400 });
+  };
 
   return async function lockedWebhook(request: Request, ...args: A): Promise<Response> {
     const started = Date.now();
     const edgelock = edgelockOf(request, ...args);
-    const keyValue = await keyOf(request.clone(), ...args);
-    if (keyValue === null || keyValue === undefined) {
-      return Response.json({ error: "missing-key" }, { status: 400 });
+    // The key comes from the delivery: a malformed one is the sender's fault (4xx), never a 500
+    // that would make the sender redeliver it forever.
+    let key: string;
+    try {
+      const keyValue = await keyOf(request.clone(), ...args);
+      if (keyValue === null || keyValue === undefined) {
+        return badKey(request, { reason: "missing" }, args);
+      }
+      key = checkName(keyValue, "key");
+    } catch (error) {
+      return badKey(request, { reason: "invalid", error }, args);
     }
-    const key = checkName(keyValue, "key");
     const idempotencyKey = edgelock.getIdempotencyKey(key);
     const claim = await idempotencyKey.claim({ leaseTime, keepAlive });
     if (claim.status !== "acquired") {
@@ -187,6 +225,7 @@ export function lockWebhook<A extends unknown[] = []>(
       edgelock.report({
         type: "skip",
         name: key,
+        reason: claim.status === "locked" ? "overlap" : "duplicate",
         // The claim's acquire event already counted its request.
         requests: 0,
         durationMs: Date.now() - started,
@@ -259,11 +298,12 @@ export interface LockCronOptions<A extends unknown[] = []> {
   /**
    * When given, a request must carry `Authorization: Bearer <cronSecret>` (what Vercel Cron
    * sends when the `CRON_SECRET` environment variable is set), else it is answered `401`
-   * before any Redis request. Passing the property with an `undefined` value is a TypeError,
-   * so a missing environment variable cannot silently turn the check off; omit the property to
-   * skip the check.
+   * before any Redis request. The type accepts `undefined` so that
+   * `cronSecret: process.env.CRON_SECRET` compiles, but an `undefined` (or empty) value throws a
+   * `TypeError` (`RangeError`) when `lockCron` is called: a missing environment variable
+   * cannot silently turn the check off. Omit the property to skip the check.
    */
-  cronSecret?: string;
+  cronSecret?: string | undefined;
   /**
    * TTL of the run's lease in ms, integer in [1, 86 400 000], renewed every third of it by a
    * timer while the handler runs (a crashed run frees the lock within this time).
@@ -357,6 +397,7 @@ export function lockCron<A extends unknown[] = []>(
       edgelock.report({
         type: "skip",
         name,
+        reason: "overlap",
         // The acquire event already counted the request.
         requests: 0,
         durationMs: Date.now() - started,

@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import type { RedisConfigNodejs } from "@upstash/redis";
 import { afterEach, beforeEach, describe, expect, inject, test, vi } from "vitest";
 import { seededRandom } from "../src/bridge/faults.js";
-import { RedisUnavailableError, startBridge } from "../src/bridge/index.js";
+import { RedisUnavailableError, type RequestLogEntry, startBridge } from "../src/bridge/index.js";
 import type { BridgeEndpoint, PrivateBridge } from "./support/env.js";
 import {
   bridgeControl,
@@ -571,6 +571,16 @@ describe("redis availability", () => {
     ).rejects.toBeInstanceOf(RedisUnavailableError);
   });
 
+  test.each([
+    ["127.0.0.1:6379", /did you mean redis:\/\/127\.0\.0\.1:6379\?/],
+    ["localhost", /did you mean redis:\/\/localhost\?/],
+    ["http://127.0.0.1:6379", /e\.g\. redis:\/\/127\.0\.0\.1:6379/],
+  ])("startBridge refuses redisUrl %s before connecting (TypeError)", async (url, message) => {
+    const started = startBridge({ redisUrl: url, token: "t" });
+    await expect(started).rejects.toBeInstanceOf(TypeError);
+    await expect(started).rejects.toThrow(message);
+  });
+
   test("answers 500 when Redis goes away", async () => {
     const server = await startRedisServer();
     const bridge = await startBridge({ redisUrl: server.url, token: "t" });
@@ -592,6 +602,48 @@ describe("redis availability", () => {
     } finally {
       await bridge.close();
       await server.stop();
+    }
+  });
+});
+
+describe("request log", () => {
+  test("one entry per request: route, status, duration and command names, nothing else", async () => {
+    const token = "log-secret-token-0c9a";
+    const entries: RequestLogEntry[] = [];
+    const bridge = await startBridge({
+      redisUrl: inject("redisUrl"),
+      token,
+      log: (entry) => entries.push(entry),
+    });
+    try {
+      const endpoint = { url: bridge.url, token };
+      const value = `value-${P}`;
+      await post("/", ["SET", key("logged"), value], { endpoint });
+      await post(
+        "/pipeline",
+        [
+          ["GET", key("logged")],
+          ["ECHO", value],
+        ],
+        { endpoint },
+      );
+      await post("/", ["GET", "x"], { endpoint, token: "wrong-token" });
+      // The token in the query string and arguments in the path never reach the log.
+      await fetch(`${bridge.url}/set/${value}/${value}?_token=${token}`, { method: "POST" });
+      await post("/", [`${value} not a command`], { endpoint });
+      const lines = JSON.stringify(entries);
+      expect(lines).not.toContain(token);
+      expect(lines).not.toContain(value);
+      expect(entries.map(({ durationMs: _, ...rest }) => rest)).toEqual([
+        { method: "POST", route: "/", status: 200, commands: ["set"] },
+        { method: "POST", route: "/pipeline", status: 200, commands: ["get", "echo"] },
+        { method: "POST", route: "/", status: 401, commands: [] },
+        { method: "POST", route: "(other)", status: 404, commands: [] },
+        { method: "POST", route: "/", status: 400, commands: ["?"] },
+      ]);
+      for (const e of entries) expect(e.durationMs).toBeGreaterThanOrEqual(0);
+    } finally {
+      await bridge.close();
     }
   });
 });
@@ -634,6 +686,19 @@ describe("edgelock-bridge CLI", () => {
     expect(stderr).toMatch(/usage: edgelock-bridge --token/);
   });
 
+  test.each([
+    [["--redis-url", "127.0.0.1:6379"], {}, "--redis-url", "redis://127.0.0.1:6379"],
+    [[], { REDIS_URL: "localhost:6379" }, "REDIS_URL", "redis://localhost:6379"],
+  ])(
+    "exits 2 for a Redis URL without a scheme, suggesting redis:// (%j %j)",
+    async (args, env, what, url) => {
+      const { code, stderr } = await runCli(["--token", SECRET, ...args], env).exited;
+      expect(code).toBe(2);
+      expect(stderr).toContain(`${what} must be a redis:// or rediss:// URL: did you mean ${url}?`);
+      expect(stderr).not.toContain(SECRET);
+    },
+  );
+
   test("exits 1 with a message when Redis is unreachable, never printing the token", async () => {
     const { code, stdout, stderr } = await runCli([
       "--token",
@@ -671,5 +736,42 @@ describe("edgelock-bridge CLI", () => {
     const { code, stdout, stderr } = await cli.exited;
     expect(code).toBe(0);
     expect(stdout + stderr).not.toContain(SECRET);
+    expect(stdout.trim().split("\n")).toHaveLength(1); // no request log without --log
+  });
+
+  test("--log prints one line per request without the token or arguments", async () => {
+    const cli = runCli(["--log", "--port", "0"], {
+      EDGELOCK_BRIDGE_TOKEN: SECRET,
+      REDIS_URL: inject("redisUrl"),
+    });
+    const url = await new Promise<string>((resolve, reject) => {
+      const onData = () => {
+        const match = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(cli.output());
+        if (match?.[1]) {
+          cli.child.stdout.off("data", onData);
+          resolve(match[1]);
+        }
+      };
+      cli.child.stdout.on("data", onData);
+      cli.exited.then((r) => reject(new Error(`CLI exited early: ${JSON.stringify(r)}`)), reject);
+    });
+    const argument = `argument-${P}`;
+    await post("/", ["ECHO", argument], { endpoint: { url, token: SECRET } });
+    await new Promise<void>((resolve) => {
+      const onData = () => {
+        if (!/ECHO|echo/.test(cli.output())) return;
+        cli.child.stdout.off("data", onData);
+        resolve();
+      };
+      cli.child.stdout.on("data", onData);
+      onData();
+    });
+    cli.child.kill("SIGTERM");
+    const { code, stdout, stderr } = await cli.exited;
+    expect(code).toBe(0);
+    const lines = stdout.trim().split("\n");
+    expect(lines[1]).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z POST \/ 200 \d+\.\dms echo$/);
+    expect(stdout + stderr).not.toContain(SECRET);
+    expect(stdout + stderr).not.toContain(argument);
   });
 });

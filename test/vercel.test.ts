@@ -101,7 +101,11 @@ describe("lockWebhook", () => {
     expect(runs).toBe(1);
     expect(skips(rec.events)).toHaveLength(4);
     for (const skip of skips(rec.events)) {
-      expect(skip).toMatchObject({ name: `${prefix}evt:concurrent`, requests: 0 });
+      expect(skip).toMatchObject({
+        name: `${prefix}evt:concurrent`,
+        reason: "overlap",
+        requests: 0,
+      });
       expect((skip as { holderTtl?: number }).holderTtl).toBeGreaterThan(0);
     }
 
@@ -117,6 +121,10 @@ describe("lockWebhook", () => {
     }
     expect(runs).toBe(1);
     expect(skips(rec.events)).toHaveLength(6);
+    for (const skip of skips(rec.events).slice(4)) {
+      expect(skip).toMatchObject({ name: `${prefix}evt:concurrent`, reason: "duplicate" });
+      expect(skip).not.toHaveProperty("holderTtl");
+    }
     expect(await raw.exists(`${prefix}evt:concurrent`)).toBe(0);
     const markerTtl = await raw.pTTL(done(`${prefix}evt:concurrent`));
     expect(markerTtl).toBeGreaterThan(DEFAULT_COMPLETION_TTL_MS - 60_000);
@@ -231,6 +239,64 @@ describe("lockWebhook", () => {
     expect(rec.events).toEqual([]);
   });
 
+  it("answers 400, never 500, when the key function throws (a malformed body) or returns a bad name", async () => {
+    const rec = recordingEdgeLock();
+    const { runs, handler } = countingHandler();
+    const fromBody = lockWebhook({ edgelock: rec.edgelock, key: eventKey }, handler);
+    const malformed = new Request("http://127.0.0.1/api/webhook", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{not json",
+    });
+    const res = await fromBody(malformed);
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({ error: "invalid-key" });
+
+    // A name the payload makes unusable (braces, too long, not a string) is the sender's too.
+    for (const bad of ["a{b}", "x".repeat(513), 42]) {
+      const webhook = lockWebhook({ edgelock: rec.edgelock, key: () => bad as string }, handler);
+      const answer = await webhook(delivery("bad-name"));
+      expect(answer.status).toBe(400);
+      expect(await answer.json()).toEqual({ error: "invalid-key" });
+    }
+    expect(runs).toEqual([]);
+    expect(rec.events).toEqual([]); // no Redis request was made
+  });
+
+  it("onKeyError builds the answer to a delivery without a usable key", async () => {
+    const rec = recordingEdgeLock();
+    const { runs, handler } = countingHandler();
+    const seen: { reason: string; error?: unknown }[] = [];
+    const boom = new SyntaxError("Unexpected token");
+    const webhook = lockWebhook(
+      {
+        edgelock: rec.edgelock,
+        key: (req) => {
+          if (req.headers.get("x-case") === "throw") throw boom;
+          return req.headers.get("webhook-id");
+        },
+        onKeyError: (_req, info, ...rest) => {
+          expect(rest).toEqual([]);
+          seen.push(info);
+          return Response.json({ dropped: info.reason }, { status: 422 });
+        },
+      },
+      handler,
+    );
+    const thrown = await webhook(
+      new Request("http://127.0.0.1/hook", { method: "POST", headers: { "x-case": "throw" } }),
+    );
+    expect(thrown.status).toBe(422);
+    expect(await thrown.json()).toEqual({ dropped: "invalid" });
+    const missing = await webhook(new Request("http://127.0.0.1/hook", { method: "POST" }));
+    expect(await missing.json()).toEqual({ dropped: "missing" });
+    expect(seen).toEqual([{ reason: "invalid", error: boom }, { reason: "missing" }]);
+    expect(runs).toEqual([]);
+    expect(() =>
+      lockWebhook({ edgelock: rec.edgelock, key: eventKey, onKeyError: 400 as never }, handler),
+    ).toThrow(/`onKeyError`/);
+  });
+
   it("uses onLocked and onCompleted when given", async () => {
     const rec = recordingEdgeLock();
     const name = `${prefix}evt:hooks`;
@@ -327,13 +393,8 @@ describe("lockWebhook", () => {
     expect(runs).toBe(1);
   });
 
-  it("rejects, before any request, a key function returning a bad name or a handler returning no Response", async () => {
+  it("rejects a handler returning no Response", async () => {
     const rec = recordingEdgeLock();
-    const bad = lockWebhook({ edgelock: rec.edgelock, key: () => "a{b}" }, async () =>
-      Response.json({}),
-    );
-    await expect(bad(delivery("x"))).rejects.toThrow(RangeError);
-    expect(rec.events).toEqual([]);
     const noResponse = lockWebhook(
       { edgelock: rec.edgelock, key: eventKey },
       (async () => undefined) as unknown as WebhookHandler,
@@ -578,7 +639,12 @@ describe("lockCron", () => {
     expect(body.retryAfter).toBeGreaterThanOrEqual(1);
     const skip = skips(rec.events);
     expect(skip).toHaveLength(1);
-    expect(skip[0]).toMatchObject({ type: "skip", name: `cron:${path}`, requests: 0 });
+    expect(skip[0]).toMatchObject({
+      type: "skip",
+      name: `cron:${path}`,
+      reason: "overlap",
+      requests: 0,
+    });
     expect((skip[0] as { holderTtl: number }).holderTtl).toBeGreaterThan(0);
     gate.resolve();
     const res = await first;

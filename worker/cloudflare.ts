@@ -28,5 +28,6 @@ export {
   type GuardedScheduledHandler,
   type GuardScheduledOptions,
   guardScheduled,
+  type ScheduledGuard,
   type ScheduledOutcome,
 } from "./scheduled.js";

@@ -177,7 +177,7 @@ const cron = guardScheduled<Env>(
 export default {
   fetch: app.fetch,
   async scheduled(controller, env, ctx) {
-    const outcome = await cron(controller, env, ctx);
+    const outcome = await cron.run(controller, env, ctx);
     if (!outcome.ran) await redisOf(env).incr(`${prefixOf(env)}cron:${controller.cron}:skips`);
   },
 } satisfies ExportedHandler<Env>;

@@ -51,16 +51,31 @@ export interface GuardScheduledOptions<Env> {
   dedupeWindow?: number;
 }
 
-/** What a guarded run did. The Workers runtime ignores it; tests and wrappers can use it. */
+/** What a guarded run did: the result of {@link ScheduledGuard.run}. */
 export type ScheduledOutcome =
   | { ran: true }
   | {
       ran: false;
       /** `"overlap"`: another run holds the lock; `"duplicate"`: this scheduled time already ran. */
       reason: "overlap" | "duplicate";
-      /** Remaining lease of the holder in ms (PTTL) as the acquire attempt saw it. */
+      /**
+       * In ms (PTTL, as the attempt saw it): with `"overlap"`, the holder's remaining lease; with
+       * `"duplicate"`, how much longer this scheduled time stays marked as run.
+       */
       holderTtl: number;
     };
+
+/**
+ * What {@link guardScheduled} returns: a Cron Trigger handler, usable as it is as `scheduled`
+ * in a Worker's default export (`satisfies ExportedHandler<Env>` holds), plus `run`, the same
+ * guarded run resolving to what it did (for tests and wrappers).
+ */
+export interface ScheduledGuard<Env> {
+  /** Runs the guarded handler, or skips; resolves once the lease is released. */
+  (controller: ScheduledController, env: Env, ctx: ExecutionContext): Promise<void>;
+  /** Same as calling the guard, resolving to a {@link ScheduledOutcome}. */
+  run(controller: ScheduledController, env: Env, ctx: ExecutionContext): Promise<ScheduledOutcome>;
+}
 
 /** A `scheduled` handler that also receives the run's lease (its `signal` aborts if lost). */
 export type GuardedScheduledHandler<Env> = (
@@ -77,8 +92,9 @@ const OPTION_KEYS = ["edgelock", "name", "leaseTime", "keepAlive", "dedupeWindow
 
 /**
  * Wraps a `scheduled(controller, env, ctx)` handler so that at most one run of a cron holds its
- * lock at a time: a run that finds the lock taken (or its scheduled time already run) skips,
- * reports a `skip` event through the EdgeLock's `onEvent` and resolves `{ ran: false }`. The
+ * lock at a time: a run that finds the lock taken (or its scheduled time already run) skips and
+ * reports a `skip` event (`reason: "overlap" | "duplicate"`, `name` = the lock name) through the
+ * EdgeLock's `onEvent`; `guard.run(...)` then resolves `{ ran: false, reason }`. The
  * lock is released when the handler settles (awaited: the runtime awaits a scheduled handler's
  * promise, so no `waitUntil` is needed); a failed release is reported as an `error` event and
  * the lock then expires after its lease. An error thrown by the handler propagates after the
@@ -97,14 +113,14 @@ const OPTION_KEYS = ["edgelock", "name", "leaseTime", "keepAlive", "dedupeWindow
  *     },
  *     async (controller, env, ctx, lease) => { await rebuildIndex(env, lease.signal); },
  *   ),
- * };
+ * } satisfies ExportedHandler<Env>;
  * ```
  * @throws TypeError / RangeError for bad options, when called (not per run).
  */
 export function guardScheduled<Env>(
   options: GuardScheduledOptions<Env>,
   handler: GuardedScheduledHandler<Env>,
-): (controller: ScheduledController, env: Env, ctx: ExecutionContext) => Promise<ScheduledOutcome> {
+): ScheduledGuard<Env> {
   const o = checkOptions(options, "guardScheduled", OPTION_KEYS);
   const edgelockOf = checkFunction<(env: Env) => EdgeLock>(o.edgelock, "edgelock");
   if (!edgelockOf) throw new TypeError("guardScheduled: `edgelock` is required");
@@ -118,7 +134,11 @@ export function guardScheduled<Env>(
       ? DEFAULT_DEDUPE_WINDOW_MS
       : checkMs(o.dedupeWindow, "dedupeWindow", 0);
 
-  return async (controller, env, ctx) => {
+  const run = async (
+    controller: ScheduledController,
+    env: Env,
+    ctx: ExecutionContext,
+  ): Promise<ScheduledOutcome> => {
     const started = Date.now();
     const edgelock = edgelockOf(env);
     const name = checkName(
@@ -127,21 +147,23 @@ export function guardScheduled<Env>(
         : (o.name ?? `cron:${controller.cron}`),
     );
     const keepAlive = typeof o.keepAlive === "function" ? o.keepAlive(env) : o.keepAlive;
-    const skip = (lockName: string, reason: "overlap" | "duplicate", holderTtl: number) => {
+    const skip = (reason: "overlap" | "duplicate", holderTtl: number) => {
       edgelock.report({
         type: "skip",
-        name: lockName,
+        // The user's lock name, also for a duplicate (whose mark is an internal key).
+        name,
+        reason,
         // The acquire event already counted the request; summing events stays exact.
         requests: 0,
         durationMs: Date.now() - started,
-        holderTtl,
+        ...(reason === "overlap" ? { holderTtl } : {}),
       });
       return { ran: false, reason, holderTtl } as const;
     };
 
-    const run = await edgelock.getLock(name).tryAcquire({ leaseTime, keepAlive });
-    if (!run.lease) return skip(name, "overlap", run.holderTtl);
-    const lease = run.lease;
+    const attempt = await edgelock.getLock(name).tryAcquire({ leaseTime, keepAlive });
+    if (!attempt.lease) return skip("overlap", attempt.holderTtl);
+    const lease = attempt.lease;
     try {
       let mark: Lease | null = null;
       if (dedupeWindow > 0) {
@@ -149,7 +171,7 @@ export function guardScheduled<Env>(
         const marked = await edgelock
           .getLock(markName)
           .tryAcquire({ leaseTime: dedupeWindow, keepAlive: "none" });
-        if (!marked.lease) return skip(markName, "duplicate", marked.holderTtl);
+        if (!marked.lease) return skip("duplicate", marked.holderTtl);
         mark = marked.lease;
       }
       try {
@@ -164,6 +186,10 @@ export function guardScheduled<Env>(
       await releaseQuietly(edgelock, lease);
     }
   };
+  const guard = async (controller: ScheduledController, env: Env, ctx: ExecutionContext) => {
+    await run(controller, env, ctx);
+  };
+  return Object.assign(guard, { run });
 }
 
 /**

@@ -3,7 +3,7 @@
  * `edgelock-bridge`: runs the Upstash-REST-compatible bridge in front of a Redis server.
  *
  * ```
- * edgelock-bridge --token dev [--redis-url redis://127.0.0.1:6379] [--port 8079] [--host 127.0.0.1]
+ * edgelock-bridge --token dev [--redis-url redis://127.0.0.1:6379] [--port 8079] [--host 127.0.0.1] [--log]
  * ```
  *
  * Exit codes: 0 after SIGTERM/SIGINT, 1 when Redis is unreachable at start (or the port cannot
@@ -13,11 +13,11 @@
  */
 
 import { parseArgs } from "node:util";
-import type { Bridge } from "./index.js";
-import { RedisUnavailableError, startBridge } from "./index.js";
+import type { Bridge, RequestLogEntry } from "./index.js";
+import { checkRedisUrl, RedisUnavailableError, startBridge } from "./index.js";
 
 const USAGE =
-  "usage: edgelock-bridge --token <token> [--redis-url <url>] [--port <port>] [--host <host>] (env: EDGELOCK_BRIDGE_TOKEN, REDIS_URL, PORT)";
+  "usage: edgelock-bridge --token <token> [--redis-url <url>] [--port <port>] [--host <host>] [--log] (env: EDGELOCK_BRIDGE_TOKEN, REDIS_URL, PORT)";
 
 const HELP = `${USAGE}
 
@@ -27,6 +27,8 @@ Serves the Upstash REST protocol (POST /, /pipeline, /multi-exec) over a Redis s
   --redis-url <url>   Redis to forward to (env REDIS_URL; default redis://127.0.0.1:6379)
   --port <port>       port to listen on, 0 for any free port (env PORT; default 8079)
   --host <host>       interface to bind (default 127.0.0.1)
+  --log               print one line per request to stdout: time, method, route, status,
+                      duration and command names (never the token or command arguments)
   --help              print this help
 
 Control endpoints (same token): GET /__bridge/stats, POST /__bridge/stats/reset,
@@ -37,6 +39,7 @@ interface CliConfig {
   token: string;
   port: number;
   host: string;
+  log: boolean;
 }
 
 /** Parses flags and environment; returns a config, or an exit code after printing. */
@@ -63,11 +66,19 @@ function readConfig(argv: string[], env: NodeJS.ProcessEnv): CliConfig | number 
     process.stderr.write(`edgelock-bridge: invalid port "${portText}". ${USAGE}\n`);
     return 2;
   }
+  const redisUrl = values["redis-url"] ?? env.REDIS_URL ?? "redis://127.0.0.1:6379";
+  try {
+    checkRedisUrl(redisUrl, values["redis-url"] === undefined ? "REDIS_URL" : "--redis-url");
+  } catch (error) {
+    process.stderr.write(`edgelock-bridge: ${(error as Error).message} ${USAGE}\n`);
+    return 2;
+  }
   return {
     token,
     port,
-    redisUrl: values["redis-url"] ?? env.REDIS_URL ?? "redis://127.0.0.1:6379",
+    redisUrl,
     host: values.host ?? "127.0.0.1",
+    log: values.log === true,
   };
 }
 
@@ -81,6 +92,7 @@ function parse(argv: string[]) {
       token: { type: "string" },
       port: { type: "string" },
       host: { type: "string" },
+      log: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -103,13 +115,22 @@ function describe(error: unknown): string {
   return text.replace(/\s+/g, " ");
 }
 
+/** `--log`: one line per request; the entry carries no token and no command argument. */
+function printLogLine(entry: RequestLogEntry): void {
+  const commands = entry.commands.length > 0 ? ` ${entry.commands.join(",")}` : "";
+  process.stdout.write(
+    `${new Date().toISOString()} ${entry.method} ${entry.route} ${entry.status} ${entry.durationMs.toFixed(1)}ms${commands}\n`,
+  );
+}
+
 async function main(): Promise<number | undefined> {
   const config = readConfig(process.argv.slice(2), process.env);
   if (typeof config === "number") return config;
 
   let bridge: Bridge;
   try {
-    bridge = await startBridge(config);
+    const { log, ...options } = config;
+    bridge = await startBridge(log ? { ...options, log: printLogLine } : options);
   } catch (error) {
     const target =
       error instanceof RedisUnavailableError

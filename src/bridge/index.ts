@@ -22,12 +22,13 @@ import { serve } from "@hono/node-server";
 import type { FaultConfig } from "./faults.js";
 import { FaultInjector } from "./faults.js";
 import { RedisBackend } from "./redis.js";
-import { createBridgeApp } from "./server.js";
+import { createBridgeApp, type RequestLogEntry } from "./server.js";
 import type { BridgeStats } from "./stats.js";
 import { StatsRecorder } from "./stats.js";
 
 export type { FaultConfig, FaultRule } from "./faults.js";
 export { RedisUnavailableError } from "./redis.js";
+export type { RequestLogEntry } from "./server.js";
 export type { BridgeStats } from "./stats.js";
 
 /** Options of {@link startBridge}. */
@@ -42,6 +43,29 @@ export interface BridgeOptions {
   host?: string;
   /** Initial fault configuration. Default: no faults. */
   faults?: FaultConfig;
+  /**
+   * Request log: called once per answered request with its route, status, duration and command
+   * names (never the token, the query string or command arguments). Default: no log.
+   */
+  log?: (entry: RequestLogEntry) => void;
+}
+
+/**
+ * Checks that `url` is a `redis://` or `rediss://` URL. A URL without a scheme
+ * (`127.0.0.1:6379`) gets a message suggesting `redis://127.0.0.1:6379`.
+ * @throws TypeError naming `what` (e.g. `--redis-url`) otherwise.
+ */
+export function checkRedisUrl(url: string, what = "redisUrl"): string {
+  let protocol: string | undefined;
+  try {
+    protocol = new URL(url).protocol;
+  } catch {
+    protocol = undefined;
+  }
+  if (protocol === "redis:" || protocol === "rediss:") return url;
+  const bare = /^[^/:@\s]+(:\d+)?$/.test(url) || /^\[[0-9a-f:.]+\](:\d+)?$/i.test(url);
+  const hint = bare ? `: did you mean redis://${url}?` : ", e.g. redis://127.0.0.1:6379";
+  throw new TypeError(`${what} must be a redis:// or rediss:// URL${hint}`);
 }
 
 /** A running bridge. */
@@ -69,9 +93,14 @@ export interface Bridge {
  * Connects to Redis, then starts the HTTP server.
  *
  * @throws RedisUnavailableError when Redis cannot be reached at start.
- * @throws TypeError when `options.faults` is invalid.
+ * @throws TypeError when `options.redisUrl` is not a `redis://`/`rediss://` URL, or
+ * `options.faults` or `options.log` is invalid.
  */
 export async function startBridge(options: BridgeOptions): Promise<Bridge> {
+  checkRedisUrl(options.redisUrl);
+  if (options.log !== undefined && typeof options.log !== "function") {
+    throw new TypeError("`log` must be a function");
+  }
   const faults = new FaultInjector(options.faults ?? {});
   const stats = new StatsRecorder();
   const redis = await RedisBackend.connect(options.redisUrl);
@@ -82,6 +111,7 @@ export async function startBridge(options: BridgeOptions): Promise<Bridge> {
     faults,
     stats,
     closing: closing.signal,
+    log: options.log,
   });
   const host = options.host ?? "127.0.0.1";
 

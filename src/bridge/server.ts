@@ -30,10 +30,40 @@ export interface BridgeState {
   stats: StatsRecorder;
   /** Aborted when the bridge closes: cuts injected delays short. */
   closing: AbortSignal;
+  /** Receives one entry per answered request (opt-in request log). */
+  log?: ((entry: RequestLogEntry) => void) | undefined;
+}
+
+/**
+ * One line of the request log. It never carries the token, the query string or any command
+ * argument: only the route, the status, the time taken and the command names.
+ */
+export interface RequestLogEntry {
+  /** HTTP method, e.g. `POST`. */
+  method: string;
+  /** One of the bridge's routes (`/`, `/pipeline`, `/multi-exec`, `/__bridge/...`), else `(other)`. */
+  route: string;
+  /** HTTP status answered (503 for a faulted request whose answer was never sent). */
+  status: number;
+  /** Time from the request's arrival to the answer, in ms. */
+  durationMs: number;
+  /** Lower-cased command names of a data request, e.g. `["evalsha"]`; `?` for a name that is not one. */
+  commands: string[];
 }
 
 /** The Hono environment of the bridge: node-server's raw request/response bindings. */
-export type BridgeEnv = { Bindings: HttpBindings };
+export type BridgeEnv = { Bindings: HttpBindings; Variables: { commands?: string[] } };
+
+const LOGGED_ROUTES = new Set([
+  "/",
+  "/pipeline",
+  "/multi-exec",
+  "/__bridge/stats",
+  "/__bridge/stats/reset",
+  "/__bridge/faults",
+]);
+/** What a command name looks like; anything else is logged as `?` (it could be a secret). */
+const COMMAND_NAME = /^[a-z][a-z0-9_.|-]{0,39}$/;
 
 type BridgeContext = Context<BridgeEnv>;
 
@@ -59,6 +89,21 @@ const REDIS_UNAVAILABLE = { error: "bridge: redis unavailable" };
 export function createBridgeApp(state: BridgeState): Hono<BridgeEnv> {
   const app = new Hono<BridgeEnv>();
   const expected = digest(state.token);
+
+  const log = state.log;
+  if (log) {
+    app.use("*", async (c, next) => {
+      const started = performance.now();
+      await next();
+      log({
+        method: c.req.method,
+        route: LOGGED_ROUTES.has(c.req.path) ? c.req.path : "(other)",
+        status: c.res.status,
+        durationMs: performance.now() - started,
+        commands: (c.get("commands") ?? []).map((n) => (COMMAND_NAME.test(n) ? n : "?")),
+      });
+    });
+  }
 
   app.get("/", (c) => c.json({ result: "edgelock-bridge" }));
 
@@ -114,6 +159,7 @@ async function handleData(c: BridgeContext, state: BridgeState, route: Route): P
   if (!parsed.ok) return c.json({ error: parsed.error }, 400);
   const names = parsed.commands.map(commandName);
   state.stats.commands(names);
+  c.set("commands", names);
 
   if (state.faults.delayMs > 0) {
     try {

@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { EdgeLock, type LockEvent } from "../../src/index.js";
 import type { Lease } from "../../src/lease.js";
 import worker from "../../worker/index.js";
-import { guardScheduled, type ScheduledOutcome } from "../../worker/scheduled.js";
+import { guardScheduled, type ScheduledGuard } from "../../worker/scheduled.js";
 import {
   keeperStatus,
   keyPrefix,
@@ -35,16 +35,13 @@ function gate() {
   return { opened, running, open: () => open(), started: () => started() };
 }
 
-function trigger(
-  guarded: (
-    c: ScheduledController,
-    e: typeof env,
-    x: ExecutionContext,
-  ) => Promise<ScheduledOutcome>,
-  cron: string,
-  scheduledTime = Date.now(),
-) {
-  return guarded(createScheduledController({ cron, scheduledTime }), env, createExecutionContext());
+/** One guarded run through `guard.run`, resolving to its outcome. */
+function trigger(guarded: ScheduledGuard<typeof env>, cron: string, scheduledTime = Date.now()) {
+  return guarded.run(
+    createScheduledController({ cron, scheduledTime }),
+    env,
+    createExecutionContext(),
+  );
 }
 
 describe("reference Worker", () => {
@@ -86,7 +83,12 @@ describe("guardScheduled", () => {
     if (second.ran) throw new Error("unreachable");
     expect(second.holderTtl).toBeGreaterThan(4_000);
     const skip = events.find((e) => e.type === "skip");
-    expect(skip).toMatchObject({ type: "skip", name: `cron:${cron}`, requests: 0 });
+    expect(skip).toMatchObject({
+      type: "skip",
+      name: `cron:${cron}`,
+      reason: "overlap",
+      requests: 0,
+    });
     expect((skip as { holderTtl: number }).holderTtl).toBe(second.holderTtl);
     g.open();
     expect(await first).toEqual({ ran: true });
@@ -104,11 +106,29 @@ describe("guardScheduled", () => {
     expect(await trigger(guarded, cron, at)).toEqual({ ran: true });
     const again = await trigger(guarded, cron, at);
     expect(again).toMatchObject({ ran: false, reason: "duplicate" });
-    expect(events.filter((e) => e.type === "skip").map((e) => e.name)).toEqual([
-      `cron:${cron}#${at}`,
-    ]);
+    // The event names the cron's lock, not the internal mark of the scheduled time, and says
+    // why: no holder's lease is involved, so no holderTtl.
+    const skipEvents = events.filter((e) => e.type === "skip");
+    expect(skipEvents).toHaveLength(1);
+    expect(skipEvents[0]).toMatchObject({ name: `cron:${cron}`, reason: "duplicate", requests: 0 });
+    expect(skipEvents[0]).not.toHaveProperty("holderTtl");
     expect(await trigger(guarded, cron, at + 300_000)).toEqual({ ran: true });
     expect(runs).toBe(2);
+  });
+
+  it("is usable directly as a Worker's scheduled handler (resolves to nothing)", async () => {
+    const { edgelock, events } = recordingEdgeLock();
+    let runs = 0;
+    const handler = {
+      scheduled: guardScheduled<typeof env>({ edgelock: () => edgelock }, () => {
+        runs += 1;
+      }),
+    } satisfies ExportedHandler<typeof env>;
+    const controller = createScheduledController({ cron: uniqueCron(), scheduledTime: Date.now() });
+    expect(await handler.scheduled(controller, env, createExecutionContext())).toBeUndefined();
+    expect(await handler.scheduled(controller, env, createExecutionContext())).toBeUndefined();
+    expect(runs).toBe(1);
+    expect(events.filter((e) => e.type === "skip")).toMatchObject([{ reason: "duplicate" }]);
   });
 
   it("with dedupeWindow 0 a redelivery runs again", async () => {
