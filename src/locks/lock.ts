@@ -220,7 +220,7 @@ export class ReentrantLock implements Inspectable<LockInspection> {
     const { ttl, holders } = await this.#ctx.runner.run(
       {
         script: lockHolders,
-        lockName: this.name,
+        name: this.name,
         keys: [this.name],
         args: [MAX_INSPECT_HOLDERS],
       },
