@@ -19,8 +19,8 @@ import {
   MIN_WATCHDOG_TIMEOUT_MS,
 } from "./limits.js";
 import type { LockContext } from "./locks/context.js";
-import { IdempotencyKey } from "./locks/idempotency.js";
-import { type LeaseToRenew, ReentrantLock, renewLeases } from "./locks/lock.js";
+import { IdempotencyKey } from "./locks/idempotency/index.js";
+import { type LeaseToRenew, ReentrantLock, renewLeases } from "./locks/lock/index.js";
 import { type RedisLike, ScriptRunner } from "./transport/index.js";
 import {
   checkFunction,
@@ -174,6 +174,7 @@ export class EdgeLock {
         if (waitUntil) waitUntil(task);
       },
     };
+    contexts.set(this, this.#ctx);
   }
 
   /**
@@ -245,30 +246,47 @@ export class EdgeLock {
    */
   restoreLease(serialized: SerializedLease | string): Lease {
     const s = parseSerializedLease(serialized);
-    return this.getLock(s.name).restore({ ...s, epoch: s.epoch ?? 0 });
-  }
-
-  /**
-   * Delivers `event` to `onEvent` on behalf of an integration built on this EdgeLock (e.g. the
-   * `skip` of a cron run or webhook delivery that found its lock taken). Listener errors are
-   * ignored; never throws.
-   */
-  report(event: LockEvent): void {
-    this.#ctx.emit(event);
-  }
-
-  /**
-   * Renews many leases in one HTTP request (what the `LeaseKeeper` alarm does). Each lease is
-   * renewed only if its owner still holds it.
-   * @returns per lease, true when renewed, false when no longer held.
-   * @throws {TransportError} when Redis could not be reached.
-   */
-  async renewLeases(leases: readonly LeaseToRenew[]): Promise<boolean[]> {
-    for (const l of leases) {
-      checkName(l.name, "lease.name");
-      checkOwner(l.owner, "lease.owner");
-      checkMs(l.leaseTime, "lease.leaseTime", 1);
+    // Dispatch on the kind of primitive that issued the lease.
+    switch (s.kind) {
+      case "lock":
+        return this.getLock(s.name).restore(s);
     }
-    return renewLeases(this.#ctx, leases, { requests: 0 });
   }
+}
+
+/** The context of every EdgeLock, for the integrations' internal entry points below. */
+const contexts = new WeakMap<EdgeLock, LockContext>();
+
+function contextOf(edgelock: EdgeLock): LockContext {
+  const ctx = contexts.get(edgelock);
+  if (!ctx) throw new TypeError("expected an EdgeLock created by this copy of edgelock");
+  return ctx;
+}
+
+/**
+ * Internal (integrations only, not exported from the package): delivers `event` to the
+ * EdgeLock's `onEvent` on behalf of an integration built on it (e.g. the `skip` of a cron run or
+ * webhook delivery that found its lock taken). Listener errors are ignored; never throws.
+ */
+export function reportEvent(edgelock: EdgeLock, event: LockEvent): void {
+  contexts.get(edgelock)?.emit(event);
+}
+
+/**
+ * Internal (the `LeaseKeeper` alarm): renews many leases in one HTTP request. Each lease is
+ * renewed only if its owner still holds it.
+ * @returns per lease, true when renewed, false when no longer held.
+ * @throws TypeError / RangeError for a bad lease, before any request.
+ * @throws {TransportError} when Redis could not be reached.
+ */
+export async function renewLeasesOf(
+  edgelock: EdgeLock,
+  leases: readonly LeaseToRenew[],
+): Promise<boolean[]> {
+  for (const l of leases) {
+    checkName(l.name, "lease.name");
+    checkOwner(l.owner, "lease.owner");
+    checkMs(l.leaseTime, "lease.leaseTime", 1);
+  }
+  return renewLeases(contextOf(edgelock), leases, { requests: 0 });
 }

@@ -14,12 +14,20 @@ export type EdgeLockErrorCode = "LOCK_NOT_HELD" | "LEASE_LOST" | "LOCK_TIMEOUT" 
 export abstract class EdgeLockError extends Error {
   /** Stable machine-readable code. */
   abstract readonly code: EdgeLockErrorCode;
-  /** Lock name the error is about. */
-  readonly lockName: string;
+  /**
+   * Name of the lock (or other primitive: every kind has a name, the Redis key of its state)
+   * the error is about. (`name` is the error class's name, as on every `Error`.)
+   */
+  readonly resource: string;
 
-  constructor(message: string, lockName: string, options?: { cause?: unknown }) {
+  constructor(message: string, resource: string, options?: { cause?: unknown }) {
     super(message, options);
-    this.lockName = lockName;
+    this.resource = resource;
+  }
+
+  /** @deprecated Use {@link EdgeLockError.resource}: not every primitive is a lock. */
+  get lockName(): string {
+    return this.resource;
   }
 }
 

@@ -53,7 +53,7 @@ export {
   type ClaimResult,
   type IdempotencyKey,
   MAX_COMPLETION_TTL_MS,
-} from "./locks/idempotency.js";
+} from "./locks/idempotency/index.js";
 export {
   type AcquireResult,
   type LeaseToRenew,
@@ -63,6 +63,6 @@ export {
   MAX_INSPECT_HOLDERS,
   type ReentrantLock,
   type TryLockOptions,
-} from "./locks/lock.js";
+} from "./locks/lock/index.js";
 export type { RedisLike } from "./transport/index.js";
 export { type BackoffOptions, DEFAULT_BACKOFF, SLEEP_FLOOR_MS } from "./wait.js";

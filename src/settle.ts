@@ -3,7 +3,7 @@
  * work to `waitUntil`, and the HTTP shape of "locked".
  * @module
  */
-import type { EdgeLock } from "./client.js";
+import { type EdgeLock, reportEvent } from "./client.js";
 import { TransportError } from "./errors.js";
 
 /**
@@ -21,7 +21,7 @@ export async function endQuietly(
     await end();
   } catch (error) {
     if (!(error instanceof TransportError)) return;
-    edgelock.report({
+    reportEvent(edgelock, {
       type: "error",
       name,
       requests: 1,

@@ -9,9 +9,9 @@
  * @see https://vercel.com/docs/cron-jobs/manage-cron-jobs
  * @module
  */
-import type { EdgeLock } from "./client.js";
+import { type EdgeLock, reportEvent } from "./client.js";
 import { checkKeepAlive, type KeepAlive, type Lease } from "./lease.js";
-import { MAX_COMPLETION_TTL_MS } from "./locks/idempotency.js";
+import { MAX_COMPLETION_TTL_MS } from "./locks/idempotency/index.js";
 import { endQuietly, type LockedInfo, lockedResponse, retryAfterSeconds } from "./settle.js";
 import { checkFunction, checkLeaseTime, checkMs, checkName, checkOptions } from "./validate.js";
 
@@ -222,7 +222,7 @@ export function lockWebhook<A extends unknown[] = []>(
     const claim = await idempotencyKey.claim({ leaseTime, keepAlive });
     if (claim.status !== "acquired") {
       const holderTtl = claim.status === "locked" ? claim.holderTtl : undefined;
-      edgelock.report({
+      reportEvent(edgelock, {
         type: "skip",
         name: key,
         reason: claim.status === "locked" ? "overlap" : "duplicate",
@@ -394,7 +394,7 @@ export function lockCron<A extends unknown[] = []>(
     const run = await edgelock.getLock(name).tryAcquire({ leaseTime, keepAlive: "timer" });
     if (!run.lease) {
       const { holderTtl } = run;
-      edgelock.report({
+      reportEvent(edgelock, {
         type: "skip",
         name,
         reason: "overlap",

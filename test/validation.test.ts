@@ -1,6 +1,7 @@
 /** Every bad argument throws the documented TypeError / RangeError before any request. */
 import type { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
+import { renewLeasesOf } from "../src/client.js";
 import { EdgeLock, type RedisLike } from "../src/index.js";
 import { bridgeRedis, keyPrefix } from "./support/env.js";
 
@@ -99,13 +100,11 @@ describe("invalid arguments", () => {
     await expect(edgelock.withLock(`${prefix}w`, "fn" as never)).rejects.toThrow(
       /`fn` must be a function/,
     );
-    await expect(edgelock.renewLeases([{ name: "{x}", owner: "o", leaseTime: 1 }])).rejects.toThrow(
-      RangeError,
-    );
-    await expect(edgelock.renewLeases([{ name: "n", owner: "", leaseTime: 1 }])).rejects.toThrow(
-      /`lease.owner`/,
-    );
-    await expect(edgelock.renewLeases([{ name: "n", owner: "o", leaseTime: 0 }])).rejects.toThrow(
+    const renew = (l: { name: string; owner: string; leaseTime: number }) =>
+      renewLeasesOf(edgelock, [l]);
+    await expect(renew({ name: "{x}", owner: "o", leaseTime: 1 })).rejects.toThrow(RangeError);
+    await expect(renew({ name: "n", owner: "", leaseTime: 1 })).rejects.toThrow(/`lease.owner`/);
+    await expect(renew({ name: "n", owner: "o", leaseTime: 0 })).rejects.toThrow(
       /`lease.leaseTime`/,
     );
     expect(calls()).toBe(0);

@@ -15,9 +15,10 @@
 
 import { DurableObject } from "cloudflare:workers";
 import { Redis } from "@upstash/redis/cloudflare";
-import { EdgeLock } from "../src/client.js";
+import { EdgeLock, renewLeasesOf } from "../src/client.js";
 import type { KeeperRegistration, KeeperReply, KeeperStatus } from "../src/keeper.js";
 import { DEFAULT_REQUEST_TIMEOUT_MS, MIN_REQUEST_TIMEOUT_MS } from "../src/limits.js";
+import { isLeaseId, renewalPeriod, renewalTimeout, retryDelay } from "../src/renewal.js";
 import { checkMs, checkName, checkOwner } from "../src/validate.js";
 
 /** The bindings `LeaseKeeper` reads from its environment. */
@@ -61,11 +62,6 @@ interface Tombstone {
 const LEASE = "lease:";
 const ENDED = "ended:";
 const REGISTRATION_KEYS = ["name", "owner", "id", "leaseTime", "maxHoldTime"];
-
-/** Renewal period: Redisson renews at a third of the lease. */
-const period = (leaseTime: number) => Math.max(1, Math.floor(leaseTime / 3));
-/** After a failed renewal, try again sooner than the normal period: the lease is running down. */
-const retryDelay = (leaseTime: number) => Math.max(1, Math.floor(leaseTime / 9));
 
 /**
  * The LeaseKeeper Durable Object. Export it from your Worker's entry module and bind it (see
@@ -184,7 +180,7 @@ export class LeaseKeeper extends DurableObject<LeaseKeeperEnv> {
     for (const entry of leases) {
       if (now >= entry.deadline) await this.#end(entry.id, "max-hold", entry.leaseTime);
       // Leases due within half a period ride along: one request renews them all.
-      else if (entry.nextRenewAt - now <= period(entry.leaseTime) / 2) due.push(entry);
+      else if (entry.nextRenewAt - now <= renewalPeriod(entry.leaseTime) / 2) due.push(entry);
     }
     for (let i = 0; i < due.length; i += KEEPER_MAX_BATCH) {
       await this.#renewBatch(due.slice(i, i + KEEPER_MAX_BATCH));
@@ -196,8 +192,9 @@ export class LeaseKeeper extends DurableObject<LeaseKeeperEnv> {
     let renewed: boolean[] | undefined;
     try {
       // A hung renewal is abandoned at a sixth of the shortest lease, so it is retried in time.
-      const timeout = Math.min(...batch.map((e) => Math.ceil(e.leaseTime / 6)));
-      renewed = await this.#edgelock(timeout).renewLeases(
+      const timeout = Math.min(...batch.map((e) => renewalTimeout(e.leaseTime)));
+      renewed = await renewLeasesOf(
+        this.#edgelock(timeout),
         batch.map(({ name, owner, leaseTime }) => ({ name, owner, leaseTime })),
       );
     } catch {
@@ -215,7 +212,7 @@ export class LeaseKeeper extends DurableObject<LeaseKeeperEnv> {
       } else if (renewed[i]) {
         entry.failures = 0;
         entry.renewedAt = sentAt;
-        entry.nextRenewAt = sentAt + period(entry.leaseTime);
+        entry.nextRenewAt = sentAt + renewalPeriod(entry.leaseTime);
         await storage.put(LEASE + entry.id, entry);
       } else {
         await this.#end(entry.id, "lost", entry.leaseTime);
@@ -284,7 +281,7 @@ function parseRegistration(input: unknown, now: number): Entry {
   }
   const name = checkName(r.name, "name");
   const owner = checkOwner(r.owner, "owner");
-  if (typeof r.id !== "string" || !/^[0-9a-f]{32}$/.test(r.id)) {
+  if (!isLeaseId(r.id)) {
     throw new TypeError("`id` must be a lease id (32 hex characters)");
   }
   const leaseTime = checkMs(r.leaseTime, "leaseTime", KEEPER_MIN_LEASE_TIME_MS);
@@ -296,7 +293,7 @@ function parseRegistration(input: unknown, now: number): Entry {
     leaseTime,
     deadline: now + maxHoldTime,
     renewedAt: null,
-    nextRenewAt: now + period(leaseTime),
+    nextRenewAt: now + renewalPeriod(leaseTime),
     failures: 0,
   };
 }

@@ -6,7 +6,7 @@
  * scheduled time.
  * @module
  */
-import type { EdgeLock } from "../src/client.js";
+import { type EdgeLock, reportEvent } from "../src/client.js";
 import { TransportError } from "../src/errors.js";
 import type { KeepAlive, Lease } from "../src/lease.js";
 import { checkKeepAlive } from "../src/lease.js";
@@ -148,7 +148,7 @@ export function guardScheduled<Env>(
     );
     const keepAlive = typeof o.keepAlive === "function" ? o.keepAlive(env) : o.keepAlive;
     const skip = (reason: "overlap" | "duplicate", holderTtl: number) => {
-      edgelock.report({
+      reportEvent(edgelock, {
         type: "skip",
         // The user's lock name, also for a duplicate (whose mark is an internal key).
         name,
@@ -200,7 +200,7 @@ async function releaseQuietly(edgelock: EdgeLock, lease: Lease): Promise<void> {
   const started = Date.now();
   await lease.release().catch((error: unknown) => {
     if (!(error instanceof TransportError)) return;
-    edgelock.report({
+    reportEvent(edgelock, {
       type: "error",
       name: lease.name,
       requests: 1,

@@ -17,7 +17,7 @@
 import { parseArgs } from "node:util";
 import { EdgeLock } from "../client.js";
 import { EdgeLockError } from "../errors.js";
-import type { LockInspection } from "../locks/lock.js";
+import type { LockInspection } from "../locks/lock/index.js";
 import type { RedisLike } from "../transport/redis.js";
 
 /** Where the CLI reads its configuration and writes its output (the process, or a test). */

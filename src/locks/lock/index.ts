@@ -1,19 +1,25 @@
 /**
  * Reentrant lock: Redisson's RLock over HTTP. Data layout as Redisson's (a HASH at the lock
- * name, field `<clientId>:<taskId>`, value = hold count, PEXPIRE = lease), so a Redisson JVM
- * client and edgelock exclude each other on the same name.
+ * name, field `<clientId>:<taskId>`, value = hold count, PEXPIRE = lease; plus one epoch field
+ * of ours), so a Redisson JVM client and edgelock exclude each other on the same name. The
+ * scripts are lua/lock/*.lua; the hold protocol over them is ./hold.ts.
  * @module
  */
-import { LockNotHeldError } from "../errors.js";
-import { randomHex } from "../ids.js";
-import type { Holder, Inspectable, Inspection } from "../inspect.js";
-import { type KeepAlive, Lease } from "../lease.js";
-import { lockForceUnlock, lockHolders, lockInspect, lockRenew } from "../lua.gen.js";
-import { asInteger, asIntegers, type RequestCounter } from "../transport/index.js";
-import { checkOptions, checkOwner, checkWaitTime } from "../validate.js";
-import { type AttemptOutcome, pollUntil } from "../wait.js";
-import { keys, type LockContext } from "./context.js";
-import { Holds } from "./hold.js";
+import { LockNotHeldError } from "../../errors.js";
+import { randomHex } from "../../ids.js";
+import type { Inspectable } from "../../inspect.js";
+import { type KeepAlive, Lease, type SerializedLease } from "../../lease.js";
+import { lockForceUnlock, lockInspect, lockRenew } from "../../lua.gen.js";
+import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
+import { checkOptions, checkOwner, checkWaitTime } from "../../validate.js";
+import { keys, type LockContext } from "../context.js";
+import { type AcquireResult, acquire, holdSettings, hostFor } from "../protocol.js";
+import { LockHolds } from "./hold.js";
+import type { LockInspection } from "./inspect.js";
+
+export type { AcquireResult } from "../protocol.js";
+export type { LockHolder, LockInspection } from "./inspect.js";
+export { MAX_INSPECT_HOLDERS } from "./inspect.js";
 
 /** Options of {@link ReentrantLock.tryLock}. Times in integer ms. */
 export interface TryLockOptions {
@@ -38,58 +44,11 @@ export interface TryLockOptions {
   keepAlive?: KeepAlive;
 }
 
-/**
- * Result of {@link ReentrantLock.tryAcquire}: the lease, or why there is none. `holderTtl` is
- * the holder's remaining lease in ms as the last attempt saw it (PTTL: -1 when the key has no
- * TTL), e.g. for an HTTP `Retry-After`.
- */
-export type AcquireResult =
-  | { lease: Lease; attempts: number }
-  | { lease: null; attempts: number; holderTtl: number };
-
 /** Options of {@link ReentrantLock.lock}: waits until acquired or `signal` aborts. */
 export type LockOptions = Omit<TryLockOptions, "waitTime">;
 
-/** One holder of a reentrant lock: its owner id and how many times it holds the lock. */
-export interface LockHolder extends Holder {
-  /** Reentrant hold count (≥ 1 while held; each `release()` of one lease takes one away). */
-  holdCount: number;
-}
-
-/**
- * What {@link ReentrantLock.inspect} reports, e.g.
- * `{ kind: "lock", name: "invoice:42", locked: true, ttl: 8_734, holders: [{ owner, holdCount: 2 }] }`.
- */
-export interface LockInspection extends Inspection {
-  kind: "lock";
-  /** True when the lock's key exists (someone holds it). */
-  locked: boolean;
-  /** The holders: at most one for a reentrant lock. */
-  holders: LockHolder[];
-}
-
-/** Most holders `inspect()` returns (a reentrant lock has one; this bounds a wrong key). */
-export const MAX_INSPECT_HOLDERS = 100;
-
 const TRY_LOCK_KEYS = ["waitTime", "leaseTime", "owner", "signal", "keepAlive"] as const;
 const decodeInspect = (r: unknown) => asIntegers(r, 3) as [number, number, number] | undefined;
-
-/** Decodes lua/lock/holders.lua: `[pttl, "=owner", count, ...]`. */
-function decodeHolders(reply: unknown): { ttl: number; holders: LockHolder[] } | undefined {
-  if (!Array.isArray(reply) || reply.length % 2 !== 1) return undefined;
-  const ttl = asInteger(reply[0]);
-  if (ttl === undefined) return undefined;
-  const holders: LockHolder[] = [];
-  for (let i = 1; i < reply.length; i += 2) {
-    const owner: unknown = reply[i];
-    const holdCount = asInteger(reply[i + 1]);
-    if (typeof owner !== "string" || !owner.startsWith("=") || holdCount === undefined) {
-      return undefined;
-    }
-    holders.push({ owner: owner.slice(1), holdCount });
-  }
-  return { ttl, holders };
-}
 
 /**
  * A reentrant, non-fair distributed lock (Redisson RLock). Get one with `edgelock.getLock(name)`;
@@ -99,13 +58,13 @@ export class ReentrantLock implements Inspectable<LockInspection> {
   /** Lock name (the Redis key). */
   readonly name: string;
   readonly #ctx: LockContext;
-  readonly #holds: Holds;
+  readonly #holds: LockHolds;
 
   /** Internal: use `edgelock.getLock(name)`. */
   constructor(ctx: LockContext, name: string) {
     this.#ctx = ctx;
     this.name = name;
-    this.#holds = new Holds(ctx, name);
+    this.#holds = new LockHolds(ctx, name);
   }
 
   /**
@@ -158,7 +117,7 @@ export class ReentrantLock implements Inspectable<LockInspection> {
    */
   async unlock(owner: string): Promise<void> {
     checkOwner(owner);
-    const result = await this.#holds.release(owner, randomHex(), 0, 0);
+    const result = await this.#holds.release({ owner, id: randomHex(), leaseTime: 0, epoch: 0 });
     if (result === "expired" || result === "not-owner")
       throw new LockNotHeldError(this.name, result);
   }
@@ -217,66 +176,25 @@ export class ReentrantLock implements Inspectable<LockInspection> {
    * HASH).
    */
   async inspect(): Promise<LockInspection> {
-    const { ttl, holders } = await this.#ctx.runner.run(
-      {
-        script: lockHolders,
-        name: this.name,
-        keys: [this.name],
-        args: [MAX_INSPECT_HOLDERS],
-      },
-      decodeHolders,
-      { requests: 0 },
-    );
-    return { kind: "lock", name: this.name, locked: ttl !== -2, ttl, holders };
+    return this.#holds.inspect();
   }
 
   /** Internal: a lease object for a serialized lease of this lock. */
-  restore(init: {
-    owner: string;
-    id: string;
-    epoch: number;
-    leaseTime: number;
-    watchdog: boolean;
-    expiresAt: number;
-  }): Lease {
-    return new Lease({ host: this.#holds.host, name: this.name, ...init });
+  restore(s: SerializedLease): Lease {
+    return new Lease({
+      host: hostFor(this.#ctx, this.#holds),
+      name: this.name,
+      owner: s.owner,
+      id: s.id,
+      epoch: s.epoch ?? 0,
+      leaseTime: s.leaseTime,
+      watchdog: s.watchdog,
+      expiresAt: s.expiresAt,
+    });
   }
 
   async #acquire(o: Partial<TryLockOptions>, waitTime: number | undefined): Promise<AcquireResult> {
-    const settings = this.#holds.settings(o);
-    settings.signal?.throwIfAborted();
-    const started = Date.now();
-    const counter: RequestCounter = { requests: 0 };
-    let attempts = 0;
-    let acquired = false;
-    try {
-      const polled = await pollUntil(
-        async (): Promise<AttemptOutcome<{ id: string; sentAt: number; epoch: number }>> => {
-          const reply = await this.#holds.attempt(settings, counter);
-          return reply.status === "acquired" ? { acquired: reply } : { pttl: reply.pttl };
-        },
-        {
-          waitTime,
-          signal: settings.signal,
-          policy: this.#ctx.backoff,
-          onSleep: (delayMs, attempt) =>
-            this.#ctx.emit({
-              type: "wait",
-              name: this.name,
-              requests: 0,
-              durationMs: delayMs,
-              attempt,
-            }),
-        },
-      );
-      attempts = polled.attempts;
-      if (polled.value === null) return { lease: null, attempts, holderTtl: polled.pttl };
-      const lease = await this.#holds.lease(settings, polled.value);
-      acquired = true;
-      return { lease, attempts };
-    } finally {
-      this.#holds.emitAcquire(started, counter, acquired, attempts);
-    }
+    return acquire(this.#ctx, this.#holds, holdSettings(this.#ctx, o), waitTime);
   }
 
   async #inspect(owner: string): Promise<[number, number, number]> {

@@ -5,11 +5,12 @@
  * completed finds the marker. Claiming and completing are one atomic script each.
  * @module
  */
-import { type KeepAlive, Lease, type ReleaseResult } from "../lease.js";
-import type { RequestCounter } from "../transport/index.js";
-import { checkMs, checkOptions } from "../validate.js";
-import type { LockContext } from "./context.js";
-import { Holds } from "./hold.js";
+import { type KeepAlive, Lease, type ReleaseResult } from "../../lease.js";
+import type { RequestCounter } from "../../transport/index.js";
+import { checkMs, checkOptions } from "../../validate.js";
+import type { LockContext } from "../context.js";
+import { LockHolds } from "../lock/hold.js";
+import { emitAcquire, holdSettings, leaseFor } from "../protocol.js";
 
 /** Longest accepted completion TTL: 365 days, in ms. */
 export const MAX_COMPLETION_TTL_MS = 31_536_000_000;
@@ -67,12 +68,15 @@ const CLAIM_KEYS = ["leaseTime", "owner", "signal", "keepAlive"] as const;
 export class IdempotencyKey {
   /** Key name (the lock's Redis key). */
   readonly name: string;
-  readonly #holds: Holds;
+  readonly #ctx: LockContext;
+  /** The lock's hold protocol, with attempts that report a completion marker. */
+  readonly #holds: LockHolds;
 
   /** Internal: use `edgelock.getIdempotencyKey(name)`. */
   constructor(ctx: LockContext, name: string) {
     this.name = name;
-    this.#holds = new Holds(ctx, name);
+    this.#ctx = ctx;
+    this.#holds = new LockHolds(ctx, name, { completion: true });
   }
 
   /**
@@ -85,20 +89,20 @@ export class IdempotencyKey {
    * the background, so it leaves no hold behind).
    */
   async claim(options?: ClaimOptions): Promise<ClaimResult> {
-    const settings = this.#holds.settings(checkOptions(options, "claim", CLAIM_KEYS));
+    const settings = holdSettings(this.#ctx, checkOptions(options, "claim", CLAIM_KEYS));
     settings.signal?.throwIfAborted();
     const started = Date.now();
     const counter: RequestCounter = { requests: 0 };
     let acquired = false;
     try {
-      const reply = await this.#holds.attempt(settings, counter, true);
+      const reply = await this.#holds.attempt(settings, counter);
       if (reply.status === "completed") return { status: "completed", completedTtl: reply.pttl };
       if (reply.status === "busy") return { status: "locked", holderTtl: reply.pttl };
-      const lease = await this.#holds.lease(settings, reply);
+      const lease = await leaseFor(this.#ctx, this.#holds, settings, reply.grant);
       acquired = true;
       return { status: "acquired", lease };
     } finally {
-      this.#holds.emitAcquire(started, counter, acquired, 1);
+      emitAcquire(this.#ctx, this.name, started, counter, acquired, 1);
     }
   }
 
@@ -122,6 +126,11 @@ export class IdempotencyKey {
       throw new RangeError("complete: `lease` belongs to another name");
     }
     checkMs(ttl, "ttl", 1, MAX_COMPLETION_TTL_MS);
-    return this.#holds.complete(lease, ttl);
+    // The lease's own once-only release path, with the marker recorded in the same request.
+    const { started, result } = lease.releaseVia((l) => this.#holds.release(l, ttl));
+    const released = await result;
+    // Released earlier (without the marker): record the completion on its own; the replayed
+    // release reports what it found then.
+    return started ? released : this.#holds.release(lease, ttl);
   }
 }

@@ -1,0 +1,66 @@
+/**
+ * The serialized form of a lease (`lease.toJSON()`), which another invocation turns back into a
+ * lease with `edgelock.restoreLease`.
+ * @module
+ */
+import { isLeaseId } from "./renewal.js";
+import { checkMs, checkName, checkOwner } from "./validate.js";
+
+/** Which primitive issued a lease; `restoreLease` dispatches on it. */
+export type LeaseKind = "lock";
+
+/** Every {@link LeaseKind}, for validation. */
+const LEASE_KINDS: readonly LeaseKind[] = ["lock"];
+
+/** Plain-object form of a lease (`lease.toJSON()`), for `edgelock.restoreLease` elsewhere. */
+export interface SerializedLease {
+  v: 1;
+  /** Which primitive issued the lease. */
+  kind: LeaseKind;
+  name: string;
+  owner: string;
+  /** Lease id: the request id of its acquire, reused by its release so both are replay-safe. */
+  id: string;
+  /**
+   * Incarnation of the lock the hold was made in (0: unknown), so that releasing this lease
+   * never takes a newer hold of the same owner. Optional for leases serialized before it existed.
+   */
+  epoch?: number;
+  leaseTime: number;
+  watchdog: boolean;
+  expiresAt: number;
+  fencingToken?: number;
+}
+
+/**
+ * Validates a serialized lease (object or its JSON string).
+ * @throws TypeError for anything that is not a serialized lease.
+ */
+export function parseSerializedLease(input: unknown): SerializedLease {
+  let value = input;
+  if (typeof value === "string") {
+    try {
+      value = JSON.parse(value);
+    } catch {
+      throw new TypeError("restoreLease: the string is not JSON from lease.toJSON()");
+    }
+  }
+  if (typeof value !== "object" || value === null) {
+    throw new TypeError("restoreLease: expected the object returned by lease.toJSON()");
+  }
+  const o = value as Partial<SerializedLease>;
+  if (o.v !== 1 || !LEASE_KINDS.includes(o.kind as LeaseKind))
+    throw new TypeError("restoreLease: unknown lease format");
+  checkName(o.name, "lease.name");
+  checkOwner(o.owner, "lease.owner");
+  if (!isLeaseId(o.id)) throw new TypeError("restoreLease: bad `lease.id`");
+  checkMs(o.leaseTime, "lease.leaseTime", 1);
+  if (typeof o.watchdog !== "boolean") throw new TypeError("restoreLease: bad `lease.watchdog`");
+  if (typeof o.expiresAt !== "number" || !Number.isFinite(o.expiresAt))
+    throw new TypeError("restoreLease: bad `lease.expiresAt`");
+  if (o.epoch !== undefined && !(Number.isSafeInteger(o.epoch) && o.epoch >= 0))
+    throw new TypeError("restoreLease: bad `lease.epoch`");
+  if (o.fencingToken !== undefined && !Number.isSafeInteger(o.fencingToken))
+    throw new TypeError("restoreLease: bad `lease.fencingToken`");
+  return o as SerializedLease;
+}

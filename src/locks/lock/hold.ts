@@ -1,0 +1,186 @@
+/**
+ * The hold protocol of a Redisson-layout lock (HASH at the name, field = owner, value = hold
+ * count, plus our epoch field): lua/lock/*.lua. Used by the reentrant lock and, with the
+ * completion marker, by the idempotency key.
+ * @module
+ */
+import { TransportError } from "../../errors.js";
+import { randomHex } from "../../ids.js";
+import type { ReleaseResult } from "../../lease.js";
+import { lockAcquire, lockCancel, lockHolders, lockRelease, lockRenew } from "../../lua.gen.js";
+import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
+import { keys, type LockContext } from "../context.js";
+import {
+  type AttemptReply,
+  type HoldProtocol,
+  type HoldRef,
+  type HoldSettings,
+  reportError,
+} from "../protocol.js";
+import { decodeHolders, type LockInspection, MAX_INSPECT_HOLDERS } from "./inspect.js";
+
+const RELEASE_CODES: Record<number, ReleaseResult> = {
+  0: "expired",
+  1: "released",
+  2: "still-held",
+  3: "not-owner",
+};
+const decodeRelease = (r: unknown) => {
+  const n = asInteger(r);
+  return n === undefined ? undefined : RELEASE_CODES[n];
+};
+const decodeAttempt = (r: unknown) => asIntegers(r, 3) as [number, number, number] | undefined;
+
+/** Completion marker of an idempotency key: same hash slot as the name. */
+export const doneKey = (name: string) => `edgelock_done:{${name}}`;
+
+/** Hold operations on one lock name. Internal to the primitives. */
+export class LockHolds implements HoldProtocol {
+  readonly kind = "lock" as const;
+  readonly name: string;
+  readonly #ctx: LockContext;
+  /** Whether attempts check the completion marker (idempotency keys). */
+  readonly #completion: boolean;
+
+  constructor(ctx: LockContext, name: string, options: { completion?: boolean } = {}) {
+    this.#ctx = ctx;
+    this.name = name;
+    this.#completion = options.completion ?? false;
+  }
+
+  /**
+   * One acquire attempt with a fresh request id (acquire.lua; one HTTP request when warm). With
+   * the completion marker, a completed name answers `"completed"` instead.
+   */
+  async attempt(s: HoldSettings, counter: RequestCounter): Promise<AttemptReply> {
+    const id = randomHex();
+    const sentAt = Date.now();
+    const scriptKeys = this.#replayKeys();
+    if (this.#completion) scriptKeys.push(doneKey(this.name));
+    let status: number;
+    let value: number;
+    let epoch: number;
+    try {
+      [status, value, epoch] = await this.#ctx.runner.run(
+        {
+          script: lockAcquire,
+          name: this.name,
+          keys: scriptKeys,
+          args: [s.leaseTime, s.owner, this.#ctx.replayWindow, id],
+          signal: s.signal,
+        },
+        decodeAttempt,
+        counter,
+      );
+    } catch (error) {
+      const unanswered =
+        (s.signal?.aborted && error === s.signal.reason) ||
+        (error instanceof TransportError && error.ambiguous);
+      if (unanswered) this.cancel(s.owner, id);
+      throw error;
+    }
+    if (status === 1) return { status: "acquired", grant: { id, sentAt, epoch } };
+    if (status === 2) return { status: "completed", pttl: value };
+    // -1: this attempt's request id was already used; the caller polls again with a new id.
+    return { status: "busy", pttl: status === 0 ? value : 0 };
+  }
+
+  /** Makes sure an acquire whose answer never arrived leaves no hold behind (cancel.lua). */
+  cancel(owner: string, id: string): void {
+    const counter = { requests: 0 };
+    const started = Date.now();
+    const task = this.#ctx.runner
+      .run(
+        {
+          script: lockCancel,
+          name: this.name,
+          keys: [...this.#replayKeys(), keys.channel(this.name)],
+          args: [owner, this.#ctx.replayWindow, id],
+        },
+        asInteger,
+        counter,
+      )
+      .catch((error: unknown) =>
+        reportError(this.#ctx, this.name, "cancel", error, counter.requests, started),
+      );
+    this.#ctx.background(task);
+  }
+
+  /**
+   * Makes the lock's TTL at least `leaseTime` if `owner` still holds it (renew.lua), within
+   * `timeout` ms when given (default: the EdgeLock's `requestTimeout`).
+   */
+  async renew(
+    owner: string,
+    leaseTime: number,
+    by: "call" | "timer",
+    timeout?: number,
+  ): Promise<boolean> {
+    const counter = { requests: 0 };
+    const started = Date.now();
+    const [renewed] = await this.#ctx.runner.run(
+      { script: lockRenew, name: this.name, keys: [this.name], args: [leaseTime, owner], timeout },
+      (r) => asIntegers(r, 1),
+      counter,
+    );
+    this.#ctx.emit({
+      type: "renew",
+      name: this.name,
+      requests: counter.requests,
+      durationMs: Date.now() - started,
+      renewed: renewed === 1,
+      by,
+    });
+    return renewed === 1;
+  }
+
+  /**
+   * Releases one hold (release.lua): the hold made in incarnation `hold.epoch` of the lock, or
+   * any hold of the owner when it is 0, under the request id `hold.id`. With `completionTtl`,
+   * records the completion marker in the same request.
+   */
+  async release(hold: HoldRef, completionTtl?: number): Promise<ReleaseResult> {
+    const counter = { requests: 0 };
+    const started = Date.now();
+    const scriptKeys = [...this.#replayKeys(), keys.channel(this.name)];
+    const args: (string | number)[] = [
+      hold.owner,
+      hold.leaseTime,
+      this.#ctx.replayWindow,
+      hold.id,
+      hold.epoch,
+    ];
+    if (completionTtl !== undefined) {
+      scriptKeys.push(doneKey(this.name));
+      args.push(completionTtl);
+    }
+    const result = await this.#ctx.runner.run(
+      { script: lockRelease, name: this.name, keys: scriptKeys, args },
+      decodeRelease,
+      counter,
+    );
+    this.#ctx.emit({
+      type: "release",
+      name: this.name,
+      requests: counter.requests,
+      durationMs: Date.now() - started,
+      result,
+    });
+    return result;
+  }
+
+  /** Holders, hold counts and TTL in one read-only request (holders.lua). */
+  async inspect(): Promise<LockInspection> {
+    const { ttl, holders } = await this.#ctx.runner.run(
+      { script: lockHolders, name: this.name, keys: [this.name], args: [MAX_INSPECT_HOLDERS] },
+      decodeHolders,
+      { requests: 0 },
+    );
+    return { kind: "lock", name: this.name, locked: ttl !== -2, ttl, holders };
+  }
+
+  /** The lock and its two replay-record hashes: the first keys of acquire, release, cancel. */
+  #replayKeys(): string[] {
+    return [this.name, keys.replay(this.name), keys.replayOld(this.name)];
+  }
+}

@@ -1,0 +1,231 @@
+/**
+ * The internal hold protocol: what every lock kind implements (in its folder beside
+ * `lua/<kind>/`) and what the lease and the wait loop consume, so that a new kind brings its
+ * scripts and nothing else.
+ *
+ * A kind implements {@link HoldProtocol}:
+ * - `attempt`: one acquire attempt with a fresh request id (one HTTP request when warm); an
+ *   attempt whose answer never arrives (aborted, timed out, ambiguous failure) is cancelled in
+ *   the background before the error propagates;
+ * - `renew`: make the TTL at least `leaseTime` while the owner holds it (never shortening);
+ * - `release`: one hold, replay-safe by the lease id, leaving newer holds of the owner alone;
+ * - `cancel`: undo an unanswered attempt, whichever order the two requests land in;
+ * - `inspect`: one read-only request describing the holders;
+ * - `kind`: serialized with every lease, so `restoreLease` finds the kind again.
+ * The shared code here turns options into {@link HoldSettings}, runs the wait loop over
+ * `attempt` ({@link acquire}), and turns a grant into a {@link Lease} whose host calls `renew`
+ * and `release` ({@link hostFor}).
+ * @module
+ */
+import { TransportError } from "../errors.js";
+import { randomHex } from "../ids.js";
+import type { Inspection } from "../inspect.js";
+import {
+  checkKeepAlive,
+  type KeepAlive,
+  Lease,
+  type LeaseHost,
+  type LeaseKind,
+  type ReleaseResult,
+} from "../lease.js";
+import type { RequestCounter } from "../transport/index.js";
+import { checkLeaseTime, checkOwner, checkSignal } from "../validate.js";
+import { type AttemptOutcome, pollUntil } from "../wait.js";
+import type { LockContext } from "./context.js";
+
+/** Acquire options every hold-based primitive accepts. */
+export interface HoldOptions {
+  leaseTime?: number;
+  owner?: string;
+  signal?: AbortSignal;
+  keepAlive?: KeepAlive;
+}
+
+/** {@link HoldOptions} validated and resolved against the EdgeLock's configuration. */
+export interface HoldSettings {
+  owner: string;
+  signal: AbortSignal | undefined;
+  leaseTime: number;
+  watchdog: boolean;
+  keepAlive: KeepAlive;
+}
+
+/** A hold an attempt was granted: the request id (the lease id), when it was sent, the epoch. */
+export interface Grant {
+  id: string;
+  sentAt: number;
+  epoch: number;
+}
+
+/** What one acquire attempt found. */
+export type AttemptReply =
+  | { status: "acquired"; grant: Grant }
+  | { status: "busy"; pttl: number }
+  | { status: "completed"; pttl: number };
+
+/** The hold a release is for: a lease, or `unlock(owner)`'s "any hold of the owner" (epoch 0). */
+export interface HoldRef {
+  owner: string;
+  id: string;
+  leaseTime: number;
+  epoch: number;
+}
+
+/** See the module documentation. */
+export interface HoldProtocol {
+  readonly kind: LeaseKind;
+  readonly name: string;
+  attempt(s: HoldSettings, counter: RequestCounter): Promise<AttemptReply>;
+  renew(owner: string, leaseTime: number, by: "call" | "timer", timeout?: number): Promise<boolean>;
+  release(hold: HoldRef): Promise<ReleaseResult>;
+  cancel(owner: string, id: string): void;
+  inspect(): Promise<Inspection>;
+}
+
+/**
+ * Result of an acquire call: the lease, or why there is none. `holderTtl` is the holder's
+ * remaining lease in ms as the last attempt saw it (PTTL: -1 when the key has no TTL), e.g. for
+ * an HTTP `Retry-After`.
+ */
+export type AcquireResult =
+  | { lease: Lease; attempts: number }
+  | { lease: null; attempts: number; holderTtl: number };
+
+/** Validates acquire options and fills in owner, lease time and keep-alive defaults. */
+export function holdSettings(ctx: LockContext, o: Partial<HoldOptions>): HoldSettings {
+  const leaseTimeOption = checkLeaseTime(o.leaseTime);
+  const owner = o.owner === undefined ? `${ctx.clientId}:${randomHex()}` : checkOwner(o.owner);
+  const signal = checkSignal(o.signal);
+  const watchdog = leaseTimeOption === undefined;
+  const keepAlive = checkKeepAlive(o.keepAlive) ?? (watchdog ? "timer" : "none");
+  if (typeof keepAlive === "object" && !keepAlive.keeper && !ctx.keeper) {
+    throw new TypeError("`keepAlive.keeper` is required (no default `keeper` was configured)");
+  }
+  return { owner, signal, watchdog, keepAlive, leaseTime: leaseTimeOption ?? ctx.watchdogTimeout };
+}
+
+/**
+ * Tries `protocol.attempt` until it acquires or `waitTime` is spent (`undefined`: until the
+ * signal aborts), sleeping with the PTTL-bounded backoff of wait.ts between attempts, and turns
+ * the grant into a lease. Emits `wait` events and one `acquire` event.
+ */
+export async function acquire(
+  ctx: LockContext,
+  protocol: HoldProtocol,
+  settings: HoldSettings,
+  waitTime: number | undefined,
+): Promise<AcquireResult> {
+  settings.signal?.throwIfAborted();
+  const started = Date.now();
+  const counter: RequestCounter = { requests: 0 };
+  let attempts = 0;
+  let acquired = false;
+  try {
+    const polled = await pollUntil(
+      async (): Promise<AttemptOutcome<Grant>> => {
+        const reply = await protocol.attempt(settings, counter);
+        return reply.status === "acquired" ? { acquired: reply.grant } : { pttl: reply.pttl };
+      },
+      {
+        waitTime,
+        signal: settings.signal,
+        policy: ctx.backoff,
+        onSleep: (delayMs, attempt) =>
+          ctx.emit({
+            type: "wait",
+            name: protocol.name,
+            requests: 0,
+            durationMs: delayMs,
+            attempt,
+          }),
+      },
+    );
+    attempts = polled.attempts;
+    if (polled.value === null) return { lease: null, attempts, holderTtl: polled.pttl };
+    const lease = await leaseFor(ctx, protocol, settings, polled.value);
+    acquired = true;
+    return { lease, attempts };
+  } finally {
+    emitAcquire(ctx, protocol.name, started, counter, acquired, attempts);
+  }
+}
+
+/** Reports an acquire call through `onEvent`. */
+export function emitAcquire(
+  ctx: LockContext,
+  name: string,
+  started: number,
+  counter: RequestCounter,
+  acquired: boolean,
+  attempts: number,
+): void {
+  ctx.emit({
+    type: "acquire",
+    name,
+    requests: counter.requests,
+    durationMs: Date.now() - started,
+    acquired,
+    attempts,
+  });
+}
+
+/**
+ * A lease for a granted hold, with its keep-alive started. If the keep-alive cannot start (the
+ * keeper refused), the hold is given back and the error propagates.
+ */
+export async function leaseFor(
+  ctx: LockContext,
+  protocol: HoldProtocol,
+  s: HoldSettings,
+  grant: Grant,
+): Promise<Lease> {
+  const lease = new Lease({
+    host: hostFor(ctx, protocol),
+    name: protocol.name,
+    owner: s.owner,
+    id: grant.id,
+    epoch: grant.epoch,
+    leaseTime: s.leaseTime,
+    watchdog: s.watchdog,
+    expiresAt: grant.sentAt + s.leaseTime,
+  });
+  try {
+    await lease.startKeepAlive(s.keepAlive, ctx.keeper);
+  } catch (error) {
+    await lease.release().catch(() => {});
+    throw error;
+  }
+  return lease;
+}
+
+/** The lease host of a protocol: renewals and releases through it, events through `ctx`. */
+export function hostFor(ctx: LockContext, protocol: HoldProtocol): LeaseHost {
+  return {
+    kind: protocol.kind,
+    renew: (lease, leaseTime, by, timeout) => protocol.renew(lease.owner, leaseTime, by, timeout),
+    release: (lease) => protocol.release(lease),
+    lost: () => ctx.emit({ type: "lost", name: protocol.name, requests: 0, durationMs: 0 }),
+    backgroundError: (_lease, operation, error) =>
+      reportError(ctx, protocol.name, operation, error, 0, 0),
+  };
+}
+
+/** Reports a failed background operation as an `error` event. */
+export function reportError(
+  ctx: LockContext,
+  name: string,
+  operation: "cancel" | "renew" | "keeper",
+  error: unknown,
+  requests: number,
+  started: number,
+): void {
+  if (!(error instanceof TransportError)) return;
+  ctx.emit({
+    type: "error",
+    name,
+    requests,
+    durationMs: started ? Date.now() - started : 0,
+    operation,
+    error,
+  });
+}
