@@ -21,14 +21,15 @@ import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import type { FaultConfig } from "./faults.js";
 import { FaultInjector } from "./faults.js";
+import type { RequestLogEntry } from "./log.js";
 import { RedisBackend } from "./redis.js";
-import { createBridgeApp, type RequestLogEntry } from "./server.js";
+import { createBridgeApp } from "./server.js";
 import type { BridgeStats } from "./stats.js";
 import { StatsRecorder } from "./stats.js";
 
 export type { FaultConfig, FaultRule } from "./faults.js";
+export type { RequestLogEntry } from "./log.js";
 export { RedisUnavailableError } from "./redis.js";
-export type { RequestLogEntry } from "./server.js";
 export type { BridgeStats } from "./stats.js";
 
 /** Options of {@link startBridge}. */

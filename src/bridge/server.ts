@@ -14,6 +14,7 @@ import { commandName, parseBatchBody, parseSingleBody } from "./commands.js";
 import { isErrorReply, toJsonReply, toReplyEntry } from "./encode.js";
 import type { FaultDecision, FaultInjector } from "./faults.js";
 import { parseFaultConfig } from "./faults.js";
+import type { RequestLogEntry } from "./log.js";
 import type { RedisBackend } from "./redis.js";
 import { RedisUnavailableError } from "./redis.js";
 import type { Route, StatsRecorder } from "./stats.js";
@@ -32,23 +33,6 @@ export interface BridgeState {
   closing: AbortSignal;
   /** Receives one entry per answered request (opt-in request log). */
   log?: ((entry: RequestLogEntry) => void) | undefined;
-}
-
-/**
- * One line of the request log. It never carries the token, the query string or any command
- * argument: only the route, the status, the time taken and the command names.
- */
-export interface RequestLogEntry {
-  /** HTTP method, e.g. `POST`. */
-  method: string;
-  /** One of the bridge's routes (`/`, `/pipeline`, `/multi-exec`, `/__bridge/...`), else `(other)`. */
-  route: string;
-  /** HTTP status answered (503 for a faulted request whose answer was never sent). */
-  status: number;
-  /** Time from the request's arrival to the answer, in ms. */
-  durationMs: number;
-  /** Lower-cased command names of a data request, e.g. `["evalsha"]`; `?` for a name that is not one. */
-  commands: string[];
 }
 
 /** The Hono environment of the bridge: node-server's raw request/response bindings. */
