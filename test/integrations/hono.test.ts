@@ -2,10 +2,10 @@
 import { Redis } from "@upstash/redis";
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import { withLock } from "../src/hono.js";
-import { EdgeLock, type Lease, TransportError } from "../src/index.js";
-import { keyPrefix, sharedBridge, usePrivateBridge } from "./support/env.js";
-import { recordingEdgeLock } from "./support/locks.js";
+import { withLock } from "../../src/hono.js";
+import { EdgeLock, type Lease, TransportError } from "../../src/index.js";
+import { keyPrefix, sharedBridge, usePrivateBridge } from "../support/env.js";
+import { recordingEdgeLock } from "../support/locks.js";
 
 const prefix = keyPrefix();
 

@@ -1,8 +1,8 @@
 import type { RedisConfigNodejs } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
-import { LeaseLostError, LockNotHeldError, LockTimeoutError } from "../src/index.js";
-import { bridgeRedis, keyPrefix, useRawRedis } from "./support/env.js";
-import { aborted, recordingEdgeLock, replayRecords } from "./support/locks.js";
+import { LeaseLostError, LockNotHeldError, LockTimeoutError } from "../../../src/index.js";
+import { bridgeRedis, keyPrefix, useRawRedis } from "../../support/env.js";
+import { aborted, recordingEdgeLock, replayRecords } from "../../support/locks.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();

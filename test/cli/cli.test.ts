@@ -5,10 +5,10 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { runCli } from "../src/cli/main.js";
-import type { LockInspection } from "../src/index.js";
-import { keyPrefix, sharedBridge, useRawRedis } from "./support/env.js";
-import { recordingEdgeLock } from "./support/locks.js";
+import { runCli } from "../../src/cli/main.js";
+import type { LockInspection } from "../../src/index.js";
+import { keyPrefix, sharedBridge, useRawRedis } from "../support/env.js";
+import { recordingEdgeLock } from "../support/locks.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();

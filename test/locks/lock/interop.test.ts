@@ -3,9 +3,9 @@
  * acquire and unlock scripts (as published) play the JVM client, run directly on Redis.
  */
 import { describe, expect, it } from "vitest";
-import { REDISSON_ACQUIRE, REDISSON_UNLOCK } from "./fixtures/redisson.js";
-import { keyPrefix, useRawRedis } from "./support/env.js";
-import { recordingEdgeLock } from "./support/locks.js";
+import { REDISSON_ACQUIRE, REDISSON_UNLOCK } from "../../fixtures/redisson.js";
+import { keyPrefix, useRawRedis } from "../../support/env.js";
+import { recordingEdgeLock } from "../../support/locks.js";
 
 const prefix = keyPrefix();
 const JVM_OWNER = "8c8ffe61-5bd3-4d78-a5c0-2d2386af488e:76";

@@ -4,9 +4,9 @@
  * second application must have the effect of none.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { LeaseLostError, TransportError } from "../src/index.js";
-import { keyPrefix, usePrivateBridge, useRawRedis } from "./support/env.js";
-import { recordingEdgeLock, replayRecords } from "./support/locks.js";
+import { LeaseLostError, TransportError } from "../../../src/index.js";
+import { keyPrefix, usePrivateBridge, useRawRedis } from "../../support/env.js";
+import { recordingEdgeLock, replayRecords } from "../../support/locks.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();

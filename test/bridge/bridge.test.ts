@@ -9,9 +9,13 @@ import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 import type { RedisConfigNodejs } from "@upstash/redis";
 import { afterEach, beforeEach, describe, expect, inject, test, vi } from "vitest";
-import { seededRandom } from "../src/bridge/faults.js";
-import { RedisUnavailableError, type RequestLogEntry, startBridge } from "../src/bridge/index.js";
-import type { BridgeEndpoint, PrivateBridge } from "./support/env.js";
+import { seededRandom } from "../../src/bridge/faults.js";
+import {
+  RedisUnavailableError,
+  type RequestLogEntry,
+  startBridge,
+} from "../../src/bridge/index.js";
+import type { BridgeEndpoint, PrivateBridge } from "../support/env.js";
 import {
   bridgeControl,
   bridgeRedis,
@@ -19,8 +23,8 @@ import {
   sharedBridge,
   startPrivateBridge,
   useRawRedis,
-} from "./support/env.js";
-import { startRedisServer } from "./support/redis-server.js";
+} from "../support/env.js";
+import { startRedisServer } from "../support/redis-server.js";
 
 const P = keyPrefix();
 let keyCounter = 0;
@@ -555,7 +559,7 @@ describe("faults", () => {
 describe("redis availability", () => {
   test("startRedisServer explains how to install a missing redis-server", async () => {
     const path = process.env.PATH;
-    process.env.PATH = fileURLToPath(new URL("./support/", import.meta.url));
+    process.env.PATH = fileURLToPath(new URL("../support/", import.meta.url));
     try {
       await expect(startRedisServer()).rejects.toThrow(
         "redis-server not found on PATH: install it with `apt-get install -y redis-server`",
@@ -649,7 +653,7 @@ describe("request log", () => {
 });
 
 describe("edgelock-bridge CLI", () => {
-  const root = fileURLToPath(new URL("..", import.meta.url));
+  const root = fileURLToPath(new URL("../..", import.meta.url));
   const SECRET = "cli-secret-token-5f1e";
 
   /** Runs the CLI from source; resolves with its exit code and output. */

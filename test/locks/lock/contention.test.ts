@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startBridge } from "../src/bridge/index.js";
-import { bridgeRedis, keyPrefix } from "./support/env.js";
-import { recordingEdgeLock } from "./support/locks.js";
-import { startRedisServer } from "./support/redis-server.js";
+import { startBridge } from "../../../src/bridge/index.js";
+import { bridgeRedis, keyPrefix } from "../../support/env.js";
+import { recordingEdgeLock } from "../../support/locks.js";
+import { startRedisServer } from "../../support/redis-server.js";
 
 const prefix = keyPrefix();
 

@@ -5,15 +5,15 @@
 import { Redis } from "@upstash/redis";
 import { type ExecutionContext, Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import { EdgeLock, type LockEvent } from "../src/index.js";
+import { EdgeLock, type LockEvent } from "../../src/index.js";
 import {
   DEFAULT_COMPLETION_TTL_MS,
   lockCron,
   lockWebhook,
   type WebhookHandler,
-} from "../src/vercel.js";
-import { keyPrefix, sharedBridge, usePrivateBridge, useRawRedis } from "./support/env.js";
-import { recordingEdgeLock } from "./support/locks.js";
+} from "../../src/vercel.js";
+import { keyPrefix, sharedBridge, usePrivateBridge, useRawRedis } from "../support/env.js";
+import { recordingEdgeLock } from "../support/locks.js";
 
 const prefix = keyPrefix();
 const done = (name: string) => `edgelock_done:{${name}}`;

@@ -1,8 +1,13 @@
 /** The idempotency key primitive: claim / complete, its Redis layout, replay and cancel paths. */
 import { describe, expect, it } from "vitest";
-import { EdgeLock, LeaseLostError, MAX_COMPLETION_TTL_MS, TransportError } from "../src/index.js";
-import { bridgeRedis, keyPrefix, usePrivateBridge, useRawRedis } from "./support/env.js";
-import { recordingEdgeLock, replayKeys } from "./support/locks.js";
+import {
+  EdgeLock,
+  LeaseLostError,
+  MAX_COMPLETION_TTL_MS,
+  TransportError,
+} from "../../../src/index.js";
+import { bridgeRedis, keyPrefix, usePrivateBridge, useRawRedis } from "../../support/env.js";
+import { recordingEdgeLock, replayKeys } from "../../support/locks.js";
 
 const prefix = keyPrefix();
 const done = (name: string) => `edgelock_done:{${name}}`;

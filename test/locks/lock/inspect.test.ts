@@ -8,10 +8,10 @@ import {
   type LockInspection,
   MAX_INSPECT_HOLDERS,
   TransportError,
-} from "../src/index.js";
-import { lockHolders } from "../src/lua.gen.js";
-import { bridgeRedis, keyPrefix, usePrivateBridge, useRawRedis } from "./support/env.js";
-import { recordingEdgeLock } from "./support/locks.js";
+} from "../../../src/index.js";
+import { lockHolders } from "../../../src/lua.gen.js";
+import { bridgeRedis, keyPrefix, usePrivateBridge, useRawRedis } from "../../support/env.js";
+import { recordingEdgeLock } from "../../support/locks.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();

@@ -1,8 +1,8 @@
 /** No owner id, request id, token, URL or script text in errors or events; strong random ids. */
 import { describe, expect, it } from "vitest";
-import { TransportError } from "../src/index.js";
-import { keyPrefix, startPrivateBridge, usePrivateBridge, useRawRedis } from "./support/env.js";
-import { recordingEdgeLock } from "./support/locks.js";
+import { TransportError } from "../../src/index.js";
+import { keyPrefix, startPrivateBridge, usePrivateBridge, useRawRedis } from "../support/env.js";
+import { recordingEdgeLock } from "../support/locks.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();
