@@ -3,7 +3,8 @@
  * `edgelock-bridge`: runs the Upstash-REST-compatible bridge in front of a Redis server.
  *
  * ```
- * edgelock-bridge --token dev [--redis-url redis://127.0.0.1:6379] [--port 8079] [--host 127.0.0.1] [--log]
+ * edgelock-bridge --token dev [--redis-url redis://127.0.0.1:6379] [--port 8079] [--host 127.0.0.1]
+ *                 [--blocking-connections 64] [--log]
  * ```
  *
  * Exit codes: 0 after SIGTERM/SIGINT, 1 when Redis is unreachable at start (or the port cannot
@@ -14,10 +15,15 @@
 
 import { parseArgs } from "node:util";
 import type { Bridge, RequestLogEntry } from "./index.js";
-import { checkRedisUrl, RedisUnavailableError, startBridge } from "./index.js";
+import {
+  checkRedisUrl,
+  DEFAULT_BLOCKING_CONNECTIONS,
+  RedisUnavailableError,
+  startBridge,
+} from "./index.js";
 
 const USAGE =
-  "usage: edgelock-bridge --token <token> [--redis-url <url>] [--port <port>] [--host <host>] [--log] (env: EDGELOCK_BRIDGE_TOKEN, REDIS_URL, PORT)";
+  "usage: edgelock-bridge --token <token> [--redis-url <url>] [--port <port>] [--host <host>] [--blocking-connections <n>] [--log] (env: EDGELOCK_BRIDGE_TOKEN, REDIS_URL, PORT)";
 
 const HELP = `${USAGE}
 
@@ -27,6 +33,11 @@ Serves the Upstash REST protocol (POST /, /pipeline, /multi-exec) over a Redis s
   --redis-url <url>   Redis to forward to (env REDIS_URL; default redis://127.0.0.1:6379)
   --port <port>       port to listen on, 0 for any free port (env PORT; default 8079)
   --host <host>       interface to bind (default 127.0.0.1)
+  --blocking-connections <n>
+                      most Redis connections serving blocking commands (BLPOP, BRPOP, BLMOVE,
+                      BZPOPMIN, XREAD ... BLOCK, WAIT, ...) at once, each request on its own so
+                      none stalls the others; a request finding all busy gets 503; 0 refuses
+                      blocking commands with 400 (default 64)
   --log               print one line per request to stdout: time, method, route, status,
                       duration and command names (never the token or command arguments)
   --help              print this help
@@ -39,6 +50,7 @@ interface CliConfig {
   token: string;
   port: number;
   host: string;
+  blockingConnections: number;
   log: boolean;
 }
 
@@ -66,6 +78,13 @@ function readConfig(argv: string[], env: NodeJS.ProcessEnv): CliConfig | number 
     process.stderr.write(`edgelock-bridge: invalid port "${portText}". ${USAGE}\n`);
     return 2;
   }
+  const blockingText = values["blocking-connections"] ?? String(DEFAULT_BLOCKING_CONNECTIONS);
+  if (!/^\d{1,6}$/.test(blockingText)) {
+    process.stderr.write(
+      `edgelock-bridge: invalid --blocking-connections "${blockingText}" (an integer >= 0). ${USAGE}\n`,
+    );
+    return 2;
+  }
   const redisUrl = values["redis-url"] ?? env.REDIS_URL ?? "redis://127.0.0.1:6379";
   try {
     checkRedisUrl(redisUrl, values["redis-url"] === undefined ? "REDIS_URL" : "--redis-url");
@@ -78,6 +97,7 @@ function readConfig(argv: string[], env: NodeJS.ProcessEnv): CliConfig | number 
     port,
     redisUrl,
     host: values.host ?? "127.0.0.1",
+    blockingConnections: Number(blockingText),
     log: values.log === true,
   };
 }
@@ -92,6 +112,7 @@ function parse(argv: string[]) {
       token: { type: "string" },
       port: { type: "string" },
       host: { type: "string" },
+      "blocking-connections": { type: "string" },
       log: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },

@@ -11,9 +11,10 @@ export type Command = string[];
 export type ParseResult = { ok: true; commands: Command[] } | { ok: false; error: string };
 
 /**
- * Commands refused with 400 because they would wedge or alter the connection that every request
- * shares: pub/sub and MONITOR switch the connection mode; transaction and connection-state
- * commands would leak into other requests; replication commands take the stream over.
+ * Commands refused with 400 because they would wedge or alter a connection that later requests
+ * reuse (the shared one, or a pooled one a blocking request borrows): pub/sub and MONITOR switch
+ * the connection mode; transaction and connection-state commands would leak into other
+ * requests; replication commands take the stream over.
  */
 const REFUSED = new Set([
   "subscribe",
@@ -42,18 +43,32 @@ const REFUSED = new Set([
  * Position of the timeout argument for each blocking command: a negative index counts from the
  * end of the argument list (after the name). A zero timeout blocks forever.
  */
-const BLOCKING_TIMEOUT_INDEX: Record<string, number> = {
-  blpop: -1,
-  brpop: -1,
-  brpoplpush: -1,
-  blmove: -1,
-  bzpopmin: -1,
-  bzpopmax: -1,
-  blmpop: 0,
-  bzmpop: 0,
-  wait: 1,
-  waitaof: 2,
-};
+const BLOCKING_TIMEOUT_INDEX = new Map<string, number>([
+  ["blpop", -1],
+  ["brpop", -1],
+  ["brpoplpush", -1],
+  ["blmove", -1],
+  ["bzpopmin", -1],
+  ["bzpopmax", -1],
+  ["blmpop", 0],
+  ["bzmpop", 0],
+  ["wait", 1],
+  ["waitaof", 2],
+]);
+
+/**
+ * Whether a command can hold its connection (a blocking list/sorted-set pop, `WAIT`/`WAITAOF`,
+ * or `XREAD`/`XREADGROUP` with `BLOCK`): such commands run on a connection of their own, taken
+ * from the blocking pool, so that they never stall the shared connection.
+ */
+export function isBlocking(command: Command): boolean {
+  const name = commandName(command);
+  if (BLOCKING_TIMEOUT_INDEX.has(name)) return true;
+  if (name === "xread" || name === "xreadgroup") {
+    return command.slice(1).some((arg) => arg.toLowerCase() === "block");
+  }
+  return false;
+}
 
 /** Lower-cased name of a command (its first element). */
 export function commandName(command: Command): string {
@@ -74,7 +89,7 @@ export function refusalReason(command: Command): string | undefined {
     const sub = (args[0] ?? "").toLowerCase();
     if (sub === "reply" || sub === "tracking" || sub === "pause") return refused;
   }
-  const timeoutIndex = BLOCKING_TIMEOUT_INDEX[name];
+  const timeoutIndex = BLOCKING_TIMEOUT_INDEX.get(name);
   if (timeoutIndex !== undefined) {
     const timeout = args.at(timeoutIndex);
     if (timeout !== undefined && Number(timeout) === 0) {

@@ -22,14 +22,15 @@ import { serve } from "@hono/node-server";
 import type { FaultConfig } from "./faults.js";
 import { FaultInjector } from "./faults.js";
 import type { RequestLogEntry } from "./log.js";
-import { RedisBackend } from "./redis.js";
+import { DEFAULT_BLOCKING_CONNECTIONS, RedisBackend } from "./redis.js";
 import { createBridgeApp } from "./server.js";
 import type { BridgeStats } from "./stats.js";
 import { StatsRecorder } from "./stats.js";
 
 export type { FaultConfig, FaultRule } from "./faults.js";
 export type { RequestLogEntry } from "./log.js";
-export { RedisUnavailableError } from "./redis.js";
+export type { BlockingPoolStats } from "./redis.js";
+export { DEFAULT_BLOCKING_CONNECTIONS, RedisUnavailableError } from "./redis.js";
 export type { BridgeStats } from "./stats.js";
 
 /** Options of {@link startBridge}. */
@@ -44,6 +45,18 @@ export interface BridgeOptions {
   host?: string;
   /** Initial fault configuration. Default: no faults. */
   faults?: FaultConfig;
+  /**
+   * The most Redis connections serving blocking commands at once (`BLPOP`, `BRPOP`, `BLMOVE`,
+   * `BRPOPLPUSH`, `BLMPOP`, `BZPOPMIN`, `BZPOPMAX`, `BZMPOP`, `XREAD`/`XREADGROUP ... BLOCK`,
+   * `WAIT`, `WAITAOF`). Each such request (a single command, or a whole `/pipeline` holding one)
+   * runs on a pooled connection of its own, so it never delays other requests; a request that
+   * finds all of them busy is answered 503 at once (it never reached Redis: retrying is safe). A
+   * client that disconnects mid-block frees its connection at once. `0` answers every blocking
+   * command with 400, like a REST server without blocking support. Inside `/multi-exec` Redis
+   * never blocks (the commands act as their non-blocking forms), so those stay on the
+   * transaction connection. Default: {@link DEFAULT_BLOCKING_CONNECTIONS} (64).
+   */
+  blockingConnections?: number;
   /**
    * Request log: called once per answered request with its route, status, duration and command
    * names (never the token, the query string or command arguments). Default: no log.
@@ -95,16 +108,23 @@ export interface Bridge {
  *
  * @throws RedisUnavailableError when Redis cannot be reached at start.
  * @throws TypeError when `options.redisUrl` is not a `redis://`/`rediss://` URL, or
- * `options.faults` or `options.log` is invalid.
+ * `options.faults`, `options.log` or `options.blockingConnections` is invalid.
  */
 export async function startBridge(options: BridgeOptions): Promise<Bridge> {
   checkRedisUrl(options.redisUrl);
   if (options.log !== undefined && typeof options.log !== "function") {
     throw new TypeError("`log` must be a function");
   }
+  const blocking = options.blockingConnections;
+  if (blocking !== undefined && !(Number.isSafeInteger(blocking) && blocking >= 0)) {
+    throw new TypeError("`blockingConnections` must be an integer >= 0");
+  }
   const faults = new FaultInjector(options.faults ?? {});
   const stats = new StatsRecorder();
-  const redis = await RedisBackend.connect(options.redisUrl);
+  const redis = await RedisBackend.connect(options.redisUrl, {
+    max: options.blockingConnections ?? DEFAULT_BLOCKING_CONNECTIONS,
+    idleMs: 30_000,
+  });
   const closing = new AbortController();
   const app = createBridgeApp({
     token: options.token,
@@ -153,10 +173,11 @@ export async function startBridge(options: BridgeOptions): Promise<Bridge> {
     port,
     setFaults: (config) => faults.set(config),
     clearFaults: () => faults.clear(),
-    stats: () => stats.snapshot(faults.injected),
+    stats: () => stats.snapshot(faults.injected, redis.blockingPool.stats()),
     resetStats: () => {
       stats.reset();
       faults.resetCount();
+      redis.blockingPool.resetCount();
     },
     close: () => {
       closed ??= close();

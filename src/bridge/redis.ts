@@ -1,6 +1,7 @@
 /**
- * The Redis side of the bridge: two RESP2 connections through `@redis/client`, raw
- * `sendCommand` (no reply transformers) and bulk strings kept as `Buffer`.
+ * The Redis side of the bridge: two RESP2 connections through `@redis/client` plus a bounded pool
+ * of connections for blocking commands, raw `sendCommand` (no reply transformers) and bulk
+ * strings kept as `Buffer`.
  *
  * @module
  */
@@ -26,45 +27,245 @@ export type RawReply = unknown;
 /** Outcome of a `/multi-exec` request. */
 export type TransactionResult = { ok: true; replies: RawReply[] } | { ok: false; error: string };
 
+/**
+ * Thrown when a request with a blocking command finds every connection of the blocking pool in
+ * use (the bridge answers 503). The command never reached Redis, so a retry is safe.
+ */
+export class BlockingPoolBusyError extends Error {
+  /** @param max the pool's size. */
+  constructor(max: number) {
+    super(`bridge: all ${max} connections for blocking commands are busy`);
+    this.name = "BlockingPoolBusyError";
+  }
+}
+
 /** The subset of a `@redis/client` connection the bridge uses. */
 interface Connection {
   sendCommand(args: readonly string[]): Promise<unknown>;
   close(): Promise<void>;
   destroy(): void;
+  /** Connected and not closing (a pooled connection that dropped is never reused). */
+  isReady(): boolean;
+}
+
+/** Gauges and counters of the blocking pool (see {@link BlockingPool}). */
+export interface BlockingPoolStats {
+  /** Connections running a blocking request now. */
+  inUse: number;
+  /** Open connections: in use plus idle. */
+  open: number;
+  /** The most connections the pool opens. */
+  max: number;
+  /** Requests answered 503 because every connection was in use (since start or reset). */
+  refused: number;
+}
+
+/** Sizing of the blocking pool. */
+export interface BlockingPoolOptions {
+  /** The most connections open at once; `0` refuses blocking commands. */
+  max: number;
+  /** An idle connection is closed after this many milliseconds. */
+  idleMs: number;
+}
+
+/**
+ * Connections for blocking commands, one request at a time each, so that a `BLPOP` waiting for
+ * seconds never delays the requests behind it on the shared connection.
+ *
+ * - Connections open on demand, up to `max`, and close after `idleMs` unused.
+ * - A request that finds all `max` in use is refused at once ({@link BlockingPoolBusyError}):
+ *   waiting for a connection would hold the HTTP request beyond the block time its client asked
+ *   for, and a queued command is not yet in Redis's own FIFO of blocked clients anyway.
+ * - When the HTTP client goes away (its `signal` aborts) while the command still blocks, the
+ *   connection is destroyed: Redis drops the blocked client at once and the slot is free again,
+ *   instead of staying taken for the rest of the block time. A value already popped for that
+ *   client is lost with it, as with any response lost in transit.
+ * - A connection that dropped or failed is never reused.
+ */
+export class BlockingPool {
+  readonly #url: string;
+  readonly #options: BlockingPoolOptions;
+  readonly #idle: { connection: Connection; timer: NodeJS.Timeout }[] = [];
+  readonly #busy = new Set<Connection>();
+  /** Slots taken, counting connections still opening. */
+  #taken = 0;
+  #refused = 0;
+  #closed = false;
+
+  /**
+   * @param url Redis URL, e.g. `redis://127.0.0.1:6379`.
+   * @param options see {@link BlockingPoolOptions}.
+   */
+  constructor(url: string, options: BlockingPoolOptions) {
+    this.#url = url;
+    this.#options = options;
+  }
+
+  /** The most connections the pool opens. */
+  get max(): number {
+    return this.#options.max;
+  }
+
+  /** Current gauges and the refusal counter. */
+  stats(): BlockingPoolStats {
+    return {
+      inUse: this.#taken,
+      open: this.#taken + this.#idle.length,
+      max: this.#options.max,
+      refused: this.#refused,
+    };
+  }
+
+  /** Sets the refusal counter back to zero. */
+  resetCount(): void {
+    this.#refused = 0;
+  }
+
+  /**
+   * Sends `commands` in order on one pooled connection and resolves with their replies.
+   *
+   * @throws BlockingPoolBusyError when every connection is in use (nothing was sent).
+   * @throws RedisUnavailableError when no connection could be opened or it dropped, when the
+   * pool is closed, or when `signal` aborted while the commands were pending.
+   */
+  async run(commands: readonly Command[], signal?: AbortSignal): Promise<RawReply[]> {
+    if (this.#closed) throw new RedisUnavailableError(new Error("bridge closing"));
+    if (signal?.aborted) throw new RedisUnavailableError(signal.reason);
+    if (this.#taken >= this.#options.max) {
+      this.#refused += 1;
+      throw new BlockingPoolBusyError(this.#options.max);
+    }
+    this.#taken += 1;
+    let connection: Connection;
+    try {
+      connection = await this.#take();
+    } catch (error) {
+      this.#taken -= 1;
+      throw error;
+    }
+    if (this.#closed) {
+      // The bridge closed while this connection was opening.
+      this.#taken -= 1;
+      connection.destroy();
+      throw new RedisUnavailableError(new Error("bridge closing"));
+    }
+    this.#busy.add(connection);
+    const abandon = () => connection.destroy();
+    if (signal?.aborted) abandon();
+    signal?.addEventListener("abort", abandon, { once: true });
+    let reusable = false;
+    try {
+      const replies = await Promise.all(
+        commands.map((command) => settle(connection.sendCommand(command))),
+      );
+      reusable = !signal?.aborted;
+      return replies;
+    } finally {
+      signal?.removeEventListener("abort", abandon);
+      this.#taken -= 1;
+      this.#busy.delete(connection);
+      if (reusable) this.#giveBack(connection);
+      else connection.destroy();
+    }
+  }
+
+  /** An idle ready connection, or a new one. */
+  async #take(): Promise<Connection> {
+    for (let idle = this.#idle.pop(); idle; idle = this.#idle.pop()) {
+      clearTimeout(idle.timer);
+      if (idle.connection.isReady()) return idle.connection;
+      idle.connection.destroy();
+    }
+    try {
+      // No background reconnection: a pooled connection that drops is dropped from the pool.
+      return await openConnection(this.#url, false);
+    } catch (error) {
+      throw new RedisUnavailableError(error);
+    }
+  }
+
+  #giveBack(connection: Connection): void {
+    if (this.#closed || !connection.isReady()) {
+      connection.destroy();
+      return;
+    }
+    const entry = {
+      connection,
+      timer: setTimeout(() => {
+        const at = this.#idle.indexOf(entry);
+        if (at >= 0) this.#idle.splice(at, 1);
+        connection.destroy();
+      }, this.#options.idleMs),
+    };
+    // Idle connections never keep the process alive.
+    entry.timer.unref();
+    this.#idle.push(entry);
+  }
+
+  /** Destroys every connection, busy ones included (their requests fail); later runs fail. */
+  close(): void {
+    this.#closed = true;
+    for (const { connection, timer } of this.#idle.splice(0)) {
+      clearTimeout(timer);
+      connection.destroy();
+    }
+    for (const connection of this.#busy) connection.destroy();
+    this.#busy.clear();
+  }
 }
 
 /**
  * Two connections to one Redis: a shared one for single commands and pipelines (node-redis
- * pipelines concurrent commands on it), and a dedicated one for transactions.
+ * pipelines concurrent commands on it), and a dedicated one for transactions; plus a
+ * {@link BlockingPool} for requests with a blocking command.
  */
 export class RedisBackend {
   readonly #shared: Connection;
   readonly #tx: Connection;
+  readonly #blocking: BlockingPool;
   #txTail: Promise<unknown> = Promise.resolve();
 
-  private constructor(shared: Connection, tx: Connection) {
+  private constructor(shared: Connection, tx: Connection, blocking: BlockingPool) {
     this.#shared = shared;
     this.#tx = tx;
+    this.#blocking = blocking;
   }
 
   /**
-   * Opens both connections to `url` (e.g. `redis://127.0.0.1:6379`).
+   * Opens both connections to `url` (e.g. `redis://127.0.0.1:6379`); the blocking pool opens its
+   * connections on demand.
    *
    * Fails fast: if Redis cannot be reached now, rejects with {@link RedisUnavailableError}. Once
    * connected, a dropped connection is re-established in the background (backoff 50 ms doubling
    * up to 2 s) while requests fail with 500.
    */
-  static async connect(url: string): Promise<RedisBackend> {
+  static async connect(
+    url: string,
+    blocking: BlockingPoolOptions = { max: DEFAULT_BLOCKING_CONNECTIONS, idleMs: 30_000 },
+  ): Promise<RedisBackend> {
     const opened: Connection[] = [];
     try {
-      opened.push(await openConnection(url));
-      opened.push(await openConnection(url));
+      opened.push(await openConnection(url, true));
+      opened.push(await openConnection(url, true));
     } catch (error) {
       for (const connection of opened) connection.destroy();
       throw new RedisUnavailableError(error);
     }
     const [shared, tx] = opened as [Connection, Connection];
-    return new RedisBackend(shared, tx);
+    return new RedisBackend(shared, tx, new BlockingPool(url, blocking));
+  }
+
+  /** The pool that {@link RedisBackend.blocking} runs on. */
+  get blockingPool(): BlockingPool {
+    return this.#blocking;
+  }
+
+  /**
+   * Sends a request containing a blocking command (a single command, or a whole pipeline so its
+   * order holds) on a connection of the blocking pool; see {@link BlockingPool.run}.
+   */
+  blocking(commands: readonly Command[], signal?: AbortSignal): Promise<RawReply[]> {
+    return this.#blocking.run(commands, signal);
   }
 
   /** Sends one command on the shared connection. */
@@ -109,8 +310,12 @@ export class RedisBackend {
     return { ok: false, error: `${execMessage}${detail}` };
   }
 
-  /** Closes both connections, waiting for replies still pending (destroys them on failure). */
+  /**
+   * Destroys the blocking pool's connections (a block could last seconds), then closes both
+   * connections, waiting for replies still pending (destroys them on failure).
+   */
   async close(): Promise<void> {
+    this.#blocking.close();
     await Promise.all(
       [this.#shared, this.#tx].map(async (connection) => {
         try {
@@ -133,7 +338,14 @@ async function settle(pending: Promise<unknown>): Promise<RawReply> {
   }
 }
 
-async function openConnection(url: string): Promise<Connection> {
+/** Default size of the blocking pool. */
+export const DEFAULT_BLOCKING_CONNECTIONS = 64;
+
+/**
+ * Opens a connection. With `reconnect`, a connection that drops after it first connected is
+ * re-established in the background; without, it stays down.
+ */
+async function openConnection(url: string, reconnect: boolean): Promise<Connection> {
   let connectedOnce = false;
   const client = createClient({
     url,
@@ -144,7 +356,7 @@ async function openConnection(url: string): Promise<Connection> {
     socket: {
       connectTimeout: 2000,
       reconnectStrategy: (retries: number, cause: Error) =>
-        connectedOnce ? Math.min(50 * 2 ** retries, 2000) : cause,
+        connectedOnce && reconnect ? Math.min(50 * 2 ** retries, 2000) : cause,
     },
   });
   // Without a listener an 'error' event would crash the process; failures surface per request.
@@ -155,5 +367,6 @@ async function openConnection(url: string): Promise<Connection> {
     sendCommand: (args) => client.sendCommand(args),
     close: () => client.close(),
     destroy: () => client.destroy(),
+    isReady: () => client.isReady,
   };
 }

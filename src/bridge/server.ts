@@ -10,13 +10,13 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { HttpBindings } from "@hono/node-server";
 import type { Context } from "hono";
 import { Hono } from "hono";
-import { commandName, parseBatchBody, parseSingleBody } from "./commands.js";
+import { commandName, isBlocking, parseBatchBody, parseSingleBody } from "./commands.js";
 import { isErrorReply, toJsonReply, toReplyEntry } from "./encode.js";
 import type { FaultDecision, FaultInjector } from "./faults.js";
 import { parseFaultConfig } from "./faults.js";
 import type { RequestLogEntry } from "./log.js";
 import type { RedisBackend } from "./redis.js";
-import { RedisUnavailableError } from "./redis.js";
+import { BlockingPoolBusyError, RedisUnavailableError } from "./redis.js";
 import type { Route, StatsRecorder } from "./stats.js";
 
 /** What the app needs from the running bridge. */
@@ -53,8 +53,9 @@ type BridgeContext = Context<BridgeEnv>;
 
 /** HTTP status and JSON body of a processed data request. */
 interface Answer {
-  status: 200 | 400 | 500;
+  status: 200 | 400 | 500 | 503;
   body: unknown;
+  headers?: Record<string, string>;
 }
 
 const UNAUTHORIZED = { error: "Unauthorized" };
@@ -104,10 +105,13 @@ export function createBridgeApp(state: BridgeState): Hono<BridgeEnv> {
   app.post("/pipeline", (c) => handleData(c, state, "pipeline"));
   app.post("/multi-exec", (c) => handleData(c, state, "multiExec"));
 
-  app.get("/__bridge/stats", (c) => c.json(state.stats.snapshot(state.faults.injected)));
+  app.get("/__bridge/stats", (c) =>
+    c.json(state.stats.snapshot(state.faults.injected, state.redis.blockingPool.stats())),
+  );
   app.post("/__bridge/stats/reset", (c) => {
     state.stats.reset();
     state.faults.resetCount();
+    state.redis.blockingPool.resetCount();
     return c.json({ result: "OK" });
   });
   app.post("/__bridge/faults", async (c) => {
@@ -144,6 +148,14 @@ async function handleData(c: BridgeContext, state: BridgeState, route: Route): P
   const names = parsed.commands.map(commandName);
   state.stats.commands(names);
   c.set("commands", names);
+  // Inside MULTI Redis never blocks, so a transaction stays on its own connection.
+  const blocking = route !== "multiExec" && parsed.commands.some(isBlocking);
+  if (blocking && state.redis.blockingPool.max === 0) {
+    return c.json(
+      { error: "ERR bridge: blocking commands are disabled (blockingConnections: 0)" },
+      400,
+    );
+  }
 
   if (state.faults.delayMs > 0) {
     try {
@@ -159,36 +171,50 @@ async function handleData(c: BridgeContext, state: BridgeState, route: Route): P
   const base64 = c.req.header("upstash-encoding")?.toLowerCase() === "base64";
   let answer: Answer;
   try {
-    answer = await execute(state.redis, route, parsed.commands, base64);
+    // A blocking request runs on a pooled connection, which is given up if the client leaves.
+    const pooled = blocking ? c.req.raw.signal : undefined;
+    answer = await execute(state.redis, route, parsed.commands, base64, pooled);
   } catch (error) {
-    if (!(error instanceof RedisUnavailableError)) throw error;
-    answer = { status: 500, body: REDIS_UNAVAILABLE };
+    if (error instanceof BlockingPoolBusyError) {
+      answer = { status: 503, body: { error: error.message }, headers: { "retry-after": "1" } };
+    } else if (error instanceof RedisUnavailableError) {
+      answer = { status: 500, body: REDIS_UNAVAILABLE };
+    } else {
+      throw error;
+    }
   }
   if (fault?.action === "lose") return deliverFault(c, fault, "response lost");
-  return c.json(answer.body, answer.status);
+  return c.json(answer.body, answer.status, answer.headers);
 }
 
 /**
  * Runs the commands of one data request. A single command whose reply is an error answers 400
  * `{"error"}`; pipelines always answer 200 with one entry per command; a transaction answers 200
- * with one entry per command, or 400 `{"error"}` when Redis discarded it (EXECABORT).
+ * with one entry per command, or 400 `{"error"}` when Redis discarded it (EXECABORT). With
+ * `pooled` (a request holding a blocking command), a single command or a pipeline runs on a
+ * connection of the blocking pool, given up when `pooled` aborts.
  */
 async function execute(
   redis: RedisBackend,
   route: Route,
   commands: string[][],
   base64: boolean,
+  pooled: AbortSignal | undefined,
 ): Promise<Answer> {
   const options = { base64 };
   switch (route) {
     case "single": {
       const [command] = commands as [string[]];
-      const reply = await redis.single(command);
+      const reply = pooled
+        ? (await redis.blocking(commands, pooled))[0]
+        : await redis.single(command);
       if (isErrorReply(reply)) return { status: 400, body: { error: reply.message } };
       return { status: 200, body: { result: toJsonReply(reply, options) } };
     }
     case "pipeline": {
-      const replies = await redis.pipeline(commands);
+      const replies = pooled
+        ? await redis.blocking(commands, pooled)
+        : await redis.pipeline(commands);
       return { status: 200, body: replies.map((reply) => toReplyEntry(reply, options)) };
     }
     case "multiExec": {

@@ -4,6 +4,8 @@
  * @module
  */
 
+import type { BlockingPoolStats } from "./redis.js";
+
 /** Counters since the bridge started or since the last reset. Control endpoints never count. */
 export interface BridgeStats {
   /** Authenticated data requests (`POST /`, `/pipeline`, `/multi-exec`), faulted ones included. */
@@ -16,6 +18,11 @@ export interface BridgeStats {
   byCommand: Record<string, number>;
   /** Requests affected by a fault rule. */
   faultsInjected: number;
+  /**
+   * The connections that serve blocking commands: `inUse` and `open` now, `max` configured,
+   * `refused` requests answered 503 because all `max` were in use (reset with the counters).
+   */
+  blocking: BlockingPoolStats;
 }
 
 /** The data routes of the REST protocol. */
@@ -40,14 +47,18 @@ export class StatsRecorder {
     for (const name of names) this.#byCommand.set(name, (this.#byCommand.get(name) ?? 0) + 1);
   }
 
-  /** A snapshot; `faultsInjected` is supplied by the caller (it lives with the fault rules). */
-  snapshot(faultsInjected: number): BridgeStats {
+  /**
+   * A snapshot; `faultsInjected` and `blocking` are supplied by the caller (they live with the
+   * fault rules and the blocking pool).
+   */
+  snapshot(faultsInjected: number, blocking: BlockingPoolStats): BridgeStats {
     return {
       requests: this.#requests,
       byRoute: { ...this.#byRoute },
       commands: this.#commands,
       byCommand: Object.fromEntries(this.#byCommand),
       faultsInjected,
+      blocking,
     };
   }
 

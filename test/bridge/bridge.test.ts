@@ -7,10 +7,24 @@ import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
+import { createClient } from "@redis/client";
 import type { RedisConfigNodejs } from "@upstash/redis";
-import { afterEach, beforeEach, describe, expect, inject, test, vi } from "vitest";
+import { Redis } from "@upstash/redis";
+import {
+  afterAll,
+  afterEach,
+  beforeAll,
+  beforeEach,
+  describe,
+  expect,
+  inject,
+  test,
+  vi,
+} from "vitest";
 import { seededRandom } from "../../src/bridge/faults.js";
 import {
+  type Bridge,
+  DEFAULT_BLOCKING_CONNECTIONS,
   RedisUnavailableError,
   type RequestLogEntry,
   startBridge,
@@ -24,7 +38,7 @@ import {
   startPrivateBridge,
   useRawRedis,
 } from "../support/env.js";
-import { startRedisServer } from "../support/redis-server.js";
+import { type RedisServer, startRedisServer } from "../support/redis-server.js";
 
 const P = keyPrefix();
 let keyCounter = 0;
@@ -515,6 +529,7 @@ describe("faults", () => {
       commands: 0,
       byCommand: {},
       faultsInjected: 0,
+      blocking: { inUse: 0, open: 0, max: DEFAULT_BLOCKING_CONNECTIONS, refused: 0 },
     });
     await expect(control.setFaults({ rules: [{ action: "explode" }] } as never)).rejects.toThrow(
       /400/,
@@ -539,6 +554,7 @@ describe("faults", () => {
       commands: 6,
       byCommand: { ping: 1, set: 2, get: 1, incr: 2 },
       faultsInjected: 0,
+      blocking: { inUse: 0, open: 0, max: DEFAULT_BLOCKING_CONNECTIONS, refused: 0 },
     });
     bridge.bridge.resetStats();
     expect(bridge.bridge.stats().requests).toBe(0);
@@ -607,6 +623,268 @@ describe("redis availability", () => {
       await bridge.close();
       await server.stop();
     }
+  });
+});
+
+describe("blocking commands on pooled connections", () => {
+  // A redis-server of its own, so that INFO's blocked_clients counts only these tests' waiters.
+  const POOL = 4;
+  const TOKEN = "blocking-token";
+  let server: RedisServer;
+  let bridge: Bridge;
+  let direct: ReturnType<typeof createClient>;
+  const endpoint = () => ({ url: bridge.url, token: TOKEN });
+
+  beforeAll(async () => {
+    server = await startRedisServer();
+    bridge = await startBridge({ redisUrl: server.url, token: TOKEN, blockingConnections: POOL });
+    direct = createClient({ url: server.url, RESP: 2, disableClientInfo: true });
+    direct.on("error", () => undefined);
+    await direct.connect();
+  });
+  afterAll(async () => {
+    await direct?.close();
+    await bridge?.close();
+    await server?.stop();
+  });
+  afterEach(() => {
+    bridge.clearFaults();
+  });
+
+  /** A real client on this block's bridge; `exec` is never auto-pipelined anyway. */
+  const client = (options: Partial<RedisConfigNodejs> = {}) =>
+    new Redis({ url: bridge.url, token: TOKEN, ...options });
+
+  async function blockedClients(): Promise<number> {
+    const info = await direct.info("clients");
+    return Number(/blocked_clients:(\d+)/.exec(info)?.[1]);
+  }
+
+  /** Resolves once Redis itself counts `n` clients blocked (the commands really are waiting). */
+  const untilBlocked = (n: number) =>
+    vi.waitFor(async () => expect(await blockedClients()).toBe(n), {
+      timeout: 5_000,
+      interval: 10,
+    });
+
+  /** Times a GET through the bridge on another client: it must not queue behind a block. */
+  async function timedGet(): Promise<number> {
+    const g = key("get");
+    await direct.set(g, "here");
+    const started = performance.now();
+    expect(await client({ enableAutoPipelining: false }).get(g)).toBe("here");
+    return performance.now() - started;
+  }
+
+  test("a BLPOP in flight does not delay a concurrent GET; an RPUSH from another client wakes it", async () => {
+    const k = key("wake");
+    const started = performance.now();
+    const popped = client().exec<[string, string]>(["BLPOP", k, 5]);
+    await untilBlocked(1);
+    expect(await timedGet()).toBeLessThan(300);
+    expect(await client().rpush(k, "v1")).toBe(1);
+    expect(await popped).toEqual([k, "v1"]);
+    // Woken by the push, well before the 5 s block would end.
+    expect(performance.now() - started).toBeLessThan(2_500);
+    expect(bridge.stats().blocking).toMatchObject({ inUse: 0, open: 1, max: POOL });
+  });
+
+  test("a BLPOP that times out answers null after its timeout", async () => {
+    const started = performance.now();
+    expect(await client().exec(["BLPOP", key("empty"), 0.2])).toBeNull();
+    expect(performance.now() - started).toBeGreaterThanOrEqual(190);
+  });
+
+  test("BRPOP, BLMOVE, BZPOPMIN and XREAD BLOCK run on the pool as well", async () => {
+    const [list, from, to, zset, stream] = ["brpop", "from", "to", "zset", "stream"].map(key) as [
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
+    const redis = client();
+    const pending = Promise.all([
+      redis.exec(["BRPOP", list, 5]),
+      redis.exec(["BLMOVE", from, to, "LEFT", "RIGHT", 5]),
+      redis.exec(["BZPOPMIN", zset, 5]),
+      redis.exec(["XREAD", "BLOCK", 5000, "STREAMS", stream, "$"]),
+    ]);
+    await untilBlocked(4);
+    expect(await timedGet()).toBeLessThan(300);
+    await direct.rPush(list, "r");
+    await direct.rPush(from, "m");
+    await direct.zAdd(zset, { score: 7, value: "z" });
+    const id = await direct.xAdd(stream, "*", { f: "x" });
+    const [brpop, blmove, bzpopmin, xread] = await pending;
+    expect(brpop).toEqual([list, "r"]);
+    expect(blmove).toBe("m");
+    expect(await direct.lRange(to, 0, -1)).toEqual(["m"]);
+    expect(bzpopmin).toEqual([zset, "z", 7]);
+    expect(xread).toEqual([[stream, [[id, ["f", "x"]]]]]);
+  });
+
+  test("as many BLPOPs as the pool holds wait at once; one more is refused with 503", async () => {
+    const k = key("many");
+    bridge.resetStats();
+    const waiters = Array.from({ length: POOL }, () =>
+      client().exec<[string, string]>(["BLPOP", k, 5]),
+    );
+    await untilBlocked(POOL);
+    expect(bridge.stats().blocking).toMatchObject({ inUse: POOL, open: POOL, refused: 0 });
+
+    const refused = await fetch(`${bridge.url}/`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}` },
+      body: JSON.stringify(["BLPOP", k, 5]),
+    });
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get("retry-after")).toBe("1");
+    expect(await refused.json()).toEqual({
+      error: `bridge: all ${POOL} connections for blocking commands are busy`,
+    });
+    await expect(client().exec(["BLPOP", k, 5])).rejects.toThrow(
+      /connections for blocking commands are busy/,
+    );
+    expect(await timedGet()).toBeLessThan(300);
+
+    await direct.rPush(k, ["a", "b", "c", "d"]);
+    const values = (await Promise.all(waiters)).map((reply) => reply[1]);
+    expect(values.sort()).toEqual(["a", "b", "c", "d"]);
+    expect(bridge.stats().blocking).toMatchObject({ inUse: 0, open: POOL, refused: 2 });
+    // The connections go back to the pool: the next BLPOP is served.
+    await direct.rPush(k, "e");
+    expect(await client().exec(["BLPOP", k, 1])).toEqual([k, "e"]);
+  });
+
+  test("a client that disconnects mid-BLPOP frees its connection at once; a later push stays", async () => {
+    const k = key("gone");
+    const aborter = new AbortController();
+    const request = fetch(`${bridge.url}/`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}` },
+      body: JSON.stringify(["BLPOP", k, 30]),
+      signal: aborter.signal,
+    }).then(
+      () => "answered",
+      () => "aborted",
+    );
+    await untilBlocked(1);
+    const aborted = performance.now();
+    aborter.abort();
+    expect(await request).toBe("aborted");
+    await untilBlocked(0);
+    await vi.waitFor(() => expect(bridge.stats().blocking.inUse).toBe(0));
+    // Freed long before the 30 s block would have ended.
+    expect(performance.now() - aborted).toBeLessThan(2_000);
+    await direct.rPush(k, "kept");
+    expect(await direct.lRange(k, 0, -1)).toEqual(["kept"]);
+    expect(await client().exec(["BLPOP", k, 1])).toEqual([k, "kept"]);
+  });
+
+  test("a pipeline holding a blocking command runs on the pool, in order; MULTI never blocks", async () => {
+    const k = key("pipe");
+    const g = key("pipe-get");
+    const pending = post(
+      "/pipeline",
+      [
+        ["SET", g, "1"],
+        ["BLPOP", k, 5],
+        ["GET", g],
+      ],
+      { endpoint: endpoint() },
+    );
+    await untilBlocked(1);
+    expect(await timedGet()).toBeLessThan(300);
+    await direct.rPush(k, "p");
+    expect(await pending).toEqual({
+      status: 200,
+      body: [{ result: "OK" }, { result: [k, "p"] }, { result: "1" }],
+    });
+
+    // Inside MULTI, Redis runs BLPOP as LPOP: the transaction answers at once.
+    const started = performance.now();
+    expect(
+      await post("/multi-exec", [["BLPOP", key("none"), 5], ["PING"]], { endpoint: endpoint() }),
+    ).toEqual({ status: 200, body: [{ result: null }, { result: "PONG" }] });
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+
+  test("fault rules apply to blocking commands", async () => {
+    const k = key("fault");
+    await direct.rPush(k, ["1", "2", "3", "4"]);
+    const once = { retry: { retries: 0 } };
+
+    // fail: Redis never sees the BLPOP, the list keeps its values.
+    bridge.setFaults({ rules: [{ action: "fail", match: "blpop", times: 1 }] });
+    await expect(client(once).exec(["BLPOP", k, 1])).rejects.toThrow(/bridge fault: injected/);
+    expect(await direct.lLen(k)).toBe(4);
+
+    // lose/503: the BLPOP pops, then its answer is lost.
+    bridge.setFaults({ rules: [{ action: "lose", mode: "503", match: "blpop", times: 1 }] });
+    await expect(client(once).exec(["BLPOP", k, 1])).rejects.toThrow(/response lost/);
+    expect(await direct.lRange(k, 0, -1)).toEqual(["2", "3", "4"]);
+
+    // lose/close: the client resends, so the retry pops the next value.
+    bridge.setFaults({ rules: [{ action: "lose", mode: "close", match: "blpop", times: 1 }] });
+    expect(await client().exec(["BLPOP", k, 1])).toEqual([k, 3]);
+    expect(await direct.lRange(k, 0, -1)).toEqual(["4"]);
+
+    // lose/hang: applied, then the socket is dropped after hangMs.
+    bridge.setFaults({ rules: [{ action: "lose", mode: "hang", hangMs: 100, match: "blpop" }] });
+    await expect(client(once).exec(["BLPOP", k, 1])).rejects.toThrow(/fetch failed/);
+    expect(await direct.lLen(k)).toBe(0);
+
+    // delayMs: added before a blocking command too.
+    bridge.setFaults({ delayMs: 150 });
+    await direct.rPush(k, "5");
+    const started = performance.now();
+    expect(await client().exec(["BLPOP", k, 1])).toEqual([k, 5]);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(145);
+    expect(bridge.stats().blocking.inUse).toBe(0);
+  });
+
+  test("close() ends a request blocked in BLPOP at once", async () => {
+    const own = await startBridge({ redisUrl: server.url, token: TOKEN });
+    const pending = new Redis({ url: own.url, token: TOKEN, retry: { retries: 0 } })
+      .exec(["BLPOP", key("closing"), 30])
+      .then(
+        () => "answered",
+        () => "failed",
+      );
+    await untilBlocked(1);
+    const started = performance.now();
+    await own.close();
+    expect(await pending).toBe("failed");
+    await untilBlocked(0);
+    expect(performance.now() - started).toBeLessThan(2_000);
+  });
+
+  test("blockingConnections: 0 refuses blocking commands with 400; MULTI still runs them", async () => {
+    const own = await startBridge({ redisUrl: server.url, token: TOKEN, blockingConnections: 0 });
+    try {
+      const ownEndpoint = { url: own.url, token: TOKEN };
+      expect(await post("/", ["BLPOP", key("off"), 1], { endpoint: ownEndpoint })).toEqual({
+        status: 400,
+        body: { error: "ERR bridge: blocking commands are disabled (blockingConnections: 0)" },
+      });
+      expect(
+        (await post("/pipeline", [["PING"], ["BRPOP", key("off"), 1]], { endpoint: ownEndpoint }))
+          .status,
+      ).toBe(400);
+      expect(
+        await post("/multi-exec", [["BLPOP", key("off"), 1]], { endpoint: ownEndpoint }),
+      ).toEqual({ status: 200, body: [{ result: null }] });
+      expect(own.stats().blocking).toEqual({ inUse: 0, open: 0, max: 0, refused: 0 });
+    } finally {
+      await own.close();
+    }
+  });
+
+  test.each([-1, 1.5, Number.NaN])("startBridge refuses blockingConnections %s", async (n) => {
+    await expect(
+      startBridge({ redisUrl: server.url, token: TOKEN, blockingConnections: n }),
+    ).rejects.toThrow(/blockingConnections/);
   });
 });
 
@@ -702,6 +980,13 @@ describe("edgelock-bridge CLI", () => {
       expect(stderr).not.toContain(SECRET);
     },
   );
+
+  test("exits 2 for an invalid --blocking-connections", async () => {
+    const { code, stderr } = await runCli(["--token", SECRET, "--blocking-connections", "many"])
+      .exited;
+    expect(code).toBe(2);
+    expect(stderr).toContain('invalid --blocking-connections "many"');
+  });
 
   test("exits 1 with a message when Redis is unreachable, never printing the token", async () => {
     const { code, stdout, stderr } = await runCli([
