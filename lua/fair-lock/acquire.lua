@@ -1,0 +1,87 @@
+-- Acquire, re-enter, confirm a hand-off, or queue for a fair lock: Redisson
+-- RedissonFairLock#tryLockInnerAsync with server time (TIME) instead of client clocks, and
+-- replay-safe like the reentrant lock. Protocol of a waiter: this script (which enqueues it),
+-- then BLPOP on its wake list "edgelock_wake:{<name>}:<owner>" for at most min(time left, the
+-- holder's PTTL, half its slot); whatever BLPOP answers, this script again: it confirms a
+-- hand-off made by a release (or a lapsed one it finds), or refreshes the waiter's slot. Where
+-- blocking is unavailable the waiter sleeps instead of BLPOP; the scripts are the same.
+-- KEYS[1]  lock name: HASH, field = owner, value = hold count (+ epoch and grant fields)
+-- KEYS[2]  "redisson_lock_queue:{<name>}"   LIST of waiting owners
+-- KEYS[3]  "redisson_lock_timeout:{<name>}" ZSET owner -> server-time ms its slot lapses
+-- KEYS[4]  "edgelock_waiters:{<name>}"      HASH of our queued owners
+-- KEYS[5]  "redisson_lock__channel:{<name>}" Redisson waiters' channel prefix
+-- KEYS[6]  replay records "edgelock_replay:{<name>}"
+-- KEYS[7]  older replay records "edgelock_replay:{<name>}:old"
+-- ARGV[1]  leaseTime in ms (the TTL becomes at least this; never shortened)
+-- ARGV[2]  owner field
+-- ARGV[3]  replay window in ms
+-- ARGV[4]  request id (32 hex characters; becomes the lease id)
+-- ARGV[5]  slot in ms: how long the waiter stays queued without coming back (0 = do not queue)
+-- ARGV[6]  claim window in ms of a hand-off this call makes to another waiter
+-- Returns  {1, holdCount, epoch} acquired | {0, pttl, 0} busy (pttl of the lock, -2 when it is
+--          free but another waiter is first) | {-1, 0, 0} this request was cancelled
+local name = KEYS[1]
+local queue = KEYS[2]
+local slots = KEYS[3]
+local waiters = KEYS[4]
+local channel = KEYS[5]
+local replayKey = KEYS[6]
+local replayOld = KEYS[7]
+local leaseMs = tonumber(ARGV[1])
+local owner = ARGV[2]
+local windowMs = tonumber(ARGV[3])
+local id = ARGV[4]
+local slotMs = tonumber(ARGV[5])
+local claimMs = tonumber(ARGV[6])
+-- @include lib/replay.lua
+-- @include lib/hold.lua
+-- @include lib/fair.lua
+
+local seen = replay_get(id)
+if seen then
+  local made = string.sub(seen, 1, 1) == 'A' and string.sub(seen, 2)
+  if made and made == epoch() and redis.call('hexists', name, owner) == 1 then
+    return {1, tonumber(redis.call('hget', name, owner)), tonumber(made) or 0}
+  end
+  return {-1, 0, 0}
+end
+
+local now = now_ms()
+local e
+if redis.call('hget', name, GRANT) == owner then
+  -- A release handed the lock to this waiter: take it for the whole lease.
+  redis.call('hdel', name, GRANT)
+  redis.call('del', wake_key(owner))
+  e = epoch()
+elseif redis.call('hexists', name, owner) == 1 then
+  redis.call('hincrby', name, owner, 1)
+  e = epoch()
+elseif redis.call('exists', name) == 0 then
+  prune(now)
+  local head = redis.call('lindex', queue, 0)
+  if head and head ~= owner then
+    -- Free, but an earlier waiter is alive: it goes first (its holder expired unreleased).
+    hand_off(now)
+  else
+    if head then
+      leave(owner)
+    end
+    redis.call('hset', name, owner, 1)
+    e = new_epoch()
+  end
+end
+
+if e then
+  extend(leaseMs)
+  replay_set(id, 'A' .. e)
+  return {1, tonumber(redis.call('hget', name, owner)), tonumber(e) or 0}
+end
+
+if slotMs > 0 then
+  if not redis.call('zscore', slots, owner) then
+    redis.call('rpush', queue, owner)
+    redis.call('hset', waiters, owner, 1)
+  end
+  redis.call('zadd', slots, now + slotMs, owner)
+end
+return {0, redis.call('pttl', name), 0}

@@ -1,0 +1,43 @@
+-- A waiter leaves: it gave up (waitTime spent), was aborted, or an attempt's answer never
+-- arrived. Takes it out of the queue, passes on a hand-off it never confirmed, and undoes a hold
+-- its unanswered attempt made (only in the incarnation that attempt joined). Redisson
+-- RedissonFairLock#acquireFailed plus the reentrant lock's cancel.
+-- KEYS[1..7]  as lua/fair-lock/acquire.lua
+-- ARGV[1]  owner field of the waiter
+-- ARGV[2]  replay window in ms
+-- ARGV[3]  request id of its last attempt
+-- ARGV[4]  claim window in ms of a hand-off this makes
+-- Returns  0 nothing held (left the queue; a late attempt with that id is a no-op)
+--          | 1 a hand-off or a hold it made was given back | 2 already cancelled
+-- Records  "C" (before the attempt applied) | "U" (undone)
+local name = KEYS[1]
+local queue = KEYS[2]
+local slots = KEYS[3]
+local waiters = KEYS[4]
+local channel = KEYS[5]
+local replayKey = KEYS[6]
+local replayOld = KEYS[7]
+local owner = ARGV[1]
+local windowMs = tonumber(ARGV[2])
+local id = ARGV[3]
+local claimMs = tonumber(ARGV[4])
+-- @include lib/replay.lua
+-- @include lib/hold.lua
+-- @include lib/fair.lua
+
+local seen = replay_get(id)
+if seen and string.sub(seen, 1, 1) ~= 'A' then
+  return 2
+end
+leave(owner)
+local result = 0
+local undo = seen and string.sub(seen, 2) == epoch() and redis.call('hexists', name, owner) == 1
+if redis.call('hget', name, GRANT) == owner or undo then
+  if redis.call('hincrby', name, owner, -1) <= 0 then
+    redis.call('del', name)
+    hand_off(now_ms())
+  end
+  result = 1
+end
+replay_set(id, seen and 'U' or 'C')
+return result

@@ -1,0 +1,17 @@
+-- Delete a fair lock whoever holds it, and hand it to the first live waiter: Redisson
+-- RedissonFairLock#forceUnlockAsync.
+-- KEYS[1..5]  as lua/fair-lock/acquire.lua (lock, queue, slots, waiters, channel prefix)
+-- ARGV[1]  claim window in ms of the hand-off
+-- Returns  1 a lock was deleted | 0 there was none
+local name = KEYS[1]
+local queue = KEYS[2]
+local slots = KEYS[3]
+local waiters = KEYS[4]
+local channel = KEYS[5]
+local claimMs = tonumber(ARGV[1])
+-- @include lib/hold.lua
+-- @include lib/fair.lua
+
+local deleted = redis.call('del', name)
+hand_off(now_ms())
+return deleted
