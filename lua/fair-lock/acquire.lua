@@ -4,7 +4,9 @@
 -- then BLPOP on its wake list "edgelock_wake:{<name>}:<owner>" for at most min(time left, the
 -- holder's PTTL, half its slot); whatever BLPOP answers, this script again: it confirms a
 -- hand-off made by a release (or a lapsed one it finds), or refreshes the waiter's slot. Where
--- blocking is unavailable the waiter sleeps instead of BLPOP; the scripts are the same.
+-- blocking is unavailable the waiter sleeps instead of BLPOP; the scripts are the same. The
+-- waiter second in line comes back at least every claim window, so a hand-off to a first waiter
+-- that died meanwhile costs it at most about two claim windows.
 -- KEYS[1]  lock name: HASH, field = owner, value = hold count (+ epoch and grant fields)
 -- KEYS[2]  "redisson_lock_queue:{<name>}"   LIST of waiting owners
 -- KEYS[3]  "redisson_lock_timeout:{<name>}" ZSET owner -> server-time ms its slot lapses
@@ -18,8 +20,9 @@
 -- ARGV[4]  request id (32 hex characters; becomes the lease id)
 -- ARGV[5]  slot in ms: how long the waiter stays queued without coming back (0 = do not queue)
 -- ARGV[6]  claim window in ms of a hand-off this call makes to another waiter
--- Returns  {1, holdCount, epoch} acquired | {0, pttl, 0} busy (pttl of the lock, -2 when it is
---          free but another waiter is first) | {-1, 0, 0} this request was cancelled
+-- Returns  {1, holdCount, epoch} acquired | {0, pttl, position} busy: pttl of the lock (-2 when
+--          it is free but another waiter is first), position of the owner in the queue (0 =
+--          first, -1 = not queued) | {-1, 0, 0} this request was cancelled
 local name = KEYS[1]
 local queue = KEYS[2]
 local slots = KEYS[3]
@@ -84,4 +87,4 @@ if slotMs > 0 then
   end
   redis.call('zadd', slots, now + slotMs, owner)
 end
-return {0, redis.call('pttl', name), 0}
+return {0, redis.call('pttl', name), redis.call('lpos', queue, owner) or -1}

@@ -76,7 +76,7 @@ export class FairLockHolds implements HoldProtocol {
     s: HoldSettings,
     counter: RequestCounter,
     slotMs = 0,
-  ): Promise<AttemptReply & { id: string }> {
+  ): Promise<AttemptReply & { id: string; position: number }> {
     const id = randomHex();
     const sentAt = Date.now();
     let status: number;
@@ -101,8 +101,14 @@ export class FairLockHolds implements HoldProtocol {
       if (unanswered) this.cancel(s.owner, id);
       throw error;
     }
-    if (status === 1) return { status: "acquired", grant: { id, sentAt, epoch }, id };
-    return { status: "busy", pttl: status === 0 ? value : 0, id };
+    if (status === 1) return { status: "acquired", grant: { id, sentAt, epoch }, id, position: -1 };
+    // For a busy reply the third value is the owner's place in the queue.
+    return {
+      status: "busy",
+      pttl: status === 0 ? value : 0,
+      id,
+      position: status === 0 ? epoch : -1,
+    };
   }
 
   /**

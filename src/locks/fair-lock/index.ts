@@ -8,7 +8,7 @@
  * @module
  */
 import { sleep } from "../../abort.js";
-import { FAIR_SLOT_MS } from "../../limits.js";
+import { FAIR_CLAIM_WINDOW_MS, FAIR_SLOT_MS } from "../../limits.js";
 import type { RequestCounter } from "../../transport/index.js";
 import { backoffDelay, SLEEP_FLOOR_MS } from "../../wait.js";
 import type { LockContext } from "../context.js";
@@ -25,8 +25,8 @@ export type { FairLockInspection } from "./hold.js";
  * without `exec`) for at most min(time left, the holder's remaining lease, half its queue slot)
  * and attempts again: the release script will have handed it the lock, which that attempt
  * confirms. A waiter that gives up or aborts leaves the queue; one that dies is skipped once its
- * slot lapses (30 s); a hand-off its waiter never confirms costs the others at most the claim
- * window (2 s).
+ * slot lapses (30 s); a hand-off its waiter never confirms costs the next waiter at most about
+ * two claim windows (2 s each: the waiter second in line comes back at least that often).
  */
 export class FairLock extends HashLock<FairLockInspection> {
   protected readonly holds: FairLockHolds;
@@ -72,6 +72,9 @@ export class FairLock extends HashLock<FairLockInspection> {
         // and well before the slot lapses.
         let bound = Math.min(remaining, FAIR_SLOT_MS / 2);
         if (pttl >= 0) bound = Math.min(bound, pttl + SLEEP_FLOOR_MS);
+        // Second in line: back within a claim window, in case the hand-off to the first waiter
+        // finds it dead (nobody else would wake this one before the holder's lease runs out).
+        if (reply.position === 1) bound = Math.min(bound, FAIR_CLAIM_WINDOW_MS);
         bound = Math.max(bound, Math.min(SLEEP_FLOOR_MS, remaining));
         this.ctx.emit({
           type: "wait",

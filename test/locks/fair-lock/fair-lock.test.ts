@@ -86,7 +86,7 @@ describe("fair lock", () => {
     expect(await keysOf(name)).toEqual([]);
   });
 
-  it("a hand-off its waiter never confirms costs the others at most the claim window", async () => {
+  it("a hand-off its waiter never confirms costs the next waiter at most about two claim windows", async () => {
     const name = `${prefix}unconfirmed`;
     const { edgelock } = recordingEdgeLock();
     const held = await edgelock.getFairLock(name).lock({ leaseTime: 10_000 });
@@ -103,7 +103,7 @@ describe("fair lock", () => {
     const lease = await next;
     const waited = Date.now() - released;
     expect(waited).toBeGreaterThanOrEqual(FAIR_CLAIM_WINDOW_MS - 100);
-    expect(waited).toBeLessThan(FAIR_CLAIM_WINDOW_MS + 2_000);
+    expect(waited).toBeLessThan(2 * FAIR_CLAIM_WINDOW_MS + 1_500);
     expect(await lease.release()).toBe("released");
     expect(await keysOf(name)).toEqual([]);
   });
