@@ -3,7 +3,7 @@
 --   name      the lock HASH (KEYS)
 --   queue     "redisson_lock_queue:{<name>}"   LIST of waiting owners, FIFO (KEYS)
 --   slots     "redisson_lock_timeout:{<name>}" ZSET owner -> server-time ms its slot lapses (KEYS)
---   waiters   "edgelock_waiters:{<name>}"      HASH of the queued owners that are ours (KEYS)
+--   waiters   "edgelock_waiters:{<name>}"      HASH owner -> waiter id, of our queued owners (KEYS)
 --   channel   "redisson_lock__channel:{<name>}" prefix of Redisson's per-waiter channels (KEYS)
 --   claimMs   how long a hand-off waits for its waiter to confirm, in ms (ARGV)
 -- Our waiters block on their own wake list "edgelock_wake:{<name>}:<owner>" (same hash slot as
@@ -43,24 +43,26 @@ local function prune(now)
   end
 end
 
--- The lock is free: give it to the first live waiter. One of ours gets the lock with a claim
--- window (it confirms with its acquire script, which sets its lease) and a wake token; a
--- Redisson waiter is woken on its channel and takes the lock itself.
+-- The lock is free: give it to the first live waiter. One of ours gets the lock for a claim
+-- window, marked with its waiter id (GRANT), and the new epoch as its wake token: it holds the
+-- lock from then on, and makes the TTL its lease with its first renewal (or its next attempt
+-- confirms the grant). A Redisson waiter is woken on its channel and takes the lock itself.
 local function hand_off(now)
   prune(now)
   local head = redis.call('lindex', queue, 0)
   if not head then
     return
   end
-  if redis.call('hexists', waiters, head) == 0 then
+  local waiter = redis.call('hget', waiters, head)
+  if not waiter then
     redis.call('publish', channel .. ':' .. head, 0)
     return
   end
   leave(head)
-  redis.call('hset', name, head, 1, GRANT, head)
-  new_epoch()
+  redis.call('hset', name, head, 1, GRANT, waiter)
+  local e = new_epoch()
   redis.call('pexpire', name, claimMs)
   local wake = wake_key(head)
-  redis.call('rpush', wake, 1)
+  redis.call('rpush', wake, e)
   redis.call('pexpire', wake, claimMs)
 end
