@@ -45,7 +45,8 @@ export interface Library {
   settings: Record<WaitMode, string>;
   /** False when `sameBudget` is the library's default already (run once, reported for both). */
   sameBudgetDiffers: boolean;
-  client(env: BenchEnv, mode: WaitMode): Promise<LibClient>;
+  /** `waitMs`: edgelock's wait budget when not its default (the long-hold scenario). */
+  client(env: BenchEnv, mode: WaitMode, waitMs?: number): Promise<LibClient>;
 }
 
 /** Lease of every acquisition, ms. */
@@ -65,13 +66,11 @@ export function edgelockLibrary(backoff?: BackoffOptions): Library {
       sameBudget: "same as default (edgelock defines the budget)",
     },
     sameBudgetDiffers: false,
-    client: async (env) => {
+    client: async (env, _mode, waitMs = WAIT_BUDGET_MS) => {
       const edge = new EdgeLock({ redis: env.http(), ...(backoff && { backoff }) });
       return {
         acquire: async (key) => {
-          const lease = await edge
-            .getLock(key)
-            .tryLock({ waitTime: WAIT_BUDGET_MS, leaseTime: LEASE_MS });
+          const lease = await edge.getLock(key).tryLock({ waitTime: waitMs, leaseTime: LEASE_MS });
           return lease && { release: async () => void (await lease.release()) };
         },
         close: async () => {},
@@ -93,13 +92,13 @@ export const edgelockFairLibrary: Library = {
     sameBudget: "same as default (edgelock defines the budget)",
   },
   sameBudgetDiffers: false,
-  client: async (env) => {
+  client: async (env, _mode, waitMs = WAIT_BUDGET_MS) => {
     const edge = new EdgeLock({ redis: env.http({ enableAutoPipelining: false }) });
     return {
       acquire: async (key) => {
         const lease = await edge
           .getFairLock(key)
-          .tryLock({ waitTime: WAIT_BUDGET_MS, leaseTime: LEASE_MS });
+          .tryLock({ waitTime: waitMs, leaseTime: LEASE_MS });
         return lease && { release: async () => void (await lease.release()) };
       },
       close: async () => {},

@@ -339,7 +339,7 @@ function longHold(r: BenchResults): string[] {
   return [
     "## 3b. Long holds",
     "",
-    `${c.longHoldWaiters + 1} clients on one lock, each holding it ${c.longHoldMs} ms, so ${c.longHoldWaiters} wait behind every holder (the loop of section 3; ${c.longHoldMs} ms of run-in, one ${c.longHoldMeasureMs} ms window). What a wait costs when holds are long: the reentrant lock's waiters poll with backoff capped at one poll per second, the fair lock's waiters block on their wake list until the release hands them the lock.`,
+    `${c.longHoldWaiters + 1} clients on one lock, each holding it ${c.longHoldMs} ms, so ${c.longHoldWaiters} wait behind every holder (the loop of section 3, with a wait budget of ${2 * (c.longHoldWaiters + 1) * c.longHoldMs} ms so that nobody gives up; ${c.longHoldMs} ms of run-in, one ${c.longHoldMeasureMs} ms window). What a wait costs when holds are long: the reentrant lock's waiters poll with backoff capped at one poll per second, the fair lock's waiters block on their wake list until the release hands them the lock.`,
     "",
     table(["lock", ...CONTENDED_COLUMNS], rows),
     "",

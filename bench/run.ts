@@ -131,6 +131,8 @@ try {
       {
         clientCounts: [waiters + 1],
         holdMs: options.longHoldMs,
+        // Every waiter must be able to wait for all the holds before its own.
+        waitMs: 2 * (waiters + 1) * options.longHoldMs,
         warmMs: options.longHoldMs,
         measureMs: options.longHoldMeasureMs,
         rounds: 1,

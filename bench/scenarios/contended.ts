@@ -33,6 +33,8 @@ export interface ContendedOptions {
   /** Extra edgelock runs with these backoffs (same rotation), at `variantClients` only. */
   variants: BackoffOptions[];
   variantClients: number;
+  /** Wait budget of edgelock's clients when not their default, in ms. */
+  waitMs?: number;
 }
 
 /** One (library, mode, client count). */
@@ -179,7 +181,7 @@ async function runRound(
 ): Promise<RoundData> {
   const key = `${options.prefix}contended:${tag}:${clientCount}`;
   const clients = await Promise.all(
-    Array.from({ length: clientCount }, () => lib.client(env, mode)),
+    Array.from({ length: clientCount }, () => lib.client(env, mode, options.waitMs)),
   );
   const sections: Section[] = [];
   const perClient = new Array<number>(clientCount).fill(0);

@@ -56,8 +56,11 @@ export async function runFootprint(
   log: (line: string) => void,
 ): Promise<FootprintResult> {
   const make = () => new EdgeLock({ redis: env.http({ enableAutoPipelining: false }) });
+  // Each shape starts from an empty Redis (the run's own), so its deltas are its alone.
+  await env.admin.flushall();
   const manyNames = await measureShape(env.admin, make, { ...options }, `${options.prefix}fp:m:`);
   log(`  footprint: ${options.cycles} cycles on ${options.names} names done`);
+  await env.admin.flushall();
   const oneName = await measureShape(
     env.admin,
     make,
