@@ -62,6 +62,8 @@ elseif redis.call('hincrby', name, owner, -1) > 0 then
   result = 2
 else
   redis.call('del', name)
+  -- A grant released without being confirmed may still have its token waiting.
+  redis.call('del', wake_key(owner))
   redis.call('publish', channel, 0)
   hand_off(now)
   result = 1

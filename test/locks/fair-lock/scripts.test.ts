@@ -11,6 +11,7 @@ import {
   fairLockAcquire,
   fairLockCancel,
   fairLockDequeue,
+  fairLockForceUnlock,
   fairLockRelease,
   fairLockRenewSlot,
   lockInspect,
@@ -78,6 +79,8 @@ function fairLock(label: string) {
       run<number>(fairLockCancel, [owner, WINDOW, id, o.claim ?? CLAIM]),
     renewSlot: (owner: string, slot: number, o: { claim?: number } = {}) =>
       run<Reply>(fairLockRenewSlot, [owner, slot, o.claim ?? CLAIM]),
+    forceUnlock: (o: { claim?: number } = {}) =>
+      run<number>(fairLockForceUnlock, [o.claim ?? CLAIM]),
     /** The waiting owners, first in line first. */
     queued: async () => (await raw.lRange(keys.queue, 0, -1)).map(String),
     /** The lock HASH as field -> value. */
@@ -173,7 +176,8 @@ describe("fair lock scripts", () => {
 
   it("a grant never confirmed passes on after the claim window: to the next re-check, or through any acquire", async () => {
     const f = fairLock("claim");
-    const claim = 300;
+    // Long enough that a loaded machine confirms within it where the test means to.
+    const claim = 1_000;
     await f.acquire("h");
     for (const w of ["w1", "w2", "w3"]) await f.acquire(w);
     expect(await f.release("h", { claim })).toBe(1);
@@ -306,7 +310,7 @@ describe("fair lock scripts", () => {
 
   it("a release after the lease expired answers 0, passes the lock on, and answers 0 again when replayed", async () => {
     const f = fairLock("late-release");
-    await f.acquire("h", { lease: 200 });
+    await f.acquire("h", { lease: 1_000 });
     await f.acquire("w");
     await gone(f.name);
     const late = randomHex();
@@ -407,11 +411,11 @@ describe("fair lock scripts", () => {
   it("renew-slot extends a waiter's slot, never shortening it, and never queues", async () => {
     const f = fairLock("slot");
     await f.acquire("h");
-    await f.acquire("w", { slot: 1_000 });
+    await f.acquire("w", { slot: 5_000 });
     const before = Number(await raw.zScore(f.zset, "w"));
     expect((await f.renewSlot("w", 20_000)).slice(0, 2)).toEqual([0, 1]);
     const renewed = Number(await raw.zScore(f.zset, "w"));
-    expect(renewed - before).toBeGreaterThan(15_000);
+    expect(renewed - before).toBeGreaterThanOrEqual(15_000);
     expect(Number(String(await raw.hGet(f.waiters, "w")))).toBe(renewed);
     expect(await raw.pTTL(f.queue)).toBeGreaterThan(15_000);
     await f.renewSlot("w", 100);
@@ -422,6 +426,21 @@ describe("fair lock scripts", () => {
     expect(await f.renewSlot("w", 20_000)).toEqual([0, 0, expect.any(Number)]);
     expect((await f.acquire("w"))[0]).toBe(1);
     expect(await f.release("w")).toBe(1);
+    expect(await f.leftovers()).toEqual([]);
+  });
+
+  it("forceUnlock deletes the lock whoever holds it and passes it to the next waiter", async () => {
+    const f = fairLock("force");
+    await f.acquire("h");
+    await f.acquire("h");
+    await f.acquire("w");
+    expect(await f.forceUnlock()).toBe(1);
+    expect(await f.hash()).toMatchObject({ w: "1", "edgelock:grant": "@w" });
+    expect(await f.tokens("w")).toHaveLength(1);
+    expect((await f.acquire("w"))[0]).toBe(1);
+    expect(await f.release("h")).toBe(3);
+    expect(await f.forceUnlock()).toBe(1);
+    expect(await f.forceUnlock()).toBe(0);
     expect(await f.leftovers()).toEqual([]);
   });
 
