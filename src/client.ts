@@ -19,6 +19,7 @@ import {
   MIN_WATCHDOG_TIMEOUT_MS,
 } from "./limits.js";
 import type { LockContext } from "./locks/context.js";
+import { FairLock } from "./locks/fair-lock/index.js";
 import { IdempotencyKey } from "./locks/idempotency/index.js";
 import { type LeaseToRenew, ReentrantLock, renewLeases } from "./locks/lock/index.js";
 import { type RedisLike, ScriptRunner } from "./transport/index.js";
@@ -61,6 +62,15 @@ export interface EdgeLockOptions {
    * window. @default max(30000, 10 × requestTimeout)
    */
   replayWindow?: number;
+  /**
+   * How waiters of the fair lock wait between attempts: `"block"` on their own wake list (BLPOP
+   * through `redis.exec`, held open by the REST API until the release hands the lock over), or
+   * `"poll"` (sleep with backoff, as the reentrant lock's waiters do). A client without `exec`
+   * always polls. With auto-pipelining on (`@upstash/redis`'s default), a command issued in the
+   * same tick as a BLPOP shares its HTTP request and waits with it: give waiters a client with
+   * `enableAutoPipelining: false`. @default "block"
+   */
+  wait?: "block" | "poll";
   /** Backoff between acquire attempts while waiting. See {@link BackoffOptions}. */
   backoff?: BackoffOptions;
   /** Default `LeaseKeeper` Durable Object namespace for `keepAlive: { maxHoldTime }`. */
@@ -122,6 +132,7 @@ export class EdgeLock {
       "watchdogTimeout",
       "requestTimeout",
       "replayWindow",
+      "wait",
       "backoff",
       "keeper",
       "onEvent",
@@ -156,12 +167,17 @@ export class EdgeLock {
         ? Math.max(DEFAULT_REPLAY_WINDOW_MS, 10 * this.requestTimeout)
         : checkMs(o.replayWindow, "replayWindow", MIN_REPLAY_WINDOW_MS);
     const backoff = resolveBackoff(o.backoff);
+    if (o.wait !== undefined && o.wait !== "block" && o.wait !== "poll") {
+      throw new TypeError('`wait` must be "block" or "poll"');
+    }
+    const wait = o.wait ?? "block";
     this.#ctx = {
       runner: new ScriptRunner(redis as RedisLike, this.requestTimeout),
       clientId: this.clientId,
       watchdogTimeout: this.watchdogTimeout,
       replayWindow: this.replayWindow,
       backoff,
+      wait,
       keeper: o.keeper,
       emit: (event: LockEvent) => {
         try {
@@ -184,6 +200,17 @@ export class EdgeLock {
    */
   getLock(name: string): ReentrantLock {
     return new ReentrantLock(this.#ctx, checkName(name));
+  }
+
+  /**
+   * A fair (FIFO) reentrant lock (Redisson RFairLock) on `name`: same methods and Lease as
+   * `getLock`, waiters served in arrival order, each woken by the release that hands it the lock.
+   * See {@link FairLock}.
+   * @param name lock name = Redis key, 1–512 characters, no `{` or `}`.
+   * @throws TypeError / RangeError for a bad name.
+   */
+  getFairLock(name: string): FairLock {
+    return new FairLock(this.#ctx, checkName(name));
   }
 
   /**
@@ -250,6 +277,8 @@ export class EdgeLock {
     switch (s.kind) {
       case "lock":
         return this.getLock(s.name).restore(s);
+      case "fair-lock":
+        return this.getFairLock(s.name).restore(s);
     }
   }
 }

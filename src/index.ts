@@ -44,10 +44,13 @@ export {
   DEFAULT_REQUEST_TIMEOUT_MS,
   DEFAULT_WATCHDOG_TIMEOUT_MS,
   DEFAULT_WITH_LOCK_WAIT_MS,
+  FAIR_CLAIM_WINDOW_MS,
+  FAIR_SLOT_MS,
   MAX_NAME_LENGTH,
   MAX_OWNER_LENGTH,
   MAX_TIME_MS,
 } from "./limits.js";
+export type { FairLock, FairLockInspection } from "./locks/fair-lock/index.js";
 export {
   type ClaimOptions,
   type ClaimResult,

@@ -35,5 +35,16 @@ export const MIN_REQUEST_TIMEOUT_MS = 10;
 export const DEFAULT_REPLAY_WINDOW_MS = 30_000;
 /** Smallest `replayWindow` accepted. */
 export const MIN_REPLAY_WINDOW_MS = 1_000;
+/**
+ * Fair lock: how long a release's hand-off waits for the waiter it chose to confirm. A waiter
+ * that died after queueing costs the others at most this, never a full lease.
+ */
+export const FAIR_CLAIM_WINDOW_MS = 2_000;
+/**
+ * Fair lock: how long a waiter keeps its place in the queue without coming back. A waiter comes
+ * back at least every half of it (each BLPOP or sleep is bounded by that), so a dead waiter is
+ * skipped at most this long after it died.
+ */
+export const FAIR_SLOT_MS = 30_000;
 /** Default `waitTime` of `withLock` when the caller gives none. */
 export const DEFAULT_WITH_LOCK_WAIT_MS = 10_000;

@@ -59,6 +59,8 @@ export function checkWaitTime(value: unknown, label = "waitTime"): number | unde
 
 /** The lock HASH field holding the lock's epoch (lua/lib/hold.lua): never an owner. */
 export const EPOCH_FIELD = "edgelock:epoch";
+/** The fair lock's HASH field naming the waiter a hand-off went to (lua/lib/fair.lua). */
+export const GRANT_FIELD = "edgelock:grant";
 
 /** A caller-supplied owner: a non-empty string of at most 200 characters, not the epoch field. */
 export function checkOwner(value: unknown, label = "owner"): string {
@@ -66,9 +68,9 @@ export function checkOwner(value: unknown, label = "owner"): string {
   if (value.length === 0 || value.length > MAX_OWNER_LENGTH) {
     throw new RangeError(`\`${label}\` must be 1 to ${MAX_OWNER_LENGTH} characters long`);
   }
-  if (value === EPOCH_FIELD) {
+  if (value === EPOCH_FIELD || value === GRANT_FIELD) {
     throw new RangeError(
-      `\`${label}\` must not be "${EPOCH_FIELD}" (a field edgelock keeps in the lock)`,
+      `\`${label}\` must not be "${value}" (a field edgelock keeps in the lock)`,
     );
   }
   return value;

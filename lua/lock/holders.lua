@@ -5,8 +5,8 @@
 -- Returns  {pttl in ms (-2 absent, -1 no TTL), owner_1, count_1, owner_2, count_2, ...}
 --          Each owner is prefixed with '=' so that no client JSON-decodes it (@upstash/redis
 --          turns a reply string "123" into a number); fields whose value is not a hold count
---          (a non-negative integer) and the lock's epoch field ('edgelock:epoch', see
---          lua/lib/hold.lua) are left out. A key that is not a HASH fails with WRONGTYPE,
+--          (a non-negative integer) and our own fields ('edgelock:epoch', 'edgelock:grant': see
+--          lua/lib/hold.lua, lua/lib/fair.lua) are left out. A key that is not a HASH fails with WRONGTYPE,
 --          as every lock script does.
 local name = KEYS[1]
 local limit = tonumber(ARGV[1])
@@ -23,8 +23,9 @@ for i = 1, #fields, 2 do
     break
   end
   local count = fields[i + 1]
-  if fields[i] ~= 'edgelock:epoch' and string.match(count, '^%d+$') then
-    result[#result + 1] = '=' .. fields[i]
+  local field = fields[i]
+  if field ~= 'edgelock:epoch' and field ~= 'edgelock:grant' and string.match(count, '^%d+$') then
+    result[#result + 1] = '=' .. field
     result[#result + 1] = tonumber(count)
     found = found + 1
   end

@@ -11,6 +11,8 @@ export interface LockContext {
   /** How long replay records live, in ms. */
   readonly replayWindow: number;
   readonly backoff: BackoffPolicy;
+  /** How waiters that can wait for a wake-up do so: BLPOP on their wake list, or polling. */
+  readonly wait: "block" | "poll";
   readonly keeper: LeaseKeeperBinding | undefined;
   /** Delivers an event to `onEvent`, ignoring listener errors. */
   emit(event: LockEvent): void;

@@ -133,6 +133,53 @@ export class ScriptRunner {
     }
   }
 
+  /** True when the client can send a blocking command (`redis.exec`). */
+  get canBlock(): boolean {
+    return typeof this.#redis.exec === "function";
+  }
+
+  /**
+   * Blocks on the list `key` for at most `ms` (BLPOP; one HTTP request, held open by the REST
+   * API until a token arrives or the time is up), limited locally to `ms + requestTimeout`.
+   * @returns true when a token arrived, false on timeout.
+   * @throws signal.reason when `signal` aborts first.
+   * @throws {TransportError} on failure, or when the client cannot block (see `canBlock`).
+   */
+  async block(
+    name: string,
+    key: string,
+    ms: number,
+    signal: AbortSignal | undefined,
+    counter: RequestCounter,
+  ): Promise<boolean> {
+    signal?.throwIfAborted();
+    const exec = this.#redis.exec;
+    if (typeof exec !== "function") {
+      throw new TransportError(name, "the Redis client has no exec(): it cannot block", false);
+    }
+    // Redis reads the timeout in seconds (fractions allowed); 0 would mean forever.
+    const seconds = (Math.max(10, Math.ceil(ms)) / 1000).toFixed(3);
+    const limit = Math.max(10, Math.ceil(ms)) + this.requestTimeout;
+    const deadline = new AbortController();
+    const onAbort = () => deadline.abort(signal?.reason);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    const timer = setTimeout(() => deadline.abort(timedOut(name, limit)), limit);
+    counter.requests += 1;
+    try {
+      const reply = await raceAbort(
+        exec.call(this.#redis, ["BLPOP", key, seconds]),
+        deadline.signal,
+      );
+      return reply !== null && reply !== undefined;
+    } catch (error) {
+      if (deadline.signal.aborted && error === deadline.signal.reason) throw error;
+      throw error instanceof TransportError ? error : toTransportError(error, name, [key]);
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
   #scrub(error: unknown, call: ScriptCall) {
     if (error instanceof TransportError) return error;
     const secrets = [...call.keys, ...call.args.filter((a): a is string => typeof a === "string")];

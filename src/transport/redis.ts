@@ -7,4 +7,9 @@ export interface RedisLike {
   eval(script: string, keys: string[], args: (string | number)[]): Promise<unknown>;
   /** EVALSHA: run the cached script `sha1`; rejects with a NOSCRIPT error when Redis lacks it. */
   evalsha(sha1: string, keys: string[], args: (string | number)[]): Promise<unknown>;
+  /**
+   * Any command (`@upstash/redis` ≥ 1.28): used for the blocking `BLPOP` of waiters. Without it,
+   * waiters poll.
+   */
+  exec?(args: [string, ...(string | number)[]]): Promise<unknown>;
 }

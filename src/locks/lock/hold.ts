@@ -7,7 +7,14 @@
 import { TransportError } from "../../errors.js";
 import { randomHex } from "../../ids.js";
 import type { ReleaseResult } from "../../lease.js";
-import { lockAcquire, lockCancel, lockHolders, lockRelease, lockRenew } from "../../lua.gen.js";
+import {
+  lockAcquire,
+  lockCancel,
+  lockForceUnlock,
+  lockHolders,
+  lockRelease,
+  lockRenew,
+} from "../../lua.gen.js";
 import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
 import { keys, type LockContext } from "../context.js";
 import {
@@ -167,6 +174,21 @@ export class LockHolds implements HoldProtocol {
       result,
     });
     return result;
+  }
+
+  /** Deletes the lock whoever holds it (force-unlock.lua). Redisson RLock#forceUnlock. */
+  async forceUnlock(): Promise<boolean> {
+    const n = await this.#ctx.runner.run(
+      {
+        script: lockForceUnlock,
+        name: this.name,
+        keys: [this.name, keys.channel(this.name)],
+        args: [],
+      },
+      asInteger,
+      { requests: 0 },
+    );
+    return n === 1;
   }
 
   /** Holders, hold counts and TTL in one read-only request (holders.lua). */

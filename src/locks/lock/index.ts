@@ -5,204 +5,41 @@
  * scripts are lua/lock/*.lua; the hold protocol over them is ./hold.ts.
  * @module
  */
-import { LockNotHeldError } from "../../errors.js";
-import { randomHex } from "../../ids.js";
-import type { Inspectable } from "../../inspect.js";
-import { type KeepAlive, Lease, type SerializedLease } from "../../lease.js";
-import { lockForceUnlock, lockInspect, lockRenew } from "../../lua.gen.js";
-import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
-import { checkOptions, checkOwner, checkWaitTime } from "../../validate.js";
-import { keys, type LockContext } from "../context.js";
-import { type AcquireResult, acquire, holdSettings, hostFor } from "../protocol.js";
+
+import { lockRenew } from "../../lua.gen.js";
+import type { RequestCounter } from "../../transport/index.js";
+import { asIntegers } from "../../transport/index.js";
+import type { LockContext } from "../context.js";
+import { type AcquireResult, acquire, type HoldSettings } from "../protocol.js";
+import { HashLock } from "./base.js";
 import { LockHolds } from "./hold.js";
 import type { LockInspection } from "./inspect.js";
 
 export type { AcquireResult } from "../protocol.js";
+export type { LockOptions, TryLockOptions } from "./base.js";
 export type { LockHolder, LockInspection } from "./inspect.js";
 export { MAX_INSPECT_HOLDERS } from "./inspect.js";
 
-/** Options of {@link ReentrantLock.tryLock}. Times in integer ms. */
-export interface TryLockOptions {
-  /**
-   * How long to keep trying, in ms, integer in [0, 86 400 000]. Omitted or 0: one attempt.
-   * Attempts poll with jittered backoff bounded by the holder's remaining lease.
-   */
-  waitTime?: number;
-  /**
-   * Fixed lease in ms, integer in [1, 86 400 000]; no automatic renewal. Omitted: watchdog
-   * mode, TTL = `watchdogTimeout`, kept alive by `keepAlive` (default `"timer"`).
-   */
-  leaseTime?: number;
-  /**
-   * Owner to acquire as (1–200 characters). Omitted: a fresh `<clientId>:<taskId>`, so two
-   * calls exclude each other. Pass `lease.owner` to re-enter (hold count + 1).
-   */
-  owner?: string;
-  /** Aborts the wait; the call rejects with `signal.reason` and leaves no hold behind. */
-  signal?: AbortSignal;
-  /** Keep-alive strategy; see {@link KeepAlive}. */
-  keepAlive?: KeepAlive;
-}
-
-/** Options of {@link ReentrantLock.lock}: waits until acquired or `signal` aborts. */
-export type LockOptions = Omit<TryLockOptions, "waitTime">;
-
-const TRY_LOCK_KEYS = ["waitTime", "leaseTime", "owner", "signal", "keepAlive"] as const;
-const decodeInspect = (r: unknown) => asIntegers(r, 3) as [number, number, number] | undefined;
-
 /**
  * A reentrant, non-fair distributed lock (Redisson RLock). Get one with `edgelock.getLock(name)`;
- * the object holds no state, so it can be created per request.
+ * the object holds no state, so it can be created per request. Waiters poll with jittered
+ * backoff bounded by the holder's lease (Redisson RedissonLock#tryLock with its acquire script
+ * RedissonLock#tryLockInnerAsync, polling instead of pub/sub).
  */
-export class ReentrantLock implements Inspectable<LockInspection> {
-  /** Lock name (the Redis key). */
-  readonly name: string;
-  readonly #ctx: LockContext;
-  readonly #holds: LockHolds;
+export class ReentrantLock extends HashLock<LockInspection> {
+  protected readonly holds: LockHolds;
 
   /** Internal: use `edgelock.getLock(name)`. */
   constructor(ctx: LockContext, name: string) {
-    this.#ctx = ctx;
-    this.name = name;
-    this.#holds = new LockHolds(ctx, name);
+    super(ctx, name);
+    this.holds = new LockHolds(ctx, name);
   }
 
-  /**
-   * Tries to acquire, waiting up to `waitTime`. One HTTP request per attempt on a warm client.
-   * Algorithm: Redisson RedissonLock#tryLock(waitTime, leaseTime) with its acquire script
-   * (RedissonLock#tryLockInnerAsync), polling instead of pub/sub, and a replay latch per attempt.
-   * @returns the lease, or `null` when the lock stayed busy for the whole `waitTime`.
-   * @throws TypeError / RangeError for bad options, before any request.
-   * @throws signal.reason when aborted; an attempt in flight is cancelled in the background.
-   * @throws {TransportError} when Redis could not be reached.
-   */
-  async tryLock(options?: TryLockOptions): Promise<Lease | null> {
-    return (await this.tryAcquire(options)).lease;
-  }
-
-  /**
-   * `tryLock` that also says why it failed: same options, same requests, same errors.
-   * @returns {@link AcquireResult}: the lease and attempts, or `lease: null` with the attempts
-   * and the holder's remaining lease (`holderTtl`, ms).
-   */
-  async tryAcquire(options?: TryLockOptions): Promise<AcquireResult> {
-    const o = checkOptions(options, "tryLock", TRY_LOCK_KEYS);
-    const waitTime = checkWaitTime(o.waitTime) ?? 0;
-    return this.#acquire(o, waitTime);
-  }
-
-  /**
-   * Acquires, waiting as long as it takes (until `signal` aborts). Redisson RLock#lock(leaseTime).
-   * @throws TypeError / RangeError for bad options, before any request.
-   * @throws signal.reason when aborted; an attempt in flight is cancelled in the background.
-   * @throws {TransportError} when Redis could not be reached.
-   */
-  async lock(options?: LockOptions): Promise<Lease> {
-    const o = checkOptions(
-      options,
-      "lock",
-      TRY_LOCK_KEYS.filter((k) => k !== "waitTime"),
-    );
-    const { lease } = await this.#acquire(o, undefined);
-    if (!lease) throw new Error("unreachable: lock() without a deadline returned no lease");
-    return lease;
-  }
-
-  /**
-   * Releases one hold of `owner`. Redisson RLock#unlock. Prefer `lease.release()`, which is
-   * replay-safe across calls and never throws for an expired lease.
-   * @throws {LockNotHeldError} when `owner` does not hold the lock (like Redisson's
-   * IllegalMonitorStateException).
-   * @throws {TransportError} when Redis could not be reached.
-   */
-  async unlock(owner: string): Promise<void> {
-    checkOwner(owner);
-    const result = await this.#holds.release({ owner, id: randomHex(), leaseTime: 0, epoch: 0 });
-    if (result === "expired" || result === "not-owner")
-      throw new LockNotHeldError(this.name, result);
-  }
-
-  /**
-   * Deletes the lock whoever holds it. Redisson RLock#forceUnlock.
-   * @returns true when a lock was deleted.
-   */
-  async forceUnlock(): Promise<boolean> {
-    const counter = { requests: 0 };
-    const n = await this.#ctx.runner.run(
-      {
-        script: lockForceUnlock,
-        name: this.name,
-        keys: [this.name, keys.channel(this.name)],
-        args: [],
-      },
-      asInteger,
-      counter,
-    );
-    return n === 1;
-  }
-
-  /** True when any owner holds the lock (Redisson RLock#isLocked: EXISTS). */
-  async isLocked(): Promise<boolean> {
-    return (await this.#inspect(""))[0] === 1;
-  }
-
-  /** True when `owner` holds the lock (Redisson RLock#isHeldByThread: HEXISTS). */
-  async isHeldBy(owner: string): Promise<boolean> {
-    checkOwner(owner);
-    return (await this.#inspect(owner))[2] > 0;
-  }
-
-  /** Hold count of `owner`, 0 when it holds nothing (Redisson RLock#getHoldCount). */
-  async getHoldCount(owner: string): Promise<number> {
-    checkOwner(owner);
-    return (await this.#inspect(owner))[2];
-  }
-
-  /**
-   * Remaining lease in ms, with PTTL semantics: -2 when not locked, -1 when the key has no TTL
-   * (Redisson RLock#remainTimeToLive).
-   */
-  async remainTimeToLive(): Promise<number> {
-    return (await this.#inspect(""))[1];
-  }
-
-  /**
-   * Who holds the lock and for how long, read in one request (read-only script
-   * lua/lock/holders.lua): `{ kind: "lock", name, locked, ttl, holders: [{ owner, holdCount }] }`
-   * with `ttl` in ms (PTTL semantics: -2 not locked, -1 no TTL). For administrators and
-   * tooling (`npx edgelock inspect <name>`): unlike events and errors, the result contains owner
-   * ids. Works on locks taken by Redisson too (same layout).
-   * @throws {TransportError} when Redis could not be reached, or the key is not a lock (a
-   * HASH).
-   */
-  async inspect(): Promise<LockInspection> {
-    return this.#holds.inspect();
-  }
-
-  /** Internal: a lease object for a serialized lease of this lock. */
-  restore(s: SerializedLease): Lease {
-    return new Lease({
-      host: hostFor(this.#ctx, this.#holds),
-      name: this.name,
-      owner: s.owner,
-      id: s.id,
-      epoch: s.epoch ?? 0,
-      leaseTime: s.leaseTime,
-      watchdog: s.watchdog,
-      expiresAt: s.expiresAt,
-    });
-  }
-
-  async #acquire(o: Partial<TryLockOptions>, waitTime: number | undefined): Promise<AcquireResult> {
-    return acquire(this.#ctx, this.#holds, holdSettings(this.#ctx, o), waitTime);
-  }
-
-  async #inspect(owner: string): Promise<[number, number, number]> {
-    return this.#ctx.runner.run(
-      { script: lockInspect, name: this.name, keys: [this.name], args: [owner] },
-      decodeInspect,
-      { requests: 0 },
-    );
+  protected acquireWith(
+    settings: HoldSettings,
+    waitTime: number | undefined,
+  ): Promise<AcquireResult> {
+    return acquire(this.ctx, this.holds, settings, waitTime);
   }
 }
 

@@ -1,0 +1,235 @@
+/**
+ * The hold protocol of a fair lock (lua/fair-lock/*.lua): the reentrant lock's HASH plus
+ * Redisson RedissonFairLock's queue (LIST) and slot (ZSET) keys, with the hand-off to the first
+ * waiter inside the release script and a wake list per waiter.
+ * @module
+ */
+import { TransportError } from "../../errors.js";
+import { randomHex } from "../../ids.js";
+import type { Inspection } from "../../inspect.js";
+import type { ReleaseResult } from "../../lease.js";
+import { FAIR_CLAIM_WINDOW_MS } from "../../limits.js";
+import {
+  fairLockAcquire,
+  fairLockCancel,
+  fairLockForceUnlock,
+  fairLockRelease,
+  lockHolders,
+  lockRenew,
+} from "../../lua.gen.js";
+import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
+import { keys, type LockContext } from "../context.js";
+import { decodeHolders, type LockHolder, MAX_INSPECT_HOLDERS } from "../lock/inspect.js";
+import {
+  type AttemptReply,
+  type HoldProtocol,
+  type HoldRef,
+  type HoldSettings,
+  reportError,
+} from "../protocol.js";
+
+const RELEASE_CODES: Record<number, ReleaseResult> = {
+  0: "expired",
+  1: "released",
+  2: "still-held",
+  3: "not-owner",
+};
+const decodeRelease = (r: unknown) => {
+  const n = asInteger(r);
+  return n === undefined ? undefined : RELEASE_CODES[n];
+};
+const decodeAttempt = (r: unknown) => asIntegers(r, 3) as [number, number, number] | undefined;
+
+/** Redisson's fair-lock keys and ours, all in the name's hash slot. */
+export const fairKeys = {
+  queue: (name: string) => `redisson_lock_queue:{${name}}`,
+  slots: (name: string) => `redisson_lock_timeout:{${name}}`,
+  waiters: (name: string) => `edgelock_waiters:{${name}}`,
+  /** The list a waiter blocks on; the release script pushes a token to it on a hand-off. */
+  wake: (name: string, owner: string) => `edgelock_wake:{${name}}:${owner}`,
+};
+
+/** What `fairLock.inspect()` reports: the holder as for a lock, and the waiting owners. */
+export interface FairLockInspection extends Inspection {
+  kind: "fair-lock";
+  locked: boolean;
+  holders: LockHolder[];
+}
+
+/** Hold operations on one fair lock. Internal to the primitive. */
+export class FairLockHolds implements HoldProtocol {
+  readonly kind = "fair-lock" as const;
+  readonly name: string;
+  readonly #ctx: LockContext;
+
+  constructor(ctx: LockContext, name: string) {
+    this.#ctx = ctx;
+    this.name = name;
+  }
+
+  /**
+   * One attempt (acquire.lua): acquires, re-enters, confirms a hand-off, or (with `slotMs` > 0)
+   * queues the owner or refreshes its place. The reply's `id` is the attempt's request id, which
+   * a waiter that gives up passes to {@link leave}.
+   */
+  async attempt(
+    s: HoldSettings,
+    counter: RequestCounter,
+    slotMs = 0,
+  ): Promise<AttemptReply & { id: string; position: number }> {
+    const id = randomHex();
+    const sentAt = Date.now();
+    let status: number;
+    let value: number;
+    let epoch: number;
+    try {
+      [status, value, epoch] = await this.#ctx.runner.run(
+        {
+          script: fairLockAcquire,
+          name: this.name,
+          keys: this.#keys(),
+          args: [s.leaseTime, s.owner, this.#ctx.replayWindow, id, slotMs, FAIR_CLAIM_WINDOW_MS],
+          signal: s.signal,
+        },
+        decodeAttempt,
+        counter,
+      );
+    } catch (error) {
+      const unanswered =
+        (s.signal?.aborted && error === s.signal.reason) ||
+        (error instanceof TransportError && error.ambiguous);
+      if (unanswered) this.cancel(s.owner, id);
+      throw error;
+    }
+    if (status === 1) return { status: "acquired", grant: { id, sentAt, epoch }, id, position: -1 };
+    // For a busy reply the third value is the owner's place in the queue.
+    return {
+      status: "busy",
+      pttl: status === 0 ? value : 0,
+      id,
+      position: status === 0 ? epoch : -1,
+    };
+  }
+
+  /**
+   * Takes `owner` out of the queue (cancel.lua), passing on a hand-off it never confirmed and
+   * undoing a hold its attempt `id` made if that attempt's answer never arrived.
+   */
+  async leave(owner: string, id: string, counter: RequestCounter): Promise<void> {
+    await this.#ctx.runner.run(
+      {
+        script: fairLockCancel,
+        name: this.name,
+        keys: this.#keys(),
+        args: [owner, this.#ctx.replayWindow, id, FAIR_CLAIM_WINDOW_MS],
+      },
+      asInteger,
+      counter,
+    );
+  }
+
+  /** {@link leave} in the background (an aborted or unanswered attempt). */
+  cancel(owner: string, id: string): void {
+    const counter = { requests: 0 };
+    const started = Date.now();
+    const task = this.leave(owner, id, counter).catch((error: unknown) =>
+      reportError(this.#ctx, this.name, "cancel", error, counter.requests, started),
+    );
+    this.#ctx.background(task);
+  }
+
+  /** Makes the TTL at least `leaseTime` while `owner` holds the lock (lua/lock/renew.lua). */
+  async renew(
+    owner: string,
+    leaseTime: number,
+    by: "call" | "timer",
+    timeout?: number,
+  ): Promise<boolean> {
+    const counter = { requests: 0 };
+    const started = Date.now();
+    const [renewed] = await this.#ctx.runner.run(
+      { script: lockRenew, name: this.name, keys: [this.name], args: [leaseTime, owner], timeout },
+      (r) => asIntegers(r, 1),
+      counter,
+    );
+    this.#ctx.emit({
+      type: "renew",
+      name: this.name,
+      requests: counter.requests,
+      durationMs: Date.now() - started,
+      renewed: renewed === 1,
+      by,
+    });
+    return renewed === 1;
+  }
+
+  /** Releases one hold and, on the last, hands the lock to the first live waiter (release.lua). */
+  async release(hold: HoldRef): Promise<ReleaseResult> {
+    const counter = { requests: 0 };
+    const started = Date.now();
+    const result = await this.#ctx.runner.run(
+      {
+        script: fairLockRelease,
+        name: this.name,
+        keys: this.#keys(),
+        args: [
+          hold.owner,
+          hold.leaseTime,
+          this.#ctx.replayWindow,
+          hold.id,
+          hold.epoch,
+          FAIR_CLAIM_WINDOW_MS,
+        ],
+      },
+      decodeRelease,
+      counter,
+    );
+    this.#ctx.emit({
+      type: "release",
+      name: this.name,
+      requests: counter.requests,
+      durationMs: Date.now() - started,
+      result,
+    });
+    return result;
+  }
+
+  /** Deletes the lock whoever holds it and hands it on (force-unlock.lua). */
+  async forceUnlock(): Promise<boolean> {
+    const n = await this.#ctx.runner.run(
+      {
+        script: fairLockForceUnlock,
+        name: this.name,
+        keys: this.#keys().slice(0, 5),
+        args: [FAIR_CLAIM_WINDOW_MS],
+      },
+      asInteger,
+      { requests: 0 },
+    );
+    return n === 1;
+  }
+
+  /** The holder and its hold count in one read-only request (lua/lock/holders.lua). */
+  async inspect(): Promise<FairLockInspection> {
+    const { ttl, holders } = await this.#ctx.runner.run(
+      { script: lockHolders, name: this.name, keys: [this.name], args: [MAX_INSPECT_HOLDERS] },
+      decodeHolders,
+      { requests: 0 },
+    );
+    return { kind: "fair-lock", name: this.name, locked: ttl !== -2, ttl, holders };
+  }
+
+  /** KEYS of acquire, release and cancel (lua/fair-lock/acquire.lua). */
+  #keys(): string[] {
+    const n = this.name;
+    return [
+      n,
+      fairKeys.queue(n),
+      fairKeys.slots(n),
+      fairKeys.waiters(n),
+      keys.channel(n),
+      keys.replay(n),
+      keys.replayOld(n),
+    ];
+  }
+}

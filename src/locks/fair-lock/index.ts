@@ -1,0 +1,104 @@
+/**
+ * Fair lock: Redisson's RFairLock over HTTP. FIFO and reentrant, with the reentrant lock's
+ * methods and Lease. Redisson's layout (the lock HASH, `redisson_lock_queue:{<name>}` LIST,
+ * `redisson_lock_timeout:{<name>}` ZSET) with server time instead of client clocks, and the
+ * hand-off inside the release script: the lock goes straight to the first live waiter, which
+ * a token on its own wake list wakes (BLPOP held open by the REST API), so a waiter spends one
+ * request per wait instead of polling. Scripts: lua/fair-lock/*.lua.
+ * @module
+ */
+import { sleep } from "../../abort.js";
+import { FAIR_CLAIM_WINDOW_MS, FAIR_SLOT_MS } from "../../limits.js";
+import type { RequestCounter } from "../../transport/index.js";
+import { backoffDelay, SLEEP_FLOOR_MS } from "../../wait.js";
+import type { LockContext } from "../context.js";
+import { HashLock } from "../lock/base.js";
+import { type AcquireResult, emitAcquire, type HoldSettings, leaseFor } from "../protocol.js";
+import { FairLockHolds, type FairLockInspection, fairKeys } from "./hold.js";
+
+export type { FairLockInspection } from "./hold.js";
+
+/**
+ * A FIFO reentrant lock (Redisson RFairLock). Get one with `edgelock.getFairLock(name)`; the
+ * object holds no state. Same methods as the reentrant lock. A waiter joins the queue with its
+ * first attempt, then blocks on its wake list (or sleeps, with `wait: "poll"` or a client
+ * without `exec`) for at most min(time left, the holder's remaining lease, half its queue slot)
+ * and attempts again: the release script will have handed it the lock, which that attempt
+ * confirms. A waiter that gives up or aborts leaves the queue; one that dies is skipped once its
+ * slot lapses (30 s); a hand-off its waiter never confirms costs the next waiter at most about
+ * two claim windows (2 s each: the waiter second in line comes back at least that often).
+ */
+export class FairLock extends HashLock<FairLockInspection> {
+  protected readonly holds: FairLockHolds;
+
+  /** Internal: use `edgelock.getFairLock(name)`. */
+  constructor(ctx: LockContext, name: string) {
+    super(ctx, name);
+    this.holds = new FairLockHolds(ctx, name);
+  }
+
+  protected async acquireWith(
+    s: HoldSettings,
+    waitTime: number | undefined,
+  ): Promise<AcquireResult> {
+    s.signal?.throwIfAborted();
+    const started = Date.now();
+    const deadline = waitTime === undefined ? Number.POSITIVE_INFINITY : started + waitTime;
+    const queued = waitTime !== 0;
+    const counter: RequestCounter = { requests: 0 };
+    const block = this.ctx.wait === "block" && this.ctx.runner.canBlock;
+    const wake = fairKeys.wake(this.name, s.owner);
+    let attempts = 0;
+    let acquired = false;
+    let lastId: string | undefined;
+    try {
+      for (;;) {
+        const reply = await this.holds.attempt(s, counter, queued ? FAIR_SLOT_MS : 0);
+        attempts += 1;
+        lastId = reply.id;
+        if (reply.status === "acquired") {
+          const lease = await leaseFor(this.ctx, this.holds, s, reply.grant);
+          acquired = true;
+          return { lease, attempts };
+        }
+        const pttl = reply.status === "busy" ? reply.pttl : 0;
+        const remaining = deadline - Date.now();
+        if (remaining <= 0) {
+          // Give the place up (and a hand-off that may have just arrived) before saying no.
+          if (queued) await this.holds.leave(s.owner, reply.id, counter);
+          return { lease: null, attempts, holderTtl: pttl };
+        }
+        // Back no later than the holder's lease runs out (a crashed holder hands nothing off)
+        // and well before the slot lapses.
+        let bound = Math.min(remaining, FAIR_SLOT_MS / 2);
+        if (pttl >= 0) bound = Math.min(bound, pttl + SLEEP_FLOOR_MS);
+        // Second in line: back within a claim window, in case the hand-off to the first waiter
+        // finds it dead (nobody else would wake this one before the holder's lease runs out).
+        if (reply.position === 1) bound = Math.min(bound, FAIR_CLAIM_WINDOW_MS);
+        bound = Math.max(bound, Math.min(SLEEP_FLOOR_MS, remaining));
+        this.ctx.emit({
+          type: "wait",
+          name: this.name,
+          requests: 0,
+          durationMs: Math.ceil(bound),
+          attempt: attempts,
+        });
+        if (block) {
+          await this.ctx.runner.block(this.name, wake, bound, s.signal, counter).catch((error) => {
+            // A failed wait costs nothing but the next attempt, which reports a real outage.
+            if (s.signal?.aborted && error === s.signal.reason) throw error;
+          });
+        } else {
+          const delay = backoffDelay(this.ctx.backoff, attempts - 1, pttl, bound);
+          await sleep(Math.min(delay, bound), s.signal);
+        }
+      }
+    } catch (error) {
+      // Aborted (or failed) while queued: leave the queue in the background.
+      if (queued && lastId !== undefined && !acquired) this.holds.cancel(s.owner, lastId);
+      throw error;
+    } finally {
+      emitAcquire(this.ctx, this.name, started, counter, acquired, attempts);
+    }
+  }
+}

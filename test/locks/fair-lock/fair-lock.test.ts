@@ -1,0 +1,155 @@
+/**
+ * The fair lock: FIFO hand-off inside the release script, waiters woken by a token on their own
+ * wake list (BLPOP through the bridge's pool of blocking connections), dead waiters skipped, an
+ * unconfirmed hand-off passed on after the claim window, polling where blocking is off, and
+ * nothing left in Redis once the queue is empty and the lock free.
+ */
+import { describe, expect, it } from "vitest";
+import { FAIR_CLAIM_WINDOW_MS, type Lease } from "../../../src/index.js";
+import { keyPrefix, useRawRedis } from "../../support/env.js";
+import { recordingEdgeLock, replayKeys } from "../../support/locks.js";
+
+const prefix = keyPrefix();
+const raw = useRawRedis();
+
+/** Keys of `name` other than its replay records. */
+const keysOf = async (name: string) =>
+  (await raw.keys(`*${name}*`)).map(String).filter((k) => !replayKeys(name).includes(k));
+const queueOf = async (name: string) =>
+  (await raw.lRange(`redisson_lock_queue:{${name}}`, 0, -1)).map(String);
+
+describe("fair lock", () => {
+  it("grants in arrival order; each release hands the lock to the next waiter, who is woken", async () => {
+    const name = `${prefix}fifo`;
+    const holder = recordingEdgeLock();
+    const first = await holder.edgelock.getFairLock(name).lock({ leaseTime: 10_000 });
+    const order: number[] = [];
+    const clients = [0, 1, 2, 3, 4].map(() => recordingEdgeLock());
+    const waiting: Promise<void>[] = [];
+    for (const [i, c] of clients.entries()) {
+      // Each waiter joins the queue before the next one starts.
+      waiting.push(
+        c.edgelock
+          .getFairLock(name)
+          .lock({ leaseTime: 10_000 })
+          .then(async (lease: Lease) => {
+            order.push(i);
+            expect(await lease.release()).toBe("released");
+          }),
+      );
+      await expect.poll(() => queueOf(name), { timeout: 3_000, interval: 10 }).toHaveLength(i + 1);
+    }
+    const started = Date.now();
+    expect(await first.release()).toBe("released");
+    await Promise.all(waiting);
+    expect(order).toEqual([0, 1, 2, 3, 4]);
+    // Woken by hand-offs, not by timeouts: the five waits took far less than a BLPOP bound.
+    expect(Date.now() - started).toBeLessThan(3_000);
+    // One attempt to queue, one wait, one attempt to confirm: no polling.
+    for (const c of clients) {
+      expect(c.requests("acquire")).toBeLessThanOrEqual(4);
+    }
+    expect(await keysOf(name)).toEqual([]);
+  });
+
+  it("a waiter that gives up leaves the queue, and the next one is served", async () => {
+    const name = `${prefix}give-up`;
+    const a = recordingEdgeLock();
+    const held = await a.edgelock.getFairLock(name).lock({ leaseTime: 10_000 });
+    const quitter = recordingEdgeLock();
+    const patient = recordingEdgeLock();
+    const quits = quitter.edgelock.getFairLock(name).tryLock({ waitTime: 300, leaseTime: 5_000 });
+    await expect.poll(() => queueOf(name), { timeout: 3_000, interval: 10 }).toHaveLength(1);
+    const waits = patient.edgelock.getFairLock(name).lock({ leaseTime: 5_000 });
+    await expect.poll(() => queueOf(name), { timeout: 3_000, interval: 10 }).toHaveLength(2);
+    expect(await quits).toBeNull();
+    expect(await queueOf(name)).toHaveLength(1);
+    await held.release();
+    const lease = await waits;
+    expect(await lease.release()).toBe("released");
+    expect(await keysOf(name)).toEqual([]);
+  });
+
+  it("a dead waiter (its slot lapsed) is skipped", async () => {
+    const name = `${prefix}dead`;
+    const { edgelock } = recordingEdgeLock();
+    const held = await edgelock.getFairLock(name).lock({ leaseTime: 10_000 });
+    // A waiter that queued and vanished: its slot lapsed a while ago.
+    await raw.rPush(`redisson_lock_queue:{${name}}`, "ghost:1");
+    await raw.zAdd(`redisson_lock_timeout:{${name}}`, { score: 1, value: "ghost:1" });
+    await raw.hSet(`edgelock_waiters:{${name}}`, "ghost:1", "1");
+    const live = recordingEdgeLock().edgelock.getFairLock(name).lock({ leaseTime: 5_000 });
+    await expect.poll(() => queueOf(name), { timeout: 3_000, interval: 10 }).toHaveLength(2);
+    await held.release();
+    const lease = await live;
+    expect(await lease.release()).toBe("released");
+    expect(await keysOf(name)).toEqual([]);
+  });
+
+  it("a hand-off its waiter never confirms costs the next waiter at most about two claim windows", async () => {
+    const name = `${prefix}unconfirmed`;
+    const { edgelock } = recordingEdgeLock();
+    const held = await edgelock.getFairLock(name).lock({ leaseTime: 10_000 });
+    // A waiter of ours that queued, then died before confirming: its slot is still live.
+    const slotEnd = Date.now() + 60_000;
+    await raw.rPush(`redisson_lock_queue:{${name}}`, "gone:1");
+    await raw.zAdd(`redisson_lock_timeout:{${name}}`, { score: slotEnd, value: "gone:1" });
+    await raw.hSet(`edgelock_waiters:{${name}}`, "gone:1", "1");
+    const next = recordingEdgeLock().edgelock.getFairLock(name).lock({ leaseTime: 5_000 });
+    await expect.poll(() => queueOf(name), { timeout: 3_000, interval: 10 }).toHaveLength(2);
+    const released = Date.now();
+    await held.release(); // hands off to gone:1, who never comes
+    expect(String(await raw.hGet(name, "edgelock:grant"))).toBe("gone:1");
+    const lease = await next;
+    const waited = Date.now() - released;
+    expect(waited).toBeGreaterThanOrEqual(FAIR_CLAIM_WINDOW_MS - 100);
+    expect(waited).toBeLessThan(2 * FAIR_CLAIM_WINDOW_MS + 1_500);
+    expect(await lease.release()).toBe("released");
+    expect(await keysOf(name)).toEqual([]);
+  });
+
+  it('with wait: "poll" the same scripts serve waiters in order without blocking', async () => {
+    const name = `${prefix}poll`;
+    const holder = recordingEdgeLock({ wait: "poll" });
+    const held = await holder.edgelock.getFairLock(name).lock({ leaseTime: 10_000 });
+    const a = recordingEdgeLock({ wait: "poll" });
+    const b = recordingEdgeLock({ wait: "poll" });
+    const order: string[] = [];
+    const pa = a.edgelock
+      .getFairLock(name)
+      .lock({ leaseTime: 5_000 })
+      .then(async (l) => {
+        order.push("a");
+        await l.release();
+      });
+    await expect.poll(() => queueOf(name), { timeout: 3_000, interval: 10 }).toHaveLength(1);
+    const pb = b.edgelock
+      .getFairLock(name)
+      .lock({ leaseTime: 5_000 })
+      .then(async (l) => {
+        order.push("b");
+        await l.release();
+      });
+    await expect.poll(() => queueOf(name), { timeout: 3_000, interval: 10 }).toHaveLength(2);
+    await held.release();
+    await Promise.all([pa, pb]);
+    expect(order).toEqual(["a", "b"]);
+    expect(await keysOf(name)).toEqual([]);
+  });
+
+  it("excludes a Redisson reentrant-lock client and is reentrant for its owner", async () => {
+    const name = `${prefix}reenter`;
+    const { edgelock } = recordingEdgeLock();
+    const lock = edgelock.getFairLock(name);
+    const outer = await lock.lock({ leaseTime: 10_000 });
+    const inner = await lock.lock({ leaseTime: 10_000, owner: outer.owner });
+    expect(await lock.getHoldCount(outer.owner)).toBe(2);
+    expect(await edgelock.getLock(name).tryLock({ leaseTime: 1_000 })).toBeNull();
+    const inspected = await lock.inspect();
+    expect(inspected).toMatchObject({ kind: "fair-lock", locked: true });
+    expect(inspected.holders).toEqual([{ owner: outer.owner, holdCount: 2 }]);
+    expect(await inner.release()).toBe("still-held");
+    expect(await outer.release()).toBe("released");
+    expect(await lock.isLocked()).toBe(false);
+  });
+});
