@@ -34,8 +34,8 @@ export interface BenchEnv {
   token: string;
   /** Direct TCP client for setup (populating keys, SCRIPT FLUSH, INFO); never measured. */
   admin: IORedis;
-  /** A new `@upstash/redis` client on the bridge with the client's own defaults. */
-  http(): Redis;
+  /** A new `@upstash/redis` client on the bridge with the client's own defaults (or `options`). */
+  http(options?: { enableAutoPipelining?: boolean }): Redis;
   /** A new ioredis client (default options) on the redis-server, connected and ready. */
   tcp(): Promise<IORedis>;
   /** Reads every counter. */
@@ -83,7 +83,7 @@ function makeEnv(redis: RedisServer, bridge: BridgeChild, admin: IORedis, token:
     bridgeUrl: bridge.url,
     token,
     admin,
-    http: () => new Redis({ url: bridge.url, token }),
+    http: (options = {}) => new Redis({ url: bridge.url, token, ...options }),
     tcp: async () => {
       const client = await connectTcp(redis.url);
       countSends(client, sent);

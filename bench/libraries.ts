@@ -12,7 +12,13 @@ import { type BackoffOptions, DEFAULT_BACKOFF, EdgeLock } from "../src/index.js"
 import type { BenchEnv } from "./env.js";
 
 /** The keys of the Bench JSON (DESIGN.md). */
-export const LIBRARY_NAMES = ["edgelock", "upstash-lock", "redlock", "redis-semaphore"] as const;
+export const LIBRARY_NAMES = [
+  "edgelock",
+  "edgelock-fair",
+  "upstash-lock",
+  "redlock",
+  "redis-semaphore",
+] as const;
 export type LibraryName = (typeof LIBRARY_NAMES)[number];
 
 /** `default`: the library's documented defaults. `sameBudget`: retries spanning edgelock's 10 s. */
@@ -73,6 +79,33 @@ export function edgelockLibrary(backoff?: BackoffOptions): Library {
     },
   };
 }
+
+/**
+ * edgelock's fair lock: waiters queue, block on their wake list (BLPOP through the bridge's pool)
+ * and take the lock from the release's hand-off. Its client has auto-pipelining off, as the
+ * README advises for clients that wait.
+ */
+export const edgelockFairLibrary: Library = {
+  name: "edgelock-fair",
+  transport: "http",
+  settings: {
+    default: `getFairLock(key).tryLock({ waitTime: ${WAIT_BUDGET_MS}, leaseTime: ${LEASE_MS} }); waiters block on BLPOP, woken by the release's hand-off`,
+    sameBudget: "same as default (edgelock defines the budget)",
+  },
+  sameBudgetDiffers: false,
+  client: async (env) => {
+    const edge = new EdgeLock({ redis: env.http({ enableAutoPipelining: false }) });
+    return {
+      acquire: async (key) => {
+        const lease = await edge
+          .getFairLock(key)
+          .tryLock({ waitTime: WAIT_BUDGET_MS, leaseTime: LEASE_MS });
+        return lease && { release: async () => void (await lease.release()) };
+      },
+      close: async () => {},
+    };
+  },
+};
 
 type UpstashLockOptions = ConstructorParameters<typeof UpstashLock>[0];
 const UPSTASH_DELAY_MS = 100;
@@ -159,5 +192,11 @@ const redisSemaphore: Library = {
  * exploring the waiting policy; RESULTS.md flags it).
  */
 export function createLibraries(edgelockBackoff?: BackoffOptions): readonly Library[] {
-  return [edgelockLibrary(edgelockBackoff), upstashLock, redlock, redisSemaphore];
+  return [
+    edgelockLibrary(edgelockBackoff),
+    edgelockFairLibrary,
+    upstashLock,
+    redlock,
+    redisSemaphore,
+  ];
 }

@@ -7,7 +7,7 @@ import type { BackoffOptions } from "../src/index.js";
 import { LIBRARY_NAMES } from "./libraries.js";
 
 /** Scenario names accepted by `--only`. `uncontended` includes scenario 1 (the limit). */
-export const SCENARIOS = ["uncontended", "contended", "scale", "bundle"] as const;
+export const SCENARIOS = ["uncontended", "contended", "long-hold", "scale", "bundle"] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
 /** Everything a run needs to know; every duration in ms. */
@@ -29,6 +29,10 @@ export interface BenchOptions {
   scaleSizes: number[];
   scaleCycles: number;
   memoryLocks: number;
+  /** Long holds: waiters behind the holder, hold time and measured window. */
+  longHoldWaiters: number;
+  longHoldMs: number;
+  longHoldMeasureMs: number;
   /** Libraries to run (`--libs`); default all. */
   libraries: string[] | null;
   /** Non-default edgelock backoff (`--backoff initial,max,multiplier`), for exploration. */
@@ -66,6 +70,9 @@ const FULL = {
   scaleSizes: [1, 1_000, 10_000, 100_000],
   scaleCycles: 300,
   memoryLocks: 2000,
+  longHoldWaiters: 8,
+  longHoldMs: 2_000,
+  longHoldMeasureMs: 20_000,
 };
 
 const QUICK: typeof FULL = {
@@ -81,6 +88,9 @@ const QUICK: typeof FULL = {
   scaleSizes: [1, 1_000],
   scaleCycles: 20,
   memoryLocks: 50,
+  longHoldWaiters: 3,
+  longHoldMs: 200,
+  longHoldMeasureMs: 1_500,
 };
 
 /** Parses `argv`; returns the options, or a message to print (help or a usage error). */
@@ -131,6 +141,9 @@ export function parseOptions(argv: string[], benchDir: string): BenchOptions | {
       holdMs: int(values.hold, base.holdMs, "hold"),
       measureMs: int(values.measure, base.measureMs, "measure"),
       contendedRounds: int(values.rounds, base.contendedRounds, "rounds"),
+      longHoldWaiters: base.longHoldWaiters,
+      longHoldMs: base.longHoldMs,
+      longHoldMeasureMs: base.longHoldMeasureMs,
       scaleSizes: [...new Set([...base.scaleSizes.filter((s) => s < scaleMax), scaleMax])],
       ...(values.backoff !== undefined && { backoff: parseBackoff(values.backoff) }),
     };

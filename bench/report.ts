@@ -10,6 +10,7 @@ import type { ContendedResult } from "./scenarios/contended.js";
 
 const NAMES: Record<LibraryName, string> = {
   edgelock: "edgelock",
+  "edgelock-fair": "edgelock fair lock",
   "upstash-lock": "@upstash/lock",
   redlock: "redlock",
   "redis-semaphore": "redis-semaphore",
@@ -106,6 +107,7 @@ export function renderMarkdown(r: BenchResults): string {
     "",
   );
   out.push(...setup(r), ...targets(r), ...limit(r), ...uncontended(r), ...contended(r));
+  out.push(...longHold(r));
   out.push(...scale(r), ...bundle(r), ...reproduce());
   return `${out.join("\n").trimEnd()}\n`;
 }
@@ -195,7 +197,7 @@ function whyMissed(r: BenchResults): string[] {
           : `; and two PINGs right after a ${hold} ms pause (what the holder does after its critical section) take ${f(pair, 3)} ms p50 here, because both the client's and the bridge's event loops have gone idle, which lowers the bound to ${f(hold / (hold + pair))}`
       }. ${
         effective < 0.85
-          ? "So no lock that pays two HTTP round trips per hand-off can reach 0.85 on this machine"
+          ? "So no lock whose next holder sends its acquire after the release (two HTTP round trips per hand-off) can reach 0.85 on this machine; a release that hands the lock to a waiter already blocked on its wake list (the fair lock) pays about one"
           : "So 0.85 is within reach in principle; the rest is lost to waiting"
       }: the target assumes that the two round trips take at most ${f(hold / 0.85 - hold, 2)} ms together. Measured: hand-off p50 ${f(c16.handoffP50Ms)} ms (mean hold ${f(c16.meanHoldMs)} ms, timer overshoot included), ratio ${f(c16.throughputRatio)}, ${f(((c16.throughputRatio ?? 0) / effective) * 100, 0)} % of the ${pair === null ? "" : "pause-corrected "}bound, with the benchmark process, which runs all 16 clients' \`fetch\` calls, ${f((c16.clientCpuBusy ?? 0) * 100, 0)} % busy. @upstash/lock, on the same bridge, reaches ${f(c?.["upstash-lock"]?.throughputRatio)}; the TCP peers reach ${f(c?.redlock?.throughputRatio)} (redlock) and ${f(c?.["redis-semaphore"]?.throughputRatio)} (redis-semaphore) because their round trip is ~${f(r.limit?.tcpPingP50Ms, 2)} ms.`,
     );
@@ -322,6 +324,23 @@ function uncontended(r: BenchResults): string[] {
     ),
     "",
     "The ratio divides by 2 × the PING p50 of the library's own transport (HTTP for edgelock and @upstash/lock, TCP for redlock and redis-semaphore). A TCP round trip here is under 0.1 ms, close to the scheduling noise of a machine whose two cores also run the bridge and Redis, so the TCP ratios are only indicative (they can fall below 1).",
+    "",
+  ];
+}
+
+function longHold(r: BenchResults): string[] {
+  const l = r.longHold;
+  if (!l) return [];
+  const c = r.config;
+  const rows = (Object.entries(l) as [LibraryName, ContendedResult][]).map(([name, e]) =>
+    contendedRow(NAMES[name], e),
+  );
+  return [
+    "## 3b. Long holds",
+    "",
+    `${c.longHoldWaiters + 1} clients on one lock, each holding it ${c.longHoldMs} ms, so ${c.longHoldWaiters} wait behind every holder (the loop of section 3; ${c.longHoldMs} ms of run-in, one ${c.longHoldMeasureMs} ms window). What a wait costs when holds are long: the reentrant lock's waiters poll with backoff capped at one poll per second, the fair lock's waiters block on their wake list until the release hands them the lock.`,
+    "",
+    table(["lock", ...CONTENDED_COLUMNS], rows),
     "",
   ];
 }

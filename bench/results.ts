@@ -21,6 +21,8 @@ export interface BenchResults {
   contended: Record<string, Record<LibraryName, ContendedEntry>> | null;
   /** edgelock with other backoffs, in the same rotation as `contended` (exploration). */
   backoffVariants: BackoffVariant[] | null;
+  /** Long holds: (waiters + 1) clients on one lock with `longHoldMs` holds; edgelock's locks only. */
+  longHold: Partial<Record<LibraryName, ContendedEntry>> | null;
   scale: ScaleResult | null;
   /** Keyed by entry: ".", "/hono", "/cloudflare", "/vercel". */
   bundle: Record<string, BundleEntry> | null;
@@ -49,10 +51,13 @@ export interface Target {
 
 /** The targets of the benchmark issue, evaluated on `r`. */
 export function evaluateTargets(
-  r: Pick<BenchResults, "uncontended" | "contended" | "bundle">,
+  r: Pick<BenchResults, "uncontended" | "contended" | "bundle" | "limit" | "longHold">,
 ): Target[] {
   const un = r.uncontended?.edgelock;
   const c16 = r.contended?.["16"]?.edgelock;
+  const fair16 = r.contended?.["16"]?.["edgelock-fair"];
+  const fair64 = r.contended?.["64"]?.["edgelock-fair"];
+  const rtt = r.limit?.evalshaP50Ms;
   const make = (
     id: string,
     description: string,
@@ -99,5 +104,54 @@ export function evaluateTargets(
       "min",
     ),
     make("coreBundle", "core entry, bytes min+gzip", r.bundle?.["."]?.minGzipBytes, 6000, "max"),
+    make(
+      "fair16Ratio",
+      "fair lock: throughput / ideal at 16 clients",
+      fair16?.throughputRatio,
+      0.85,
+      "min",
+    ),
+    make(
+      "fair64Ratio",
+      "fair lock: throughput / ideal at 64 clients",
+      fair64?.throughputRatio,
+      0.85,
+      "min",
+    ),
+    make(
+      "fair16Requests",
+      "fair lock: requests per acquisition at 16 clients",
+      fair16?.requestsPerAcquisition,
+      3.5,
+      "max",
+    ),
+    make(
+      "fair16Fairness",
+      "fair lock: per-client min / mean at 16 clients",
+      fair16?.fairnessMinOverMean,
+      0.9,
+      "min",
+    ),
+    make(
+      "fair16Handoff",
+      "fair lock: hand-off p50 / one HTTP round trip (EVALSHA p50) at 16 clients",
+      fair16?.handoffP50Ms != null && rtt ? fair16.handoffP50Ms / rtt : null,
+      1.6,
+      "max",
+    ),
+    make(
+      "longHoldRequests",
+      "long holds: requests per acquisition, reentrant lock",
+      r.longHold?.edgelock?.requestsPerAcquisition,
+      3,
+      "max",
+    ),
+    make(
+      "longHoldFairRequests",
+      "long holds: requests per acquisition, fair lock",
+      r.longHold?.["edgelock-fair"]?.requestsPerAcquisition,
+      3,
+      "max",
+    ),
   ];
 }

@@ -60,6 +60,7 @@ let partial: Pick<
   | "uncontended"
   | "contended"
   | "backoffVariants"
+  | "longHold"
   | "scale"
   | "bundle"
   | "bundlePeers"
@@ -76,6 +77,7 @@ try {
     uncontended: null,
     contended: null,
     backoffVariants: null,
+    longHold: null,
     scale: null,
     bundle: null,
     bundlePeers: null,
@@ -117,6 +119,26 @@ try {
     );
     partial.contended = contended.byClients;
     partial.backoffVariants = contended.variants;
+  }
+  if (has("long-hold")) {
+    log("scenario 3b: long holds");
+    const waiters = options.longHoldWaiters;
+    const longHold = await runContended(
+      env,
+      {
+        clientCounts: [waiters + 1],
+        holdMs: options.longHoldMs,
+        warmMs: options.longHoldMs,
+        measureMs: options.longHoldMeasureMs,
+        rounds: 1,
+        prefix,
+        libs: libs.filter((l) => l.name === "edgelock" || l.name === "edgelock-fair"),
+        variants: [],
+        variantClients: 0,
+      },
+      log,
+    );
+    partial.longHold = longHold.byClients[String(waiters + 1)] ?? null;
   }
   if (has("scale")) {
     log("scenario 4: scale");

@@ -207,6 +207,23 @@ export class Lease {
     this.#stopKeepAlive = await startKeepAlive(kept, keepAlive, defaultKeeper);
   }
 
+  /**
+   * Internal: the hold's TTL in Redis is shorter than `leaseTime` until `deadline` (a fair lock's
+   * hand-off): renew to the full lease halfway there, and again if that fails, until the lease
+   * ends. One request.
+   */
+  confirmBefore(deadline: number): void {
+    const attempt = () => {
+      if (this.ended || this.#release !== undefined) return;
+      this.#renewOnce(this.leaseTime, "timer").catch((error: unknown) => {
+        this.#host.backgroundError(this, "renew", error);
+        const left = deadline - Date.now();
+        if (left > 0) later(attempt, Math.max(1, Math.floor(left / 3)));
+      });
+    };
+    later(attempt, Math.max(0, Math.floor((deadline - Date.now()) / 2)));
+  }
+
   /** Internal: marks the lease lost (aborts `signal`) and stops its keep-alive. */
   markLost(): void {
     if (this.ended) return;
@@ -263,4 +280,10 @@ export class Lease {
     clearTimeout(this.#expiryTimer);
     if (!this.#controller.signal.aborted) this.#controller.abort(reason);
   }
+}
+
+/** A timer that never keeps a Node process alive on its own. */
+function later(run: () => void, ms: number): void {
+  const timer = setTimeout(run, ms);
+  (timer as { unref?: () => void }).unref?.();
 }

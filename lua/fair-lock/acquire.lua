@@ -20,6 +20,7 @@
 -- ARGV[4]  request id (32 hex characters; becomes the lease id)
 -- ARGV[5]  slot in ms: how long the waiter stays queued without coming back (0 = do not queue)
 -- ARGV[6]  claim window in ms of a hand-off this call makes to another waiter
+-- ARGV[7]  waiter id of this acquire call (hex): marks its place in the queue and its hand-off
 -- Returns  {1, holdCount, epoch} acquired | {0, pttl, position} busy: pttl of the lock (-2 when
 --          it is free but another waiter is first), position of the owner in the queue (0 =
 --          first, -1 = not queued) | {-1, 0, 0} this request was cancelled
@@ -39,6 +40,7 @@ local windowMs = tonumber(ARGV[3])
 local id = ARGV[4]
 local slotMs = tonumber(ARGV[5])
 local claimMs = tonumber(ARGV[6])
+local waiter = ARGV[7]
 -- @include lib/replay.lua
 -- @include lib/hold.lua
 -- @include lib/fair.lua
@@ -58,7 +60,7 @@ end
 
 local now = now_ms()
 local e
-if redis.call('hget', name, GRANT) == owner then
+if redis.call('hget', name, GRANT) == waiter then
   -- A release handed the lock to this waiter: take it for the whole lease.
   redis.call('hdel', name, GRANT)
   redis.call('del', wake_key(owner))
@@ -88,7 +90,7 @@ if e then
 end
 
 if slotMs > 0 then
-  queue_up(owner, now, now + slotMs)
+  queue_up(owner, waiter, now, now + slotMs)
   replay_set(id, 'Q')
 else
   replay_set(id, 'B')

@@ -7,6 +7,7 @@
 -- ARGV[2]  replay window in ms
 -- ARGV[3]  request id of its last attempt
 -- ARGV[4]  claim window in ms of a hand-off this makes
+-- ARGV[5]  waiter id of the acquire call that gives up
 -- Returns  0 nothing held (left the queue; a late attempt with that id is a no-op)
 --          | 1 a hand-off or a hold it made was given back | 2 already cancelled
 -- Records  "C" (before the attempt applied) | "U" (undone). A lock found free afterwards is
@@ -22,6 +23,7 @@ local owner = ARGV[1]
 local windowMs = tonumber(ARGV[2])
 local id = ARGV[3]
 local claimMs = tonumber(ARGV[4])
+local waiter = ARGV[5]
 -- @include lib/replay.lua
 -- @include lib/hold.lua
 -- @include lib/fair.lua
@@ -36,7 +38,7 @@ local result = 0
 -- Only the incarnation the attempt joined holds its hold; a later one belongs to later calls.
 local undo = kind == 'A' and string.sub(seen, 2) == epoch()
   and redis.call('hexists', name, owner) == 1
-if redis.call('hget', name, GRANT) == owner or undo then
+if redis.call('hget', name, GRANT) == waiter or undo then
   if redis.call('hincrby', name, owner, -1) <= 0 then
     redis.call('del', name)
     redis.call('publish', channel, 0)

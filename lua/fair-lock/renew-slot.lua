@@ -1,5 +1,5 @@
--- Keep a waiter's place: its slot (the ZSET score Redisson's scripts read, and our registry)
--- lasts at least slotMs more, never shortened, e.g. while it blocks longer than its slot allows.
+-- Keep a waiter's place: its slot (the ZSET score Redisson's scripts read) lasts at least slotMs
+-- more, never shortened, e.g. while it blocks longer than its slot allows.
 -- It never queues an owner that is not queued, so a late copy is harmless and needs no replay
 -- record. Holds are renewed by lua/lock/renew.lua (the fair lock's HASH is the plain lock's). A
 -- lock found free is handed to the first live waiter (possibly this one, which then confirms
@@ -23,8 +23,9 @@ local claimMs = tonumber(ARGV[3])
 
 local now = now_ms()
 prune(now)
-if redis.call('zscore', slots, owner) then
-  queue_up(owner, now, now + slotMs)
+local waiter = redis.call('hget', waiters, owner)
+if waiter and redis.call('zscore', slots, owner) then
+  queue_up(owner, waiter, now, now + slotMs)
 end
 if redis.call('exists', name) == 0 then
   hand_off(now)

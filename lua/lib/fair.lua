@@ -3,8 +3,7 @@
 --   name      the lock HASH (KEYS)
 --   queue     "redisson_lock_queue:{<name>}"   LIST of waiting owners, FIFO (KEYS)
 --   slots     "redisson_lock_timeout:{<name>}" ZSET owner -> server-time ms its slot lapses (KEYS)
---   waiters   "edgelock_waiters:{<name>}"      HASH of the queued owners that are ours -> the
---             server-time ms their slot lapses (KEYS)
+--   waiters   "edgelock_waiters:{<name>}"      HASH owner -> waiter id, of our queued owners (KEYS)
 --   channel   "redisson_lock__channel:{<name>}" prefix of Redisson's per-waiter channels (KEYS)
 --   claimMs   how long a hand-off waits for its waiter to confirm, in ms (ARGV)
 -- Our waiters block on their own wake list "edgelock_wake:{<name>}:<owner>" (same hash slot as
@@ -29,14 +28,6 @@ local function leave(owner)
   redis.call('del', wake_key(owner))
 end
 
--- When a waiter's slot lapses (false: it has none). Ours is read from the registry: Redisson's
--- own acquire lowers every ZSET score by its wait, which must not make our live waiters look
--- dead to us.
-local function lapses_at(owner)
-  local at = redis.call('hget', waiters, owner) or redis.call('zscore', slots, owner)
-  return at and tonumber(at)
-end
-
 -- Drops dead waiters (slot lapsed, or no slot) from the head of the queue.
 local function prune(now)
   while true do
@@ -44,7 +35,7 @@ local function prune(now)
     if not head then
       return
     end
-    local lapses = lapses_at(head)
+    local lapses = tonumber(redis.call('zscore', slots, head))
     if lapses and lapses > now then
       return
     end
@@ -52,23 +43,22 @@ local function prune(now)
   end
 end
 
--- Queues `owner` at the back, or keeps its place; either way its slot lasts until at least
--- `lapses` (never shortened, so a late request cannot cut a renewed slot short). The queue keys
--- then live until the last slot lapses (Redisson's scripts set no TTL on them): once every
--- waiter is dead and nobody touches the lock again, nothing is left.
-local function queue_up(owner, now, lapses)
-  if redis.call('zscore', slots, owner) then
-    local had = tonumber(redis.call('hget', waiters, owner) or '0')
+-- Queues `owner` (waiter id `waiter`) at the back, or keeps its place; either way its slot
+-- lasts until at least `lapses` (never shortened: a late request cannot cut a renewed slot
+-- short; it also lifts a score a Redisson acquire lowered by its wait). The queue keys then live
+-- until the last slot lapses (Redisson's scripts set no TTL on them), so once every waiter is
+-- dead and nobody touches the lock again, nothing is left.
+local function queue_up(owner, waiter, now, lapses)
+  local had = tonumber(redis.call('zscore', slots, owner))
+  if had then
     if had > lapses then
       lapses = had
     end
   else
     redis.call('rpush', queue, owner)
-    -- A token left from an earlier wait must not end this one early.
-    redis.call('del', wake_key(owner))
   end
   redis.call('zadd', slots, lapses, owner)
-  redis.call('hset', waiters, owner, lapses)
+  redis.call('hset', waiters, owner, waiter)
   local last = tonumber(redis.call('zrange', slots, -1, -1, 'withscores')[2])
   if last > lapses then
     lapses = last
@@ -82,24 +72,26 @@ local function queue_up(owner, now, lapses)
   end
 end
 
--- The lock is free: give it to the first live waiter. One of ours gets the lock with a claim
--- window (it confirms with its acquire script, which sets its lease) and a wake token; a
--- Redisson waiter is woken on its channel and takes the lock itself.
+-- The lock is free: give it to the first live waiter. One of ours gets the lock for a claim
+-- window, marked with its waiter id (GRANT), and the new epoch as its wake token: it holds the
+-- lock from then on, and makes the TTL its lease with its first renewal (or its next attempt
+-- confirms the grant). A Redisson waiter is woken on its channel and takes the lock itself.
 local function hand_off(now)
   prune(now)
   local head = redis.call('lindex', queue, 0)
   if not head then
     return
   end
-  if redis.call('hexists', waiters, head) == 0 then
+  local waiter = redis.call('hget', waiters, head)
+  if not waiter then
     redis.call('publish', channel .. ':' .. head, 0)
     return
   end
   leave(head)
-  redis.call('hset', name, head, 1, GRANT, head)
-  new_epoch()
+  redis.call('hset', name, head, 1, GRANT, waiter)
+  local e = new_epoch()
   redis.call('pexpire', name, claimMs)
   local wake = wake_key(head)
-  redis.call('rpush', wake, 1)
+  redis.call('rpush', wake, e)
   redis.call('pexpire', wake, claimMs)
 end

@@ -16,6 +16,8 @@ for i = 1, #KEYS do
     if redis.call('pttl', KEYS[i]) < leaseMs then
       redis.call('pexpire', KEYS[i], leaseMs)
     end
+    -- A fair lock handed to this owner is now held for its lease: the hand-off is confirmed.
+    redis.call('hdel', KEYS[i], 'edgelock:grant')
     result[i] = 1
   else
     result[i] = 0

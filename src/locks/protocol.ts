@@ -55,6 +55,11 @@ export interface Grant {
   id: string;
   sentAt: number;
   epoch: number;
+  /**
+   * The TTL the hold has in Redis from `sentAt` when shorter than the lease (a fair lock's
+   * hand-off taken from its wake token): the lease confirms its full lease time well before.
+   */
+  ttl?: number;
 }
 
 /** What one acquire attempt found. */
@@ -187,9 +192,10 @@ export async function leaseFor(
     epoch: grant.epoch,
     leaseTime: s.leaseTime,
     watchdog: s.watchdog,
-    expiresAt: grant.sentAt + s.leaseTime,
+    expiresAt: grant.sentAt + Math.min(s.leaseTime, grant.ttl ?? s.leaseTime),
   });
   try {
+    if (grant.ttl !== undefined && grant.ttl < s.leaseTime) lease.confirmBefore(lease.expiresAt);
     await lease.startKeepAlive(s.keepAlive, ctx.keeper);
   } catch (error) {
     await lease.release().catch(() => {});

@@ -141,7 +141,7 @@ export class ScriptRunner {
   /**
    * Blocks on the list `key` for at most `ms` (BLPOP; one HTTP request, held open by the REST
    * API until a token arrives or the time is up), limited locally to `ms + requestTimeout`.
-   * @returns true when a token arrived, false on timeout.
+   * @returns the token that arrived (as the client decoded it), or `null` on timeout.
    * @throws signal.reason when `signal` aborts first.
    * @throws {TransportError} on failure, or when the client cannot block (see `canBlock`).
    */
@@ -151,7 +151,7 @@ export class ScriptRunner {
     ms: number,
     signal: AbortSignal | undefined,
     counter: RequestCounter,
-  ): Promise<boolean> {
+  ): Promise<unknown> {
     signal?.throwIfAborted();
     const exec = this.#redis.exec;
     if (typeof exec !== "function") {
@@ -170,7 +170,8 @@ export class ScriptRunner {
         exec.call(this.#redis, ["BLPOP", key, seconds]),
         deadline.signal,
       );
-      return reply !== null && reply !== undefined;
+      // BLPOP answers [key, value], or null on timeout.
+      return Array.isArray(reply) ? reply[1] : null;
     } catch (error) {
       if (deadline.signal.aborted && error === deadline.signal.reason) throw error;
       throw error instanceof TransportError ? error : toTransportError(error, name, [key]);

@@ -76,6 +76,7 @@ export class FairLockHolds implements HoldProtocol {
     s: HoldSettings,
     counter: RequestCounter,
     slotMs = 0,
+    waiter = "",
   ): Promise<AttemptReply & { id: string; position: number }> {
     const id = randomHex();
     const sentAt = Date.now();
@@ -88,7 +89,15 @@ export class FairLockHolds implements HoldProtocol {
           script: fairLockAcquire,
           name: this.name,
           keys: this.#keys(),
-          args: [s.leaseTime, s.owner, this.#ctx.replayWindow, id, slotMs, FAIR_CLAIM_WINDOW_MS],
+          args: [
+            s.leaseTime,
+            s.owner,
+            this.#ctx.replayWindow,
+            id,
+            slotMs,
+            FAIR_CLAIM_WINDOW_MS,
+            waiter,
+          ],
           signal: s.signal,
         },
         decodeAttempt,
@@ -98,7 +107,7 @@ export class FairLockHolds implements HoldProtocol {
       const unanswered =
         (s.signal?.aborted && error === s.signal.reason) ||
         (error instanceof TransportError && error.ambiguous);
-      if (unanswered) this.cancel(s.owner, id);
+      if (unanswered) this.cancelWait(s.owner, id, waiter);
       throw error;
     }
     if (status === 1) return { status: "acquired", grant: { id, sentAt, epoch }, id, position: -1 };
@@ -115,24 +124,29 @@ export class FairLockHolds implements HoldProtocol {
    * Takes `owner` out of the queue (cancel.lua), passing on a hand-off it never confirmed and
    * undoing a hold its attempt `id` made if that attempt's answer never arrived.
    */
-  async leave(owner: string, id: string, counter: RequestCounter): Promise<void> {
+  async leave(owner: string, id: string, waiter: string, counter: RequestCounter): Promise<void> {
     await this.#ctx.runner.run(
       {
         script: fairLockCancel,
         name: this.name,
         keys: this.#keys(),
-        args: [owner, this.#ctx.replayWindow, id, FAIR_CLAIM_WINDOW_MS],
+        args: [owner, this.#ctx.replayWindow, id, FAIR_CLAIM_WINDOW_MS, waiter],
       },
       asInteger,
       counter,
     );
   }
 
-  /** {@link leave} in the background (an aborted or unanswered attempt). */
+  /** {@link leave} in the background, for an unanswered attempt outside a wait. */
   cancel(owner: string, id: string): void {
+    this.cancelWait(owner, id, "");
+  }
+
+  /** {@link leave} in the background (an aborted wait or an unanswered attempt). */
+  cancelWait(owner: string, id: string, waiter: string): void {
     const counter = { requests: 0 };
     const started = Date.now();
-    const task = this.leave(owner, id, counter).catch((error: unknown) =>
+    const task = this.leave(owner, id, waiter, counter).catch((error: unknown) =>
       reportError(this.#ctx, this.name, "cancel", error, counter.requests, started),
     );
     this.#ctx.background(task);

@@ -8,6 +8,7 @@
  * @module
  */
 import { sleep } from "../../abort.js";
+import { randomHex } from "../../ids.js";
 import { FAIR_CLAIM_WINDOW_MS, FAIR_SLOT_MS } from "../../limits.js";
 import type { RequestCounter } from "../../transport/index.js";
 import { backoffDelay, SLEEP_FLOOR_MS } from "../../wait.js";
@@ -48,12 +49,15 @@ export class FairLock extends HashLock<FairLockInspection> {
     const counter: RequestCounter = { requests: 0 };
     const block = this.ctx.wait === "block" && this.ctx.runner.canBlock;
     const wake = fairKeys.wake(this.name, s.owner);
+    // Marks this call's place in the queue and the hand-off made to it.
+    const waiter = randomHex();
     let attempts = 0;
     let acquired = false;
     let lastId: string | undefined;
     try {
       for (;;) {
-        const reply = await this.holds.attempt(s, counter, queued ? FAIR_SLOT_MS : 0);
+        const sentAt = Date.now();
+        const reply = await this.holds.attempt(s, counter, queued ? FAIR_SLOT_MS : 0, waiter);
         attempts += 1;
         lastId = reply.id;
         if (reply.status === "acquired") {
@@ -65,7 +69,7 @@ export class FairLock extends HashLock<FairLockInspection> {
         const remaining = deadline - Date.now();
         if (remaining <= 0) {
           // Give the place up (and a hand-off that may have just arrived) before saying no.
-          if (queued) await this.holds.leave(s.owner, reply.id, counter);
+          if (queued) await this.holds.leave(s.owner, reply.id, waiter, counter);
           return { lease: null, attempts, holderTtl: pttl };
         }
         // Back no later than the holder's lease runs out (a crashed holder hands nothing off)
@@ -84,10 +88,26 @@ export class FairLock extends HashLock<FairLockInspection> {
           attempt: attempts,
         });
         if (block) {
-          await this.ctx.runner.block(this.name, wake, bound, s.signal, counter).catch((error) => {
-            // A failed wait costs nothing but the next attempt, which reports a real outage.
-            if (s.signal?.aborted && error === s.signal.reason) throw error;
-          });
+          const token = await this.ctx.runner
+            .block(this.name, wake, bound, s.signal, counter)
+            .catch((error: unknown) => {
+              // A failed wait costs nothing but the next attempt, which reports a real outage.
+              if (s.signal?.aborted && error === s.signal.reason) throw error;
+              return null;
+            });
+          // The token is the epoch of a hand-off to this owner: the lock is ours, held for the
+          // claim window from the hand-off, which came after this loop's last busy attempt.
+          const epoch = Number(token);
+          const claimEnds = sentAt + FAIR_CLAIM_WINDOW_MS;
+          if (token !== null && Number.isSafeInteger(epoch) && epoch > 0) {
+            if (claimEnds - Date.now() > FAIR_CLAIM_WINDOW_MS / 4) {
+              const grant = { id: randomHex(), sentAt, epoch, ttl: FAIR_CLAIM_WINDOW_MS };
+              const lease = await leaseFor(this.ctx, this.holds, s, grant);
+              acquired = true;
+              return { lease, attempts };
+            }
+            // Too little of the claim window is known to be left: the next attempt confirms.
+          }
         } else {
           const delay = backoffDelay(this.ctx.backoff, attempts - 1, pttl, bound);
           await sleep(Math.min(delay, bound), s.signal);
@@ -95,7 +115,9 @@ export class FairLock extends HashLock<FairLockInspection> {
       }
     } catch (error) {
       // Aborted (or failed) while queued: leave the queue in the background.
-      if (queued && lastId !== undefined && !acquired) this.holds.cancel(s.owner, lastId);
+      if (queued && lastId !== undefined && !acquired) {
+        this.holds.cancelWait(s.owner, lastId, waiter);
+      }
       throw error;
     } finally {
       emitAcquire(this.ctx, this.name, started, counter, acquired, attempts);

@@ -45,10 +45,32 @@ describe("fair lock", () => {
     expect(order).toEqual([0, 1, 2, 3, 4]);
     // Woken by hand-offs, not by timeouts: the five waits took far less than a BLPOP bound.
     expect(Date.now() - started).toBeLessThan(3_000);
-    // One attempt to queue, one wait, one attempt to confirm: no polling.
+    // One attempt to queue and one wait, whose wake token is the hand-off: no polling, and no
+    // confirming request for holds shorter than the claim window.
     for (const c of clients) {
-      expect(c.requests("acquire")).toBeLessThanOrEqual(4);
+      expect(c.requests("acquire")).toBeLessThanOrEqual(3);
     }
+    expect(await keysOf(name)).toEqual([]);
+  });
+
+  it("a waiter woken by its hand-off holds at once, and confirms its lease before the claim window ends", async () => {
+    const name = `${prefix}confirm`;
+    const held = await recordingEdgeLock().edgelock.getFairLock(name).lock({ leaseTime: 10_000 });
+    const waiter = recordingEdgeLock();
+    const pending = waiter.edgelock.getFairLock(name).lock({ leaseTime: 10_000 });
+    await expect.poll(() => queueOf(name), { timeout: 3_000, interval: 10 }).toHaveLength(1);
+    await held.release();
+    const lease = await pending;
+    // Taken from the wake token: the TTL is still the claim window, and the lease knows it.
+    expect(lease.expiresAt - Date.now()).toBeLessThanOrEqual(FAIR_CLAIM_WINDOW_MS);
+    expect(Number(await raw.pTTL(name))).toBeLessThanOrEqual(FAIR_CLAIM_WINDOW_MS);
+    // Halfway through the claim window the lease renews to its full lease time, once.
+    await waiter.until((e) => e.type === "renew" && e.renewed);
+    expect(Number(await raw.pTTL(name))).toBeGreaterThan(FAIR_CLAIM_WINDOW_MS);
+    expect(await raw.hExists(name, "edgelock:grant")).toBe(0);
+    expect(lease.expiresAt - Date.now()).toBeGreaterThan(8_000);
+    expect(lease.signal.aborted).toBe(false);
+    expect(await lease.release()).toBe("released");
     expect(await keysOf(name)).toEqual([]);
   });
 
@@ -94,13 +116,14 @@ describe("fair lock", () => {
     const slotEnd = Date.now() + 60_000;
     await raw.rPush(`redisson_lock_queue:{${name}}`, "gone:1");
     await raw.zAdd(`redisson_lock_timeout:{${name}}`, { score: slotEnd, value: "gone:1" });
-    // Our registry holds the slot's end too (Redisson's scripts may lower the ZSET score).
-    await raw.hSet(`edgelock_waiters:{${name}}`, "gone:1", String(slotEnd));
+    await raw.hSet(`edgelock_waiters:{${name}}`, "gone:1", "feed");
     const next = recordingEdgeLock().edgelock.getFairLock(name).lock({ leaseTime: 5_000 });
     await expect.poll(() => queueOf(name), { timeout: 3_000, interval: 10 }).toHaveLength(2);
     const released = Date.now();
     await held.release(); // hands off to gone:1, who never comes
-    expect(String(await raw.hGet(name, "edgelock:grant"))).toBe("gone:1");
+    // Handed to gone:1 (marked with its waiter id) for a claim window.
+    expect(String(await raw.hGet(name, "edgelock:grant"))).toBe("feed");
+    expect(String(await raw.hGet(name, "gone:1"))).toBe("1");
     const lease = await next;
     const waited = Date.now() - released;
     expect(waited).toBeGreaterThanOrEqual(FAIR_CLAIM_WINDOW_MS - 100);

@@ -51,6 +51,7 @@ function fairLock(label: string) {
   return {
     ...keys,
     wakeKey: (owner: string) => `${keys.wake}:${owner}`,
+    // Each owner here waits in one call at a time, so the owner doubles as its waiter id.
     acquire: (
       owner: string,
       o: { lease?: number; slot?: number; claim?: number; id?: string } = {},
@@ -62,6 +63,7 @@ function fairLock(label: string) {
         o.id ?? randomHex(),
         o.slot ?? SLOT,
         o.claim ?? CLAIM,
+        owner,
       ]),
     release: (
       owner: string,
@@ -77,9 +79,9 @@ function fairLock(label: string) {
       ]),
     /** A waiter gives up (cancel.lua naming an id no attempt used, as after a busy answer). */
     dequeue: (owner: string, o: { id?: string; claim?: number } = {}) =>
-      run<number>(fairLockCancel, [owner, WINDOW, o.id ?? randomHex(), o.claim ?? CLAIM]),
+      run<number>(fairLockCancel, [owner, WINDOW, o.id ?? randomHex(), o.claim ?? CLAIM, owner]),
     cancel: (owner: string, id: string, o: { claim?: number } = {}) =>
-      run<number>(fairLockCancel, [owner, WINDOW, id, o.claim ?? CLAIM]),
+      run<number>(fairLockCancel, [owner, WINDOW, id, o.claim ?? CLAIM, owner]),
     renewSlot: (owner: string, slot: number, o: { claim?: number } = {}) =>
       run<Reply>(fairLockRenewSlot, [owner, slot, o.claim ?? CLAIM], 5),
     forceUnlock: (o: { claim?: number } = {}) =>
@@ -173,8 +175,8 @@ describe("fair lock scripts", () => {
     expect(key).toBe(f.wakeKey("w"));
     const [ok, count, epoch] = await f.acquire("w");
     expect([ok, count]).toEqual([1, 1]);
-    expect(token).toBe(1);
-    expect(epoch).toBeGreaterThan(0);
+    // The token names the incarnation the lock was handed over in.
+    expect(token).toBe(epoch);
     expect(await f.release("w")).toBe(1);
     expect(await f.leftovers()).toEqual([]);
   });
@@ -422,7 +424,8 @@ describe("fair lock scripts", () => {
     expect(place(await f.renewSlot("w", 20_000))).toEqual([0, 0]);
     const renewed = Number(await raw.zScore(f.zset, "w"));
     expect(renewed - before).toBeGreaterThanOrEqual(15_000);
-    expect(Number(String(await raw.hGet(f.waiters, "w")))).toBe(renewed);
+    // The registry keeps the waiter id of the call waiting.
+    expect(String(await raw.hGet(f.waiters, "w"))).toBe("w");
     expect(await raw.pTTL(f.queue)).toBeGreaterThan(15_000);
     await f.renewSlot("w", 100);
     expect(Number(await raw.zScore(f.zset, "w"))).toBe(renewed);
@@ -501,13 +504,12 @@ describe("fair lock scripts", () => {
       expect.any(Number),
       1,
     ]);
-    // Redisson's acquire moved every ZSET score down by its wait: to a Redisson client, edge:2
-    // now looks timed out. edgelock's scripts read their own waiters' slots from the registry,
-    // so a newcomer still queues behind it...
+    // Redisson's acquire moved every ZSET score down by its wait: to Redisson, edge:2 now looks
+    // timed out. A newcomer still queues behind it (nothing prunes while the lock is held)...
     expect(Number(await raw.zScore(f.zset, "edge:2"))).toBeLessThan(await serverMs());
     expect(place(await f.acquire("edge:3"))).toEqual([0, 1]);
     expect(await f.queued()).toEqual(["edge:2", "edge:3"]);
-    // ...and edge:2's own re-check restores its score, so Redisson's unlock keeps it first.
+    // ...and edge:2's own re-check lifts its score again, so Redisson's unlock keeps it first.
     expect(place(await f.acquire("edge:2"))).toEqual([0, 0]);
     expect(await f.release("edge:2")).toBe(3);
     expect(await jvmUnlock()).toBe(1);
