@@ -7,7 +7,14 @@ import type { BackoffOptions } from "../src/index.js";
 import { LIBRARY_NAMES } from "./libraries.js";
 
 /** Scenario names accepted by `--only`. `uncontended` includes scenario 1 (the limit). */
-export const SCENARIOS = ["uncontended", "contended", "long-hold", "scale", "bundle"] as const;
+export const SCENARIOS = [
+  "uncontended",
+  "contended",
+  "long-hold",
+  "scale",
+  "footprint",
+  "bundle",
+] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
 /** Everything a run needs to know; every duration in ms. */
@@ -33,6 +40,9 @@ export interface BenchOptions {
   longHoldWaiters: number;
   longHoldMs: number;
   longHoldMeasureMs: number;
+  /** Footprint: acquire/release cycles per shape, and names of the many-names shape. */
+  footprintCycles: number;
+  footprintNames: number;
   /** Libraries to run (`--libs`); default all. */
   libraries: string[] | null;
   /** Non-default edgelock backoff (`--backoff initial,max,multiplier`), for exploration. */
@@ -73,6 +83,8 @@ const FULL = {
   longHoldWaiters: 8,
   longHoldMs: 2_000,
   longHoldMeasureMs: 20_000,
+  footprintCycles: 100_000,
+  footprintNames: 1_000,
 };
 
 const QUICK: typeof FULL = {
@@ -91,6 +103,8 @@ const QUICK: typeof FULL = {
   longHoldWaiters: 3,
   longHoldMs: 200,
   longHoldMeasureMs: 1_500,
+  footprintCycles: 2_000,
+  footprintNames: 100,
 };
 
 /** Parses `argv`; returns the options, or a message to print (help or a usage error). */
@@ -144,6 +158,8 @@ export function parseOptions(argv: string[], benchDir: string): BenchOptions | {
       longHoldWaiters: base.longHoldWaiters,
       longHoldMs: base.longHoldMs,
       longHoldMeasureMs: base.longHoldMeasureMs,
+      footprintCycles: base.footprintCycles,
+      footprintNames: base.footprintNames,
       scaleSizes: [...new Set([...base.scaleSizes.filter((s) => s < scaleMax), scaleMax])],
       ...(values.backoff !== undefined && { backoff: parseBackoff(values.backoff) }),
     };

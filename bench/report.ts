@@ -7,6 +7,7 @@ import { DEFAULT_BACKOFF } from "../src/index.js";
 import { createLibraries, LEASE_MS, type LibraryName, WAIT_BUDGET_MS } from "./libraries.js";
 import type { BenchResults, Target } from "./results.js";
 import type { ContendedResult } from "./scenarios/contended.js";
+import type { FootprintResult, FootprintShape } from "./scenarios/footprint.js";
 
 const NAMES: Record<LibraryName, string> = {
   edgelock: "edgelock",
@@ -107,7 +108,7 @@ export function renderMarkdown(r: BenchResults): string {
     "",
   );
   out.push(...setup(r), ...targets(r), ...limit(r), ...uncontended(r), ...contended(r));
-  out.push(...longHold(r));
+  out.push(...longHold(r), ...footprint(r));
   out.push(...scale(r), ...bundle(r), ...reproduce());
   return `${out.join("\n").trimEnd()}\n`;
 }
@@ -341,6 +342,75 @@ function longHold(r: BenchResults): string[] {
     `${c.longHoldWaiters + 1} clients on one lock, each holding it ${c.longHoldMs} ms, so ${c.longHoldWaiters} wait behind every holder (the loop of section 3; ${c.longHoldMs} ms of run-in, one ${c.longHoldMeasureMs} ms window). What a wait costs when holds are long: the reentrant lock's waiters poll with backoff capped at one poll per second, the fair lock's waiters block on their wake list until the release hands them the lock.`,
     "",
     table(["lock", ...CONTENDED_COLUMNS], rows),
+    "",
+  ];
+}
+
+/**
+ * The same footprint shapes measured once on the earlier design (commit 7079217: one replay latch
+ * key per acquisition, kept 10 minutes), on this machine, 2026-11-24, with the driver of
+ * scenarios/footprint.ts (100 000 cycles, 16 clients).
+ */
+const FOOTPRINT_BEFORE: FootprintResult = {
+  manyNames: {
+    cycles: 100000,
+    names: 1000,
+    seconds: 86.7,
+    keys: 100000,
+    volatileKeys: 100000,
+    byKind: { replay: 100000, lock: 0, other: 0 },
+    usedMemoryBytes: 19904560,
+  },
+  oneName: {
+    cycles: 100000,
+    names: 1,
+    seconds: 159.4,
+    keys: 100000,
+    volatileKeys: 100000,
+    byKind: { replay: 100000, lock: 0, other: 0 },
+    usedMemoryBytes: 18118768,
+  },
+};
+
+function footprint(r: BenchResults): string[] {
+  const fp = r.footprint;
+  if (!fp) return [];
+  const row = (label: string, s: FootprintShape) => [
+    label,
+    f(s.cycles, 0),
+    f(s.names, 0),
+    f(s.keys, 0),
+    f(s.volatileKeys, 0),
+    `${s.byKind.replay} / ${s.byKind.lock} / ${s.byKind.other}`,
+    f(s.usedMemoryBytes / 1_048_576, 2),
+    f(s.usedMemoryBytes / s.cycles, 0),
+  ];
+  const b = FOOTPRINT_BEFORE;
+  return [
+    "## 5. Footprint of replay safety",
+    "",
+    "What stays in Redis right after N acquire/release cycles (16 clients, every lock released): the locks are gone, and what is left is replay records, which expire on their own. Before: one latch key `edgelock_latch:{<name>}:<id>` per acquisition, kept 10 minutes. Now: two hashes per name (`edgelock_replay:{<name>}` and `…:old`, rotated by server time), one field per request id, kept one to about three `replayWindow`s (default 30 s = max(30 000, 10 × `requestTimeout` 3 000): a request abandoned after `requestTimeout`, plus `@upstash/redis`'s own resends over ~4.3 s of backoff, cannot land later than 6 × 3 s + 4.3 s).",
+    "",
+    table(
+      [
+        "design, shape",
+        "cycles",
+        "names",
+        "keys left",
+        "volatile keys",
+        "replay / lock / other keys",
+        "used_memory MiB",
+        "bytes / cycle",
+      ],
+      [
+        row("before (7079217), many names", b.manyNames),
+        row("now, many names", fp.manyNames),
+        row("before (7079217), one name", b.oneName),
+        row("now, one name", fp.oneName),
+      ],
+    ),
+    "",
+    `"Before" rows: measured once on this machine (2026-11-24) with the same driver against the earlier commit; "now" rows: this run${r.config.quick ? " (quick: fewer cycles, so compare per cycle)" : ""}. Within one window every record is still there; the difference over time is the lifetime (30 s instead of 10 minutes) and the key count (two per name instead of one per acquisition), which is what Redis's active expiry has to walk.`,
     "",
   ];
 }

@@ -8,6 +8,7 @@ import type { LibraryName } from "./libraries.js";
 import type { BenchOptions } from "./options.js";
 import type { BundleEntry, CoreBreakdown } from "./scenarios/bundle.js";
 import type { BackoffVariant, ContendedEntry } from "./scenarios/contended.js";
+import type { FootprintResult } from "./scenarios/footprint.js";
 import type { ScaleResult } from "./scenarios/scale.js";
 import type { LimitResult, UncontendedResult } from "./scenarios/uncontended.js";
 
@@ -23,6 +24,8 @@ export interface BenchResults {
   backoffVariants: BackoffVariant[] | null;
   /** Long holds: (waiters + 1) clients on one lock with `longHoldMs` holds; edgelock's locks only. */
   longHold: Partial<Record<LibraryName, ContendedEntry>> | null;
+  /** What replay safety leaves in Redis after many acquire/release cycles (edgelock). */
+  footprint: FootprintResult | null;
   scale: ScaleResult | null;
   /** Keyed by entry: ".", "/hono", "/cloudflare", "/vercel". */
   bundle: Record<string, BundleEntry> | null;

@@ -18,6 +18,7 @@ import { renderMarkdown } from "./report.js";
 import { type BenchResults, evaluateTargets } from "./results.js";
 import { coreBreakdown, runBundle } from "./scenarios/bundle.js";
 import { runContended } from "./scenarios/contended.js";
+import { runFootprint } from "./scenarios/footprint.js";
 import { runScale } from "./scenarios/scale.js";
 import { runUncontended } from "./scenarios/uncontended.js";
 import { now } from "./stats.js";
@@ -61,6 +62,7 @@ let partial: Pick<
   | "contended"
   | "backoffVariants"
   | "longHold"
+  | "footprint"
   | "scale"
   | "bundle"
   | "bundlePeers"
@@ -78,6 +80,7 @@ try {
     contended: null,
     backoffVariants: null,
     longHold: null,
+    footprint: null,
     scale: null,
     bundle: null,
     bundlePeers: null,
@@ -139,6 +142,19 @@ try {
       log,
     );
     partial.longHold = longHold.byClients[String(waiters + 1)] ?? null;
+  }
+  if (has("footprint")) {
+    log("scenario 5: footprint");
+    partial.footprint = await runFootprint(
+      env,
+      {
+        cycles: options.footprintCycles,
+        names: options.footprintNames,
+        workers: 16,
+        prefix,
+      },
+      log,
+    );
   }
   if (has("scale")) {
     log("scenario 4: scale");
