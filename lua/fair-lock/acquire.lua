@@ -24,6 +24,9 @@
 -- Returns  {1, holdCount, epoch} acquired | {0, pttl, position} busy: pttl of the lock (-2 when
 --          it is free but another waiter is first), position of the owner in the queue (0 =
 --          first, -1 = not queued) | {-1, 0, 0} this request was cancelled
+-- Records  "A<epoch>" acquired | "Q" queued | "B" busy without queueing. A replay of a busy
+--          answer only reports the owner's place: a late copy of an attempt never takes the
+--          lock, re-enters a hold made since, or queues an owner that has left.
 local name = KEYS[1]
 local queue = KEYS[2]
 local slots = KEYS[3]
@@ -44,9 +47,13 @@ local waiter = ARGV[7]
 
 local seen = replay_get(id)
 if seen then
-  local made = string.sub(seen, 1, 1) == 'A' and string.sub(seen, 2)
+  local kind = string.sub(seen, 1, 1)
+  local made = kind == 'A' and string.sub(seen, 2)
   if made and made == epoch() and redis.call('hexists', name, owner) == 1 then
     return {1, tonumber(redis.call('hget', name, owner)), tonumber(made) or 0}
+  end
+  if kind == 'Q' or kind == 'B' then
+    return {0, redis.call('pttl', name), redis.call('lpos', queue, owner) or -1}
   end
   return {-1, 0, 0}
 end
@@ -68,9 +75,9 @@ elseif redis.call('exists', name) == 0 then
     -- Free, but an earlier waiter is alive: it goes first (its holder expired unreleased).
     hand_off(now)
   else
-    if head then
-      leave(owner)
-    end
+    -- Also clears what a Redisson script left of this owner's wait: it drops waiters from the
+    -- queue and the ZSET, never from our registry.
+    leave(owner)
     redis.call('hset', name, owner, 1)
     e = new_epoch()
   end
@@ -83,10 +90,9 @@ if e then
 end
 
 if slotMs > 0 then
-  if not redis.call('zscore', slots, owner) then
-    redis.call('rpush', queue, owner)
-  end
-  redis.call('hset', waiters, owner, waiter)
-  redis.call('zadd', slots, now + slotMs, owner)
+  queue_up(owner, waiter, now, now + slotMs)
+  replay_set(id, 'Q')
+else
+  replay_set(id, 'B')
 end
 return {0, redis.call('pttl', name), redis.call('lpos', queue, owner) or -1}

@@ -10,7 +10,8 @@
 -- ARGV[5]  waiter id of the acquire call that gives up
 -- Returns  0 nothing held (left the queue; a late attempt with that id is a no-op)
 --          | 1 a hand-off or a hold it made was given back | 2 already cancelled
--- Records  "C" (before the attempt applied) | "U" (undone)
+-- Records  "C" (before the attempt applied) | "U" (undone). A lock found free afterwards is
+--          handed to the next waiter (this one may have been first in line).
 local name = KEYS[1]
 local queue = KEYS[2]
 local slots = KEYS[3]
@@ -28,18 +29,24 @@ local waiter = ARGV[5]
 -- @include lib/fair.lua
 
 local seen = replay_get(id)
-if seen and string.sub(seen, 1, 1) ~= 'A' then
+local kind = seen and string.sub(seen, 1, 1)
+if kind == 'C' or kind == 'U' then
   return 2
 end
 leave(owner)
 local result = 0
-local undo = seen and string.sub(seen, 2) == epoch() and redis.call('hexists', name, owner) == 1
+-- Only the incarnation the attempt joined holds its hold; a later one belongs to later calls.
+local undo = kind == 'A' and string.sub(seen, 2) == epoch()
+  and redis.call('hexists', name, owner) == 1
 if redis.call('hget', name, GRANT) == waiter or undo then
   if redis.call('hincrby', name, owner, -1) <= 0 then
     redis.call('del', name)
-    hand_off(now_ms())
+    redis.call('publish', channel, 0)
   end
   result = 1
+end
+if redis.call('exists', name) == 0 then
+  hand_off(now_ms())
 end
 replay_set(id, seen and 'U' or 'C')
 return result

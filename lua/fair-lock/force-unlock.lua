@@ -13,5 +13,8 @@ local claimMs = tonumber(ARGV[1])
 -- @include lib/fair.lua
 
 local deleted = redis.call('del', name)
+if deleted == 1 then
+  redis.call('publish', channel, 0)
+end
 hand_off(now_ms())
 return deleted

@@ -43,6 +43,35 @@ local function prune(now)
   end
 end
 
+-- Queues `owner` (waiter id `waiter`) at the back, or keeps its place; either way its slot
+-- lasts until at least `lapses` (never shortened: a late request cannot cut a renewed slot
+-- short; it also lifts a score a Redisson acquire lowered by its wait). The queue keys then live
+-- until the last slot lapses (Redisson's scripts set no TTL on them), so once every waiter is
+-- dead and nobody touches the lock again, nothing is left.
+local function queue_up(owner, waiter, now, lapses)
+  local had = tonumber(redis.call('zscore', slots, owner))
+  if had then
+    if had > lapses then
+      lapses = had
+    end
+  else
+    redis.call('rpush', queue, owner)
+  end
+  redis.call('zadd', slots, lapses, owner)
+  redis.call('hset', waiters, owner, waiter)
+  local last = tonumber(redis.call('zrange', slots, -1, -1, 'withscores')[2])
+  if last > lapses then
+    lapses = last
+  end
+  local ms = math.max(1, math.ceil(lapses - now))
+  for _, key in ipairs({queue, slots, waiters}) do
+    local pttl = redis.call('pttl', key)
+    if pttl == -1 or (pttl >= 0 and pttl < ms) then
+      redis.call('pexpire', key, ms)
+    end
+  end
+end
+
 -- The lock is free: give it to the first live waiter. One of ours gets the lock for a claim
 -- window, marked with its waiter id (GRANT), and the new epoch as its wake token: it holds the
 -- lock from then on, and makes the TTL its lease with its first renewal (or its next attempt

@@ -1,0 +1,525 @@
+/**
+ * The fair lock's scripts (lua/fair-lock/*.lua), driven directly with EVAL through the real
+ * `@upstash/redis` client on the shared bridge, and checked behind the bridge's back on Redis:
+ * FIFO grants, wake tokens, the claim window, leaving the queue (cancel), replay safety, dead
+ * waiters, re-entry, cleanup, and Redisson's data layout (its own fair scripts play a JVM
+ * client). The primitive's behaviour end to end is in fair-lock.test.ts.
+ */
+import { createClient } from "@redis/client";
+import { describe, expect, inject, it } from "vitest";
+import { randomHex } from "../../../src/ids.js";
+import {
+  fairLockAcquire,
+  fairLockCancel,
+  fairLockForceUnlock,
+  fairLockRelease,
+  fairLockRenewSlot,
+  lockInspect,
+} from "../../../src/lua.gen.js";
+import { REDISSON_FAIR_ACQUIRE, REDISSON_FAIR_UNLOCK } from "../../fixtures/redisson.js";
+import { bridgeRedis, keyPrefix, useRawRedis } from "../../support/env.js";
+
+const prefix = keyPrefix();
+const raw = useRawRedis();
+const redis = bridgeRedis();
+
+const WINDOW = 60_000;
+const LEASE = 30_000;
+const SLOT = 30_000;
+const CLAIM = 2_000;
+
+/** {1, holdCount, epoch} | {0, pttl, position (0 = first, -1 = not queued)} | {-1, 0, 0} */
+type Reply = [number, number, number];
+
+/** The scripts of one fair lock, with defaults for every option a test does not care about. */
+function fairLock(label: string) {
+  const name = `${prefix}${label}`;
+  const keys = {
+    name,
+    queue: `redisson_lock_queue:{${name}}`,
+    zset: `redisson_lock_timeout:{${name}}`,
+    waiters: `edgelock_waiters:{${name}}`,
+    channel: `redisson_lock__channel:{${name}}`,
+    replay: `edgelock_replay:{${name}}`,
+    replayOld: `edgelock_replay:{${name}}:old`,
+    wake: `edgelock_wake:{${name}}`,
+  };
+  // KEYS of every fair-lock script, in order (force-unlock and renew-slot take the first five).
+  const all = Object.values(keys).slice(0, 7);
+  const run = <T>(script: { source: string }, args: (string | number)[], count = 7) =>
+    redis.eval(script.source, all.slice(0, count), args) as Promise<T>;
+  return {
+    ...keys,
+    wakeKey: (owner: string) => `${keys.wake}:${owner}`,
+    // Each owner here waits in one call at a time, so the owner doubles as its waiter id.
+    acquire: (
+      owner: string,
+      o: { lease?: number; slot?: number; claim?: number; id?: string } = {},
+    ) =>
+      run<Reply>(fairLockAcquire, [
+        o.lease ?? LEASE,
+        owner,
+        WINDOW,
+        o.id ?? randomHex(),
+        o.slot ?? SLOT,
+        o.claim ?? CLAIM,
+        owner,
+      ]),
+    release: (
+      owner: string,
+      o: { lease?: number; id?: string; epoch?: string; claim?: number } = {},
+    ) =>
+      run<number>(fairLockRelease, [
+        owner,
+        o.lease ?? 0,
+        WINDOW,
+        o.id ?? randomHex(),
+        o.epoch ?? "0",
+        o.claim ?? CLAIM,
+      ]),
+    /** A waiter gives up (cancel.lua naming an id no attempt used, as after a busy answer). */
+    dequeue: (owner: string, o: { id?: string; claim?: number } = {}) =>
+      run<number>(fairLockCancel, [owner, WINDOW, o.id ?? randomHex(), o.claim ?? CLAIM, owner]),
+    cancel: (owner: string, id: string, o: { claim?: number } = {}) =>
+      run<number>(fairLockCancel, [owner, WINDOW, id, o.claim ?? CLAIM, owner]),
+    renewSlot: (owner: string, slot: number, o: { claim?: number } = {}) =>
+      run<Reply>(fairLockRenewSlot, [owner, slot, o.claim ?? CLAIM], 5),
+    forceUnlock: (o: { claim?: number } = {}) =>
+      run<number>(fairLockForceUnlock, [o.claim ?? CLAIM], 5),
+    /** The waiting owners, first in line first. */
+    queued: async () => (await raw.lRange(keys.queue, 0, -1)).map(String),
+    /** The lock HASH as field -> value. */
+    hash: async () =>
+      Object.fromEntries(
+        Object.entries(await raw.hGetAll(name)).map(([k, v]) => [k, String(v)]),
+      ) as Record<string, string>,
+    /** Wake tokens waiting on owner's list. */
+    tokens: async (owner: string) => (await raw.lRange(`${keys.wake}:${owner}`, 0, -1)).map(String),
+    /** Every key of this lock left in Redis, replay records aside. */
+    leftovers: async () => {
+      const found: string[] = [];
+      for await (const batch of raw.scanIterator({ MATCH: `*{${name}}*`, COUNT: 1000 })) {
+        found.push(...batch.map(String));
+      }
+      if ((await raw.exists(name)) === 1) found.push(name);
+      return found.filter((k) => k !== keys.replay && k !== keys.replayOld).sort();
+    },
+  };
+}
+
+/** A busy answer as {0, position}: 0 = first in line, -1 = not queued. */
+const place = (reply: Reply) => [reply[0], reply[2]];
+
+/** Redis server time in ms (the clock every script uses). */
+async function serverMs(): Promise<number> {
+  const [s, us] = (await raw.sendCommand(["TIME"])) as [Buffer, Buffer];
+  return Number(String(s)) * 1000 + Math.floor(Number(String(us)) / 1000);
+}
+
+/** Resolves once `key` has expired (Redis drops it lazily on the EXISTS). */
+const gone = (key: string) =>
+  expect.poll(() => raw.exists(key), { timeout: 5_000, interval: 20 }).toBe(0);
+
+describe("fair lock scripts", () => {
+  it("grants five waiters in the order they queued, each woken on its own list", async () => {
+    const f = fairLock("fifo");
+    const [ok, count] = await f.acquire("h");
+    expect([ok, count]).toEqual([1, 1]);
+    const waiters = ["w1", "w2", "w3", "w4", "w5"];
+    for (const [i, w] of waiters.entries()) {
+      const [busy, pttl, position] = await f.acquire(w);
+      expect([busy, position]).toEqual([0, i]);
+      expect(pttl).toBeGreaterThan(LEASE - 5_000);
+    }
+    expect(await f.queued()).toEqual(waiters);
+
+    let holder = "h";
+    for (const [i, w] of waiters.entries()) {
+      expect(await f.release(holder)).toBe(1);
+      // Granted to the first waiter only: hold count 1, a claim window, a token on its list.
+      expect(await f.hash()).toMatchObject({ [w]: "1", "edgelock:grant": w });
+      expect(await raw.pTTL(f.name)).toBeLessThanOrEqual(CLAIM);
+      expect(await f.tokens(w)).toHaveLength(1);
+      for (const later of waiters.slice(i + 1)) expect(await f.tokens(later)).toEqual([]);
+      expect(await f.queued()).toEqual(waiters.slice(i + 1));
+      const next = waiters[i + 1];
+      if (next) {
+        // The next in line re-checks meanwhile: still busy, still first.
+        expect(place(await f.acquire(next))).toEqual([0, 0]);
+      }
+      const [confirmed, held] = await f.acquire(w);
+      expect([confirmed, held]).toEqual([1, 1]);
+      expect(await f.hash()).not.toHaveProperty("edgelock:grant");
+      expect(await raw.pTTL(f.name)).toBeGreaterThan(LEASE - 5_000);
+      expect(await f.tokens(w)).toEqual([]);
+      holder = w;
+    }
+    expect(await f.release(holder)).toBe(1);
+    expect(await f.leftovers()).toEqual([]);
+  });
+
+  it("the hand-off pushes a wake token that a waiter blocked in BLPOP receives", async () => {
+    const f = fairLock("wake");
+    await f.acquire("h");
+    expect((await f.acquire("w"))[0]).toBe(0);
+    // A client of its own: the BLPOP holds its HTTP request open on a pooled bridge connection.
+    const blocked = bridgeRedis({ enableAutoPipelining: false }).exec<[string, number]>([
+      "BLPOP",
+      f.wakeKey("w"),
+      10,
+    ]);
+    const released = performance.now();
+    expect(await f.release("h")).toBe(1);
+    const [key, token] = await blocked;
+    expect(performance.now() - released).toBeLessThan(2_000);
+    expect(key).toBe(f.wakeKey("w"));
+    const [ok, count, epoch] = await f.acquire("w");
+    expect([ok, count]).toEqual([1, 1]);
+    // The token names the incarnation the lock was handed over in.
+    expect(token).toBe(epoch);
+    expect(await f.release("w")).toBe(1);
+    expect(await f.leftovers()).toEqual([]);
+  });
+
+  it("a grant never confirmed passes on after the claim window: to the next re-check, or through any acquire", async () => {
+    const f = fairLock("claim");
+    // Long enough that a loaded machine confirms within it where the test means to.
+    const claim = 1_000;
+    await f.acquire("h");
+    for (const w of ["w1", "w2", "w3"]) await f.acquire(w);
+    expect(await f.release("h", { claim })).toBe(1);
+    expect(await f.hash()).toMatchObject({ w1: "1" });
+    // w1 never confirms: its grant lapses with the key.
+    await gone(f.name);
+    // w2, now first in line, re-checks and takes the free lock.
+    const [ok] = await f.acquire("w2", { claim });
+    expect(ok).toBe(1);
+    // w1 comes back too late: it queues again, at the back.
+    expect(place(await f.acquire("w1", { claim }))).toEqual([0, 1]);
+    expect(await f.queued()).toEqual(["w3", "w1"]);
+    expect(await f.release("w2", { claim })).toBe(1);
+    expect(await f.hash()).toMatchObject({ w3: "1" });
+    await gone(f.name);
+    // w3's grant lapsed too; a newcomer's acquire hands the lock to w1 and queues behind it.
+    const [busy, pttl, position] = await f.acquire("n", { claim });
+    expect([busy, position]).toEqual([0, 0]);
+    expect(pttl).toBeLessThanOrEqual(claim);
+    expect(await f.hash()).toMatchObject({ w1: "1", "edgelock:grant": "w1" });
+    expect(await f.tokens("w1")).toHaveLength(1);
+    expect((await f.acquire("w1"))[0]).toBe(1);
+    expect(await f.release("w1")).toBe(1);
+    expect((await f.acquire("n"))[0]).toBe(1);
+    expect(await f.release("n")).toBe(1);
+    expect(await f.leftovers()).toEqual([]);
+  });
+
+  it("a waiter giving up leaves the queue; one that gives up after its grant passes the grant on", async () => {
+    const f = fairLock("dequeue");
+    await f.acquire("h");
+    for (const w of ["w1", "w2", "w3"]) await f.acquire(w);
+    expect(await f.dequeue("w2")).toBe(0);
+    expect(await f.queued()).toEqual(["w1", "w3"]);
+    expect(await raw.zScore(f.zset, "w2")).toBeNull();
+    expect(await raw.hExists(f.waiters, "w2")).toBe(0);
+
+    expect(await f.release("h")).toBe(1);
+    expect(await f.hash()).toMatchObject({ w1: "1" });
+    expect(await f.dequeue("w1")).toBe(1);
+    // The grant went straight to w3, woken on its own list; w1 kept nothing.
+    expect(await f.hash()).toMatchObject({ w3: "1", "edgelock:grant": "w3" });
+    expect(await f.hash()).not.toHaveProperty("w1");
+    expect(await f.tokens("w3")).toHaveLength(1);
+    expect(await raw.exists(f.wakeKey("w1"))).toBe(0);
+
+    expect(await f.dequeue("nobody")).toBe(0);
+    expect((await f.acquire("w3"))[0]).toBe(1);
+    // A confirmed hold is not a wait: giving up a wait leaves it alone.
+    expect(await f.dequeue("w3")).toBe(0);
+    expect(await f.hash()).toMatchObject({ w3: "1" });
+    expect(await f.release("w3")).toBe(1);
+    expect(await f.leftovers()).toEqual([]);
+  });
+
+  it("replayed requests apply once: enqueue, release, confirm, leave; a late busy acquire never takes", async () => {
+    const f = fairLock("replay");
+    const take = randomHex();
+    const first = await f.acquire("h", { id: take });
+    expect(first[0]).toBe(1);
+    expect(await f.acquire("h", { id: take })).toEqual(first);
+    expect(await f.hash()).toMatchObject({ h: "1" });
+
+    const enqueue = randomHex();
+    expect(place(await f.acquire("w", { id: enqueue }))).toEqual([0, 0]);
+    expect(place(await f.acquire("w", { id: enqueue }))).toEqual([0, 0]);
+    await f.acquire("v");
+    expect(await f.queued()).toEqual(["w", "v"]);
+
+    expect((await f.acquire("h"))[1]).toBe(2);
+    const partial = randomHex();
+    expect(await f.release("h", { id: partial })).toBe(2);
+    expect(await f.release("h", { id: partial })).toBe(2);
+    expect(await f.hash()).toMatchObject({ h: "1" });
+
+    const last = randomHex();
+    expect(await f.release("h", { id: last })).toBe(1);
+    expect(await f.release("h", { id: last })).toBe(1);
+    // One grant, one token: v is still waiting.
+    expect(await f.hash()).toMatchObject({ w: "1" });
+    expect(await f.tokens("w")).toHaveLength(1);
+    expect(await f.queued()).toEqual(["v"]);
+
+    const confirm = randomHex();
+    const confirmed = await f.acquire("w", { id: confirm });
+    expect(confirmed.slice(0, 2)).toEqual([1, 1]);
+    expect(await f.acquire("w", { id: confirm })).toEqual(confirmed);
+    expect(await f.hash()).toMatchObject({ w: "1" });
+
+    // The enqueue arrives again after w holds the lock: it reports, and neither queues nor re-enters.
+    expect(await f.acquire("w", { id: enqueue })).toEqual([0, expect.any(Number), -1]);
+    expect(await f.hash()).toMatchObject({ w: "1" });
+    expect(await f.queued()).toEqual(["v"]);
+
+    const leave = randomHex();
+    expect(await f.dequeue("v", { id: leave })).toBe(0);
+    expect(await f.queued()).toEqual([]);
+    expect(await f.dequeue("v", { id: leave })).toBe(2);
+    // v waits again; the old leave, replayed, does not remove the new wait.
+    expect(place(await f.acquire("v"))).toEqual([0, 0]);
+    expect(await f.dequeue("v", { id: leave })).toBe(2);
+    expect(await f.queued()).toEqual(["v"]);
+
+    expect(await f.release("w")).toBe(1);
+    expect((await f.acquire("v"))[0]).toBe(1);
+    expect(await f.release("v")).toBe(1);
+    expect(await f.leftovers()).toEqual([]);
+  });
+
+  it("a waiter whose slot lapsed is skipped and dropped", async () => {
+    const f = fairLock("dead");
+    await f.acquire("h");
+    await f.acquire("dead", { slot: 200 });
+    await f.acquire("live");
+    const deadline = Number(await raw.zScore(f.zset, "dead"));
+    await expect.poll(serverMs, { timeout: 5_000, interval: 20 }).toBeGreaterThan(deadline);
+    expect(await f.release("h")).toBe(1);
+    expect(await f.hash()).toMatchObject({ live: "1" });
+    expect(await f.hash()).not.toHaveProperty("dead");
+    expect(await f.queued()).toEqual([]);
+    expect(await raw.zScore(f.zset, "dead")).toBeNull();
+    expect(await raw.hExists(f.waiters, "dead")).toBe(0);
+    expect(await raw.exists(f.wakeKey("dead"))).toBe(0);
+    // Back too late, the dead waiter is just a newcomer.
+    expect(place(await f.acquire("dead"))).toEqual([0, 0]);
+    expect(await f.dequeue("dead")).toBe(0);
+    expect((await f.acquire("live"))[0]).toBe(1);
+    expect(await f.release("live")).toBe(1);
+    expect(await f.leftovers()).toEqual([]);
+  });
+
+  it("a release after the lease expired answers 0, passes the lock on, and answers 0 again when replayed", async () => {
+    const f = fairLock("late-release");
+    await f.acquire("h", { lease: 1_000 });
+    await f.acquire("w");
+    await gone(f.name);
+    const late = randomHex();
+    expect(await f.release("h", { id: late })).toBe(0);
+    expect(await f.hash()).toMatchObject({ w: "1", "edgelock:grant": "w" });
+    // Replayed now that w holds the lock, it still reports what it did (not "not owner").
+    expect(await f.release("h", { id: late })).toBe(0);
+    expect((await f.acquire("w"))[0]).toBe(1);
+    expect(await f.release("w")).toBe(1);
+    expect(await f.leftovers()).toEqual([]);
+  });
+
+  it("a waiter that stops calling leaves nothing behind once its slot lapses", async () => {
+    const f = fairLock("abandoned");
+    await f.acquire("h", { lease: 300 });
+    await f.acquire("w", { slot: 400 });
+    // The holder's lease and the waiter's slot lapse with nobody touching the lock again.
+    for (const key of [f.name, f.queue, f.zset, f.waiters]) await gone(key);
+    expect(await f.leftovers()).toEqual([]);
+  });
+
+  it("the holder re-enters while others wait; the lock passes on only at its last release", async () => {
+    const f = fairLock("reentry");
+    const [, , epoch] = await f.acquire("h");
+    await f.acquire("w");
+    expect(await f.acquire("h")).toEqual([1, 2, epoch]);
+    expect(await f.release("h")).toBe(2);
+    expect(await f.queued()).toEqual(["w"]);
+    expect(await f.hash()).not.toHaveProperty("w");
+    expect(await f.release("h")).toBe(1);
+    expect(await f.hash()).toMatchObject({ w: "1" });
+    expect((await f.acquire("w"))[0]).toBe(1);
+    expect(await f.release("w")).toBe(1);
+    expect(await f.release("w")).toBe(0);
+    expect(await f.leftovers()).toEqual([]);
+  });
+
+  it("never shortens the lock's TTL: re-entry, partial release and confirmation only extend it", async () => {
+    const f = fairLock("ttl");
+    await f.acquire("h", { lease: 20_000 });
+    await f.acquire("h", { lease: 1_000 });
+    expect(await raw.pTTL(f.name)).toBeGreaterThan(15_000);
+    expect(await f.release("h", { lease: 1_000 })).toBe(2);
+    expect(await raw.pTTL(f.name)).toBeGreaterThan(15_000);
+    await f.acquire("w");
+    expect(await f.release("h", { claim: 5_000 })).toBe(1);
+    // A confirmation with a lease shorter than the claim window keeps the window.
+    expect((await f.acquire("w", { lease: 500 }))[0]).toBe(1);
+    expect(await raw.pTTL(f.name)).toBeGreaterThan(3_000);
+    expect(await f.release("w")).toBe(1);
+    expect(await f.leftovers()).toEqual([]);
+  });
+
+  it("a single attempt (slot 0) never queues; a lease's epoch guards its release", async () => {
+    const f = fairLock("try");
+    const [, , epoch] = await f.acquire("h");
+    await f.acquire("w");
+    expect(await f.acquire("t", { slot: 0 })).toEqual([0, expect.any(Number), -1]);
+    expect(await f.queued()).toEqual(["w"]);
+    expect(await f.release("t")).toBe(3);
+    // A release naming another incarnation of the lock leaves this one alone.
+    expect(await f.release("h", { epoch: "1" })).toBe(0);
+    expect(await f.hash()).toMatchObject({ h: "1" });
+    expect(await f.release("h", { epoch: String(epoch) })).toBe(1);
+    expect(await f.dequeue("w")).toBe(1);
+    expect(await f.leftovers()).toEqual([]);
+  });
+
+  it("cancel: before the attempt (a tombstone), after it queued (leaves), after it took (undone, passed on)", async () => {
+    const f = fairLock("cancel");
+    const early = randomHex();
+    expect(await f.cancel("a", early)).toBe(0);
+    expect(await f.acquire("a", { id: early })).toEqual([-1, 0, 0]);
+    expect(await raw.exists(f.name)).toBe(0);
+
+    const took = randomHex();
+    expect((await f.acquire("h", { id: took }))[0]).toBe(1);
+    const queued = randomHex();
+    expect((await f.acquire("w1", { id: queued }))[0]).toBe(0);
+    await f.acquire("w2");
+    expect(await f.cancel("w1", queued)).toBe(0);
+    expect(await f.cancel("w1", queued)).toBe(2);
+    expect(await f.queued()).toEqual(["w2"]);
+
+    expect(await f.cancel("h", took)).toBe(1);
+    expect(await f.acquire("h", { id: took })).toEqual([-1, 0, 0]);
+    expect(await f.hash()).toMatchObject({ w2: "1", "edgelock:grant": "w2" });
+    // Cancelling a wait whose grant came meanwhile passes the grant on.
+    const w3 = randomHex();
+    await f.acquire("w3", { id: w3 });
+    expect(await f.dequeue("w2")).toBe(1);
+    expect(await f.hash()).toMatchObject({ w3: "1" });
+    expect(await f.cancel("w3", w3)).toBe(1);
+    expect(await raw.exists(f.name)).toBe(0);
+    expect(await f.leftovers()).toEqual([]);
+  });
+
+  it("renew-slot extends a waiter's slot, never shortening it, and never queues", async () => {
+    const f = fairLock("slot");
+    await f.acquire("h");
+    await f.acquire("w", { slot: 5_000 });
+    const before = Number(await raw.zScore(f.zset, "w"));
+    expect(place(await f.renewSlot("w", 20_000))).toEqual([0, 0]);
+    const renewed = Number(await raw.zScore(f.zset, "w"));
+    expect(renewed - before).toBeGreaterThanOrEqual(15_000);
+    // The registry keeps the waiter id of the call waiting.
+    expect(String(await raw.hGet(f.waiters, "w"))).toBe("w");
+    expect(await raw.pTTL(f.queue)).toBeGreaterThan(15_000);
+    await f.renewSlot("w", 100);
+    expect(Number(await raw.zScore(f.zset, "w"))).toBe(renewed);
+    expect(await f.renewSlot("stranger", 20_000)).toEqual([0, expect.any(Number), -1]);
+    expect(await f.queued()).toEqual(["w"]);
+    expect(await f.release("h")).toBe(1);
+    expect(await f.renewSlot("w", 20_000)).toEqual([0, expect.any(Number), -1]);
+    expect((await f.acquire("w"))[0]).toBe(1);
+    expect(await f.release("w")).toBe(1);
+    expect(await f.leftovers()).toEqual([]);
+  });
+
+  it("forceUnlock deletes the lock whoever holds it and passes it to the next waiter", async () => {
+    const f = fairLock("force");
+    await f.acquire("h");
+    await f.acquire("h");
+    await f.acquire("w");
+    expect(await f.forceUnlock()).toBe(1);
+    expect(await f.hash()).toMatchObject({ w: "1", "edgelock:grant": "w" });
+    expect(await f.tokens("w")).toHaveLength(1);
+    expect((await f.acquire("w"))[0]).toBe(1);
+    expect(await f.release("h")).toBe(3);
+    expect(await f.forceUnlock()).toBe(1);
+    expect(await f.forceUnlock()).toBe(0);
+    expect(await f.leftovers()).toEqual([]);
+  });
+
+  it("keeps Redisson's layout: a JVM client's fair scripts and edgelock's share one queue", async () => {
+    const f = fairLock("jvm");
+    const jvm = "8c8ffe61-5bd3-4d78-a5c0-2d2386af488e:76";
+    const jvmAcquire = async () =>
+      raw.eval(REDISSON_FAIR_ACQUIRE, {
+        keys: [f.name, f.queue, f.zset],
+        arguments: [String(LEASE), jvm, "300000", String(await serverMs())],
+      });
+    const jvmUnlock = async () =>
+      raw.eval(REDISSON_FAIR_UNLOCK, {
+        keys: [f.name, f.queue, f.zset, f.channel],
+        arguments: [String(LEASE), jvm, String(await serverMs())],
+      });
+
+    // edgelock holds: the HASH is Redisson's (owner -> hold count, PEXPIRE) plus our epoch field.
+    const [, , epoch] = await f.acquire("edge:1");
+    expect(await f.hash()).toEqual({ "edge:1": "1", "edgelock:epoch": String(epoch) });
+    // The JVM client finds it held and queues, with a timeout in the shared ZSET.
+    const ttl = (await jvmAcquire()) as number;
+    expect(ttl).toBeGreaterThan(LEASE - 5_000);
+    expect(await f.queued()).toEqual([jvm]);
+    expect(place(await f.acquire("edge:2"))).toEqual([0, 1]);
+    expect(await f.queued()).toEqual([jvm, "edge:2"]);
+
+    // Released by edgelock: the JVM waiter first in line is told on its own channel, not granted.
+    const subscriber = createClient({ url: inject("redisUrl"), RESP: 2 });
+    subscriber.on("error", () => undefined);
+    await subscriber.connect();
+    try {
+      let tell: (message: string) => void = () => undefined;
+      const told = new Promise<string>((resolve) => {
+        tell = resolve;
+      });
+      await subscriber.subscribe(`${f.channel}:${jvm}`, (message) => tell(message));
+      expect(await f.release("edge:1")).toBe(1);
+      expect(await told).toBe("0");
+    } finally {
+      await subscriber.close();
+    }
+    expect(await raw.exists(f.name)).toBe(0);
+    // edgelock's waiter behind it does not jump the queue.
+    expect(place(await f.acquire("edge:2"))).toEqual([0, 1]);
+
+    // The JVM client takes it with its own script; edgelock reads the hold as Redisson wrote it.
+    expect(await jvmAcquire()).toBeNull();
+    expect(await f.hash()).toEqual({ [jvm]: "1" });
+    expect(await redis.eval(lockInspect.source, [f.name], [jvm])).toEqual([
+      1,
+      expect.any(Number),
+      1,
+    ]);
+    // Redisson's acquire moved every ZSET score down by its wait: to Redisson, edge:2 now looks
+    // timed out. A newcomer still queues behind it (nothing prunes while the lock is held)...
+    expect(Number(await raw.zScore(f.zset, "edge:2"))).toBeLessThan(await serverMs());
+    expect(place(await f.acquire("edge:3"))).toEqual([0, 1]);
+    expect(await f.queued()).toEqual(["edge:2", "edge:3"]);
+    // ...and edge:2's own re-check lifts its score again, so Redisson's unlock keeps it first.
+    expect(place(await f.acquire("edge:2"))).toEqual([0, 0]);
+    expect(await f.release("edge:2")).toBe(3);
+    expect(await jvmUnlock()).toBe(1);
+    expect((await f.acquire("edge:2"))[0]).toBe(1);
+    expect(await f.dequeue("edge:3")).toBe(0);
+    expect(await jvmAcquire()).toEqual(expect.any(Number));
+    expect(await f.release("edge:2")).toBe(1);
+    expect(await raw.exists(f.name)).toBe(0);
+    expect(await jvmAcquire()).toBeNull();
+    expect(await jvmUnlock()).toBe(1);
+    expect(await f.leftovers()).toEqual([]);
+  });
+});
