@@ -13,7 +13,6 @@ import {
   fairLockCancel,
   fairLockForceUnlock,
   fairLockRelease,
-  fairLockRenewSlot,
   lockInspect,
 } from "../../../src/lua.gen.js";
 import { REDISSON_FAIR_ACQUIRE, REDISSON_FAIR_UNLOCK } from "../../fixtures/redisson.js";
@@ -44,7 +43,7 @@ function fairLock(label: string) {
     replayOld: `edgelock_replay:{${name}}:old`,
     wake: `edgelock_wake:{${name}}`,
   };
-  // KEYS of every fair-lock script, in order (force-unlock and renew-slot take the first five).
+  // KEYS of every fair-lock script, in order (force-unlock takes the first five).
   const all = Object.values(keys).slice(0, 7);
   const run = <T>(script: { source: string }, args: (string | number)[], count = 7) =>
     redis.eval(script.source, all.slice(0, count), args) as Promise<T>;
@@ -82,8 +81,6 @@ function fairLock(label: string) {
       run<number>(fairLockCancel, [owner, WINDOW, o.id ?? randomHex(), o.claim ?? CLAIM, owner]),
     cancel: (owner: string, id: string, o: { claim?: number } = {}) =>
       run<number>(fairLockCancel, [owner, WINDOW, id, o.claim ?? CLAIM, owner]),
-    renewSlot: (owner: string, slot: number, o: { claim?: number } = {}) =>
-      run<Reply>(fairLockRenewSlot, [owner, slot, o.claim ?? CLAIM], 5),
     forceUnlock: (o: { claim?: number } = {}) =>
       run<number>(fairLockForceUnlock, [o.claim ?? CLAIM], 5),
     /** The waiting owners, first in line first. */
@@ -413,28 +410,6 @@ describe("fair lock scripts", () => {
     expect(await f.hash()).toMatchObject({ w3: "1" });
     expect(await f.cancel("w3", w3)).toBe(1);
     expect(await raw.exists(f.name)).toBe(0);
-    expect(await f.leftovers()).toEqual([]);
-  });
-
-  it("renew-slot extends a waiter's slot, never shortening it, and never queues", async () => {
-    const f = fairLock("slot");
-    await f.acquire("h");
-    await f.acquire("w", { slot: 5_000 });
-    const before = Number(await raw.zScore(f.zset, "w"));
-    expect(place(await f.renewSlot("w", 20_000))).toEqual([0, 0]);
-    const renewed = Number(await raw.zScore(f.zset, "w"));
-    expect(renewed - before).toBeGreaterThanOrEqual(15_000);
-    // The registry keeps the waiter id of the call waiting.
-    expect(String(await raw.hGet(f.waiters, "w"))).toBe("w");
-    expect(await raw.pTTL(f.queue)).toBeGreaterThan(15_000);
-    await f.renewSlot("w", 100);
-    expect(Number(await raw.zScore(f.zset, "w"))).toBe(renewed);
-    expect(await f.renewSlot("stranger", 20_000)).toEqual([0, expect.any(Number), -1]);
-    expect(await f.queued()).toEqual(["w"]);
-    expect(await f.release("h")).toBe(1);
-    expect(await f.renewSlot("w", 20_000)).toEqual([0, expect.any(Number), -1]);
-    expect((await f.acquire("w"))[0]).toBe(1);
-    expect(await f.release("w")).toBe(1);
     expect(await f.leftovers()).toEqual([]);
   });
 
