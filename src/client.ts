@@ -63,12 +63,11 @@ export interface EdgeLockOptions {
    */
   replayWindow?: number;
   /**
-   * How waiters of the fair lock wait between attempts: `"block"` on their own wake list (BLPOP
-   * through `redis.exec`, held open by the REST API until the release hands the lock over), or
-   * `"poll"` (sleep with backoff, as the reentrant lock's waiters do). A client without `exec`
-   * always polls. With auto-pipelining on (`@upstash/redis`'s default), a command issued in the
-   * same tick as a BLPOP shares its HTTP request and waits with it: give waiters a client with
-   * `enableAutoPipelining: false`. @default "block"
+   * How waiters wait between attempts: `"block"` on a wake list (BLPOP through `redis.exec`,
+   * held open by the REST API until the release that frees the lock, or hands a fair lock on,
+   * pushes a token), or `"poll"` (sleep with `backoff`). A client without `exec` always polls,
+   * and a BLPOP that fails is followed by a backoff sleep. Blocking costs one request per wait
+   * (at most 15 s each) instead of one per poll. @default "block"
    */
   wait?: "block" | "poll";
   /** Backoff between acquire attempts while waiting. See {@link BackoffOptions}. */

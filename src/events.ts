@@ -19,7 +19,7 @@ interface EventBase {
 export interface AcquireEvent extends EventBase {
   type: "acquire";
   acquired: boolean;
-  /** Acquire attempts made (polls). */
+  /** Acquire attempts made (scripts sent; waits between them are not counted). */
   attempts: number;
 }
 /** A waiter is about to sleep `durationMs` before its next attempt. */

@@ -46,5 +46,11 @@ export const FAIR_CLAIM_WINDOW_MS = 2_000;
  * skipped at most this long after it died.
  */
 export const FAIR_SLOT_MS = 30_000;
+/**
+ * Reentrant lock: how long a waiter stays registered for a wake-up without coming back. Each
+ * busy attempt of a waiting call refreshes it, and the call blocks at most half of it at a time,
+ * so a waiter that died costs at most one needless token within this time.
+ */
+export const LOCK_WAITER_SLOT_MS = 30_000;
 /** Default `waitTime` of `withLock` when the caller gives none. */
 export const DEFAULT_WITH_LOCK_WAIT_MS = 10_000;

@@ -1,8 +1,9 @@
 /**
- * Waiting without pub/sub: the waiter polls, sleeping with jittered exponential backoff. Each
- * sleep is bounded by the holder's PTTL (returned by the acquire script, so the waiter is back
- * when a crashed holder's lease runs out) and by the waiter's own deadline, and never drops below
- * a floor, so a waiter never polls in a hot loop. Redisson waits on pub/sub with a timeout of
+ * Waiting without pub/sub: between attempts the waiter either blocks for a wake-up (BLPOP on a
+ * list the releasing script pushes to) or polls, sleeping with jittered exponential backoff.
+ * Each wait is bounded by the holder's PTTL (returned by the acquire script, so the waiter is
+ * back when a crashed holder's lease runs out) and by the waiter's own deadline, and never drops
+ * below a floor, so a waiter never loops hot. Redisson waits on pub/sub with a timeout of
  * `min(ttl, remaining)` (RedissonLock#tryLock); RedissonSpinLock polls with exponential backoff.
  * @module
  */
@@ -75,6 +76,17 @@ export function backoffDelay(
   return Math.max(0, Math.ceil(Math.min(delay, remaining)));
 }
 
+/**
+ * How long a waiter blocks for a wake-up, in ms: until its deadline (`remaining`) but no longer
+ * than `cap`, and back no later than the holder's lease runs out (a crashed holder wakes nobody;
+ * `pttl` < 0 means unknown or no TTL); never below the floor unless the deadline is closer.
+ */
+export function blockBound(pttl: number, remaining: number, cap: number): number {
+  let bound = Math.min(remaining, cap);
+  if (pttl >= 0) bound = Math.min(bound, pttl + SLEEP_FLOOR_MS);
+  return Math.max(bound, Math.min(SLEEP_FLOOR_MS, remaining));
+}
+
 /** What one acquire attempt found. */
 export type AttemptOutcome<T> = { acquired: T } | { pttl: number };
 
@@ -84,8 +96,16 @@ export interface PollOptions {
   waitTime: number | undefined;
   signal: AbortSignal | undefined;
   policy: BackoffPolicy;
-  /** Called before each sleep with its length in ms. */
+  /** Called before each sleep or block with its longest length in ms. */
   onSleep?: (delayMs: number, attempt: number) => void;
+  /**
+   * Waits for a wake-up instead of sleeping, for at most the given ms (see {@link blockBound};
+   * `blockCap` caps it). Resolves `true` once it has waited (woken or timed out), `false` when
+   * it could not wait: the loop then sleeps the backoff delay instead. Rejects to abort.
+   */
+  block?: (ms: number) => Promise<boolean>;
+  /** Longest single block in ms. @default Infinity */
+  blockCap?: number;
 }
 
 /**
@@ -107,6 +127,11 @@ export async function pollUntil<T>(
     if ("acquired" in outcome) return { value: outcome.acquired, attempts: n + 1 };
     const remaining = deadline - Date.now();
     if (remaining <= 0) return { value: null, attempts: n + 1, pttl: outcome.pttl };
+    if (options.block) {
+      const bound = blockBound(outcome.pttl, remaining, options.blockCap ?? remaining);
+      options.onSleep?.(bound, n + 1);
+      if (await options.block(bound)) continue;
+    }
     const delay = backoffDelay(options.policy, n, outcome.pttl, remaining);
     options.onSleep?.(delay, n + 1);
     await sleep(delay, options.signal);

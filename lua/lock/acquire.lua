@@ -1,14 +1,20 @@
 -- Acquire (or re-enter) a reentrant lock: Redisson RedissonLock#tryLockInnerAsync, made
--- replay-safe by a record per request id so an HTTP retry never counts a hold twice. With a
--- fourth key it claims an idempotency key: a completion marker there means the work is done.
+-- replay-safe by a record per request id so an HTTP retry never counts a hold twice. A waiting
+-- call passes its waiter id: a busy attempt registers it, so the release that frees the lock
+-- wakes it (lib/wake.lua). With a sixth key it claims an idempotency key: a completion marker
+-- there means the work is done.
 -- KEYS[1]  lock name: HASH, field = owner, value = hold count (Redisson layout) + epoch field
 -- KEYS[2]  replay records "edgelock_replay:{<name>}" (HASH request id -> state)
 -- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
--- KEYS[4]  optional completion marker "edgelock_done:{<name>}" (idempotency keys)
+-- KEYS[4]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
+-- KEYS[5]  wake list "edgelock_wake:{<name>}" (LIST)
+-- KEYS[6]  optional completion marker "edgelock_done:{<name>}" (idempotency keys)
 -- ARGV[1]  leaseTime in ms (the lock's TTL becomes at least this; it is never shortened)
 -- ARGV[2]  owner field "<clientId>:<taskId>"
 -- ARGV[3]  replay window in ms
 -- ARGV[4]  request id (32 hex characters; becomes the lease id)
+-- ARGV[5]  waiter id of a call that blocks for a wake-up between attempts ('' = none)
+-- ARGV[6]  with a waiter id: how long its registration lasts, in ms
 -- Returns  {1, holdCount, epoch} acquired; epoch identifies this incarnation of the lock
 --          | {0, pttl, 0} held by another owner (pttl -1: no TTL)
 --          | {2, pttl, 0} the completion marker exists (its pttl, -1: no TTL)
@@ -17,13 +23,17 @@
 local name = KEYS[1]
 local replayKey = KEYS[2]
 local replayOld = KEYS[3]
-local done = KEYS[4]
+local waiting = KEYS[4]
+local wake = KEYS[5]
+local done = KEYS[6]
 local leaseMs = tonumber(ARGV[1])
 local owner = ARGV[2]
 local windowMs = tonumber(ARGV[3])
 local id = ARGV[4]
+local waiter = ARGV[5]
 -- @include lib/replay.lua
 -- @include lib/hold.lua
+-- @include lib/wake.lua
 
 local seen = replay_get(id)
 if seen then
@@ -46,7 +56,13 @@ if redis.call('exists', name) == 0 then
 elseif redis.call('hexists', name, owner) == 1 then
   e = epoch()
 else
+  if waiter ~= '' then
+    waiting_add(waiter, tonumber(ARGV[6]))
+  end
   return {0, redis.call('pttl', name), 0}
+end
+if waiter ~= '' then
+  waiting_remove(waiter)
 end
 local count = redis.call('hincrby', name, owner, 1)
 extend(leaseMs)

@@ -6,6 +6,8 @@
 -- KEYS[2]  replay records "edgelock_replay:{<name>}"
 -- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
 -- KEYS[4]  Redisson unlock channel "redisson_lock__channel:{<name>}"
+-- KEYS[5]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
+-- KEYS[6]  wake list "edgelock_wake:{<name>}" (LIST)
 -- ARGV[1]  owner field of that acquire
 -- ARGV[2]  replay window in ms
 -- ARGV[3]  request id of that acquire
@@ -17,11 +19,14 @@ local name = KEYS[1]
 local replayKey = KEYS[2]
 local replayOld = KEYS[3]
 local channel = KEYS[4]
+local waiting = KEYS[5]
+local wake = KEYS[6]
 local owner = ARGV[1]
 local windowMs = tonumber(ARGV[2])
 local id = ARGV[3]
 -- @include lib/replay.lua
 -- @include lib/hold.lua
+-- @include lib/wake.lua
 
 local seen = replay_get(id)
 if not seen then
@@ -36,6 +41,7 @@ if string.sub(seen, 2) == epoch() and redis.call('hexists', name, owner) == 1 th
   if redis.call('hincrby', name, owner, -1) <= 0 then
     redis.call('del', name)
     redis.call('publish', channel, 0)
+    wake_one()
   end
 end
 replay_set(id, 'U')

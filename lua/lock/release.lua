@@ -1,19 +1,22 @@
 -- Release one hold of a reentrant lock: Redisson RedissonLock#unlockInnerAsync with a replay
 -- record, so a replayed release reports the first result and never decrements twice. A lease
 -- passes the epoch of its acquire: once the lock it held has expired, a newer hold of the same
--- owner is left alone. With a fifth key it completes an idempotency key: the completion marker
+-- owner is left alone. Freeing the lock wakes one registered waiter (lib/wake.lua). With a
+-- seventh key it completes an idempotency key: the completion marker
 -- is recorded in the same step, so no claim can slip in between the release and the record.
 -- KEYS[1]  lock name (HASH)
 -- KEYS[2]  replay records "edgelock_replay:{<name>}"
 -- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
 -- KEYS[4]  Redisson unlock channel "redisson_lock__channel:{<name>}" (wakes JVM waiters)
--- KEYS[5]  optional completion marker "edgelock_done:{<name>}": STRING "1"
+-- KEYS[5]  registered waiters "edgelock_waiting:{<name>}" (ZSET)
+-- KEYS[6]  wake list "edgelock_wake:{<name>}" (LIST)
+-- KEYS[7]  optional completion marker "edgelock_done:{<name>}": STRING "1"
 -- ARGV[1]  owner field
 -- ARGV[2]  leaseTime in ms to restore on a partial release, never shortening (0 = keep the TTL)
 -- ARGV[3]  replay window in ms
 -- ARGV[4]  request id (the lease id, or a fresh one for unlock(owner))
 -- ARGV[5]  epoch of the hold being released, decimal ("0" = any hold of the owner)
--- ARGV[6]  with KEYS[5]: completion TTL in ms (PX of the marker; an existing marker is kept)
+-- ARGV[6]  with KEYS[7]: completion TTL in ms (PX of the marker; an existing marker is kept)
 -- Returns  1 released (last hold gone) | 2 still held (count > 0) | 0 expired (no key, or only
 --          a newer incarnation) | 3 not owner (held by someone else)
 -- Records  "R<result>" for results 1 and 2
@@ -21,7 +24,9 @@ local name = KEYS[1]
 local replayKey = KEYS[2]
 local replayOld = KEYS[3]
 local channel = KEYS[4]
-local done = KEYS[5]
+local waiting = KEYS[5]
+local wake = KEYS[6]
+local done = KEYS[7]
 local owner = ARGV[1]
 local leaseMs = tonumber(ARGV[2])
 local windowMs = tonumber(ARGV[3])
@@ -29,6 +34,7 @@ local id = ARGV[4]
 local held = ARGV[5]
 -- @include lib/replay.lua
 -- @include lib/hold.lua
+-- @include lib/wake.lua
 
 if done then
   -- The work finished even if the lease did not survive it: record it whatever the lock says.
@@ -59,6 +65,7 @@ if redis.call('hincrby', name, owner, -1) > 0 then
 else
   redis.call('del', name)
   redis.call('publish', channel, 0)
+  wake_one()
 end
 replay_set(id, 'R' .. result)
 return result

@@ -6,7 +6,8 @@
  * A kind implements {@link HoldProtocol}:
  * - `attempt`: one acquire attempt with a fresh request id (one HTTP request when warm); an
  *   attempt whose answer never arrives (aborted, timed out, ambiguous failure) is cancelled in
- *   the background before the error propagates;
+ *   the background before the error propagates. A kind whose releases wake waiters names the
+ *   list they block on (`wakeKey`) and registers the `waiter` id of a busy attempt;
  * - `renew`: make the TTL at least `leaseTime` while the owner holds it (never shortening);
  * - `release`: one hold, replay-safe by the lease id, leaving newer holds of the owner alone;
  * - `cancel`: undo an unanswered attempt, whichever order the two requests land in;
@@ -28,6 +29,7 @@ import {
   type LeaseKind,
   type ReleaseResult,
 } from "../lease.js";
+import { LOCK_WAITER_SLOT_MS } from "../limits.js";
 import type { RequestCounter } from "../transport/index.js";
 import { checkLeaseTime, checkOwner, checkSignal } from "../validate.js";
 import { type AttemptOutcome, pollUntil } from "../wait.js";
@@ -80,7 +82,11 @@ export interface HoldRef {
 export interface HoldProtocol {
   readonly kind: LeaseKind;
   readonly name: string;
-  attempt(s: HoldSettings, counter: RequestCounter): Promise<AttemptReply>;
+  /** The list a registered waiter blocks on (BLPOP); absent when waiters can only poll. */
+  readonly wakeKey?: string;
+  /** Unregisters a waiter that gives up (in the background); with `wakeKey`. */
+  unregister?(waiter: string): void;
+  attempt(s: HoldSettings, counter: RequestCounter, waiter?: string): Promise<AttemptReply>;
   renew(owner: string, leaseTime: number, by: "call" | "timer", timeout?: number): Promise<boolean>;
   release(hold: HoldRef): Promise<ReleaseResult>;
   cancel(owner: string, id: string): void;
@@ -111,8 +117,11 @@ export function holdSettings(ctx: LockContext, o: Partial<HoldOptions>): HoldSet
 
 /**
  * Tries `protocol.attempt` until it acquires or `waitTime` is spent (`undefined`: until the
- * signal aborts), sleeping with the PTTL-bounded backoff of wait.ts between attempts, and turns
- * the grant into a lease. Emits `wait` events and one `acquire` event.
+ * signal aborts), and turns the grant into a lease. Between attempts it blocks on the kind's
+ * wake list, registered as a waiter by each busy attempt, so the release that frees the lock
+ * wakes it at once (BLPOP: one request per wait instead of one per poll); with `wait: "poll"`,
+ * a client that cannot block, a kind without a wake list, or a failed block, it sleeps with the
+ * PTTL-bounded backoff of wait.ts instead. Emits `wait` events and one `acquire` event.
  */
 export async function acquire(
   ctx: LockContext,
@@ -125,16 +134,36 @@ export async function acquire(
   const counter: RequestCounter = { requests: 0 };
   let attempts = 0;
   let acquired = false;
+  const wakeKey = protocol.wakeKey;
+  const blocking =
+    wakeKey !== undefined && waitTime !== 0 && ctx.wait === "block" && ctx.runner.canBlock;
+  // This call's registration as a waiter ("" = none), made by its busy attempts; an acquiring
+  // attempt ends it, and so does giving up or aborting (one background request).
+  const waiter = blocking ? randomHex() : "";
+  let registered = false;
+  const block = async (ms: number): Promise<boolean> => {
+    try {
+      await ctx.runner.block(protocol.name, wakeKey ?? "", ms, settings.signal, counter);
+      return true;
+    } catch (error) {
+      if (settings.signal?.aborted && error === settings.signal.reason) throw error;
+      // A failed wait costs a backoff sleep; the next attempt reports a real outage.
+      return false;
+    }
+  };
   try {
     const polled = await pollUntil(
       async (): Promise<AttemptOutcome<Grant>> => {
-        const reply = await protocol.attempt(settings, counter);
+        const reply = await protocol.attempt(settings, counter, waiter);
+        registered = waiter !== "" && reply.status === "busy";
         return reply.status === "acquired" ? { acquired: reply.grant } : { pttl: reply.pttl };
       },
       {
         waitTime,
         signal: settings.signal,
         policy: ctx.backoff,
+        block: blocking ? block : undefined,
+        blockCap: LOCK_WAITER_SLOT_MS / 2,
         onSleep: (delayMs, attempt) =>
           ctx.emit({
             type: "wait",
@@ -151,6 +180,7 @@ export async function acquire(
     acquired = true;
     return { lease, attempts };
   } finally {
+    if (registered) protocol.unregister?.(waiter);
     emitAcquire(ctx, protocol.name, started, counter, acquired, attempts);
   }
 }

@@ -107,6 +107,8 @@ export function describeLockContract(
       await rec.until((e) => e.type === "wait");
       waiting.abort(reason);
       await expect(pending).rejects.toBe(reason);
+      // The aborted wait's clean-up runs in the background: let it finish before the next fault.
+      await Promise.all(rec.background);
       expect(await owners(name)).toEqual([holder.owner]);
       expect(await holder.release()).toBe("released");
       // In flight: the acquire is applied, its answer held back; the abort cancels it.

@@ -75,8 +75,8 @@ export class FairLockHolds implements HoldProtocol {
   async attempt(
     s: HoldSettings,
     counter: RequestCounter,
-    slotMs = 0,
     waiter = "",
+    slotMs = 0,
   ): Promise<AttemptReply & { id: string; position: number }> {
     const id = randomHex();
     const sentAt = Date.now();

@@ -11,7 +11,7 @@ import { sleep } from "../../abort.js";
 import { randomHex } from "../../ids.js";
 import { FAIR_CLAIM_WINDOW_MS, FAIR_SLOT_MS } from "../../limits.js";
 import type { RequestCounter } from "../../transport/index.js";
-import { backoffDelay, SLEEP_FLOOR_MS } from "../../wait.js";
+import { backoffDelay, blockBound } from "../../wait.js";
 import type { LockContext } from "../context.js";
 import { HashLock } from "../lock/base.js";
 import { type AcquireResult, emitAcquire, type HoldSettings, leaseFor } from "../protocol.js";
@@ -57,7 +57,7 @@ export class FairLock extends HashLock<FairLockInspection> {
     try {
       for (;;) {
         const sentAt = Date.now();
-        const reply = await this.holds.attempt(s, counter, queued ? FAIR_SLOT_MS : 0, waiter);
+        const reply = await this.holds.attempt(s, counter, waiter, queued ? FAIR_SLOT_MS : 0);
         attempts += 1;
         lastId = reply.id;
         if (reply.status === "acquired") {
@@ -72,14 +72,14 @@ export class FairLock extends HashLock<FairLockInspection> {
           if (queued) await this.holds.leave(s.owner, reply.id, waiter, counter);
           return { lease: null, attempts, holderTtl: pttl };
         }
-        // Back no later than the holder's lease runs out (a crashed holder hands nothing off)
-        // and well before the slot lapses.
-        let bound = Math.min(remaining, FAIR_SLOT_MS / 2);
-        if (pttl >= 0) bound = Math.min(bound, pttl + SLEEP_FLOOR_MS);
-        // Second in line: back within a claim window, in case the hand-off to the first waiter
-        // finds it dead (nobody else would wake this one before the holder's lease runs out).
-        if (reply.position === 1) bound = Math.min(bound, FAIR_CLAIM_WINDOW_MS);
-        bound = Math.max(bound, Math.min(SLEEP_FLOOR_MS, remaining));
+        // Back well before the slot lapses, and when second in line within a claim window, in
+        // case the hand-off to the first waiter finds it dead (nobody else would wake this one
+        // before the holder's lease runs out).
+        const cap =
+          reply.position === 1
+            ? Math.min(FAIR_SLOT_MS / 2, FAIR_CLAIM_WINDOW_MS)
+            : FAIR_SLOT_MS / 2;
+        const bound = blockBound(pttl, remaining, cap);
         this.ctx.emit({
           type: "wait",
           name: this.name,

@@ -76,9 +76,10 @@ export abstract class HashLock<I extends Inspection> implements Inspectable<I> {
   ): Promise<AcquireResult>;
 
   /**
-   * Tries to acquire, waiting up to `waitTime`. One HTTP request per attempt on a warm client.
-   * Algorithm: Redisson RedissonLock#tryLock(waitTime, leaseTime) with its acquire script
-   * (RedissonLock#tryLockInnerAsync), polling instead of pub/sub, and a replay latch per attempt.
+   * Tries to acquire, waiting up to `waitTime`. One HTTP request per attempt on a warm client,
+   * plus one per wait (`wait: "block"`). Algorithm: Redisson RedissonLock#tryLock(waitTime,
+   * leaseTime) with its acquire script (RedissonLock#tryLockInnerAsync), a wake list or polling
+   * instead of pub/sub, and a replay record per attempt.
    * @returns the lease, or `null` when the lock stayed busy for the whole `waitTime`.
    * @throws TypeError / RangeError for bad options, before any request.
    * @throws signal.reason when aborted; an attempt in flight is cancelled in the background.

@@ -7,11 +7,13 @@
 import { TransportError } from "../../errors.js";
 import { randomHex } from "../../ids.js";
 import type { ReleaseResult } from "../../lease.js";
+import { LOCK_WAITER_SLOT_MS } from "../../limits.js";
 import {
   lockAcquire,
   lockCancel,
   lockForceUnlock,
   lockHolders,
+  lockLeave,
   lockRelease,
   lockRenew,
 } from "../../lua.gen.js";
@@ -55,14 +57,21 @@ export class LockHolds implements HoldProtocol {
     this.#completion = options.completion ?? false;
   }
 
+  /** The list a waiter registered by {@link attempt} blocks on. */
+  get wakeKey(): string {
+    return keys.wake(this.name);
+  }
+
   /**
    * One acquire attempt with a fresh request id (acquire.lua; one HTTP request when warm). With
-   * the completion marker, a completed name answers `"completed"` instead.
+   * the completion marker, a completed name answers `"completed"` instead. With a `waiter` id, a
+   * busy attempt registers it (for {@link LOCK_WAITER_SLOT_MS}) so that the release that frees
+   * the lock pushes a token to {@link wakeKey}, and an acquiring one unregisters it.
    */
-  async attempt(s: HoldSettings, counter: RequestCounter): Promise<AttemptReply> {
+  async attempt(s: HoldSettings, counter: RequestCounter, waiter = ""): Promise<AttemptReply> {
     const id = randomHex();
     const sentAt = Date.now();
-    const scriptKeys = this.#replayKeys();
+    const scriptKeys = [...this.#replayKeys(), ...this.#wakeKeys()];
     if (this.#completion) scriptKeys.push(doneKey(this.name));
     let status: number;
     let value: number;
@@ -73,7 +82,7 @@ export class LockHolds implements HoldProtocol {
           script: lockAcquire,
           name: this.name,
           keys: scriptKeys,
-          args: [s.leaseTime, s.owner, this.#ctx.replayWindow, id],
+          args: [s.leaseTime, s.owner, this.#ctx.replayWindow, id, waiter, LOCK_WAITER_SLOT_MS],
           signal: s.signal,
         },
         decodeAttempt,
@@ -92,6 +101,25 @@ export class LockHolds implements HoldProtocol {
     return { status: "busy", pttl: status === 0 ? value : 0 };
   }
 
+  /**
+   * Unregisters a waiter that gave up or was aborted (leave.lua), in the background: left alone,
+   * its registration would lapse by itself, after waking nobody at most once.
+   */
+  unregister(waiter: string): void {
+    const counter = { requests: 0 };
+    const started = Date.now();
+    const task = this.#ctx.runner
+      .run(
+        { script: lockLeave, name: this.name, keys: this.#wakeKeys(), args: [waiter] },
+        asInteger,
+        counter,
+      )
+      .catch((error: unknown) =>
+        reportError(this.#ctx, this.name, "cancel", error, counter.requests, started),
+      );
+    this.#ctx.background(task);
+  }
+
   /** Makes sure an acquire whose answer never arrived leaves no hold behind (cancel.lua). */
   cancel(owner: string, id: string): void {
     const counter = { requests: 0 };
@@ -101,7 +129,7 @@ export class LockHolds implements HoldProtocol {
         {
           script: lockCancel,
           name: this.name,
-          keys: [...this.#replayKeys(), keys.channel(this.name)],
+          keys: [...this.#replayKeys(), keys.channel(this.name), ...this.#wakeKeys()],
           args: [owner, this.#ctx.replayWindow, id],
         },
         asInteger,
@@ -149,7 +177,7 @@ export class LockHolds implements HoldProtocol {
   async release(hold: HoldRef, completionTtl?: number): Promise<ReleaseResult> {
     const counter = { requests: 0 };
     const started = Date.now();
-    const scriptKeys = [...this.#replayKeys(), keys.channel(this.name)];
+    const scriptKeys = [...this.#replayKeys(), keys.channel(this.name), ...this.#wakeKeys()];
     const args: (string | number)[] = [
       hold.owner,
       hold.leaseTime,
@@ -182,7 +210,7 @@ export class LockHolds implements HoldProtocol {
       {
         script: lockForceUnlock,
         name: this.name,
-        keys: [this.name, keys.channel(this.name)],
+        keys: [this.name, keys.channel(this.name), ...this.#wakeKeys()],
         args: [],
       },
       asInteger,
@@ -199,6 +227,11 @@ export class LockHolds implements HoldProtocol {
       { requests: 0 },
     );
     return { kind: "lock", name: this.name, locked: ttl !== -2, ttl, holders };
+  }
+
+  /** The registered waiters and their wake list: keys of every script that can free the lock. */
+  #wakeKeys(): string[] {
+    return [keys.waiting(this.name), keys.wake(this.name)];
   }
 
   /** The lock and its two replay-record hashes: the first keys of acquire, release, cancel. */

@@ -1,0 +1,12 @@
+-- A waiting call of a reentrant lock gives up or is aborted: unregister it, so no release wakes
+-- it and nothing of it stays in Redis (see lib/wake.lua).
+-- KEYS[1]  registered waiters "edgelock_waiting:{<name>}" (ZSET)
+-- KEYS[2]  wake list "edgelock_wake:{<name>}" (LIST)
+-- ARGV[1]  waiter id of the call
+-- Returns  1
+local waiting = KEYS[1]
+local wake = KEYS[2]
+-- @include lib/wake.lua
+
+waiting_remove(ARGV[1])
+return 1
