@@ -90,7 +90,7 @@ describe("reentrant lock wake-ups", () => {
     const controller = new AbortController();
     const reason = new Error("gone");
     const aborted = waiter.edgelock.getLock(name).lock({ signal: controller.signal });
-    await waiter.until((e, all) => all.filter((x) => x.type === "wait").length === 2);
+    await waiter.until((_e, all) => all.filter((x) => x.type === "wait").length === 2);
     controller.abort(reason);
     await expect(aborted).rejects.toBe(reason);
     expect(waiter.background).toHaveLength(2);
@@ -127,7 +127,7 @@ describe("reentrant lock wake-ups", () => {
     const held = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
     const waiter = recordingEdgeLock({ wait: "poll" });
     const pending = waiter.edgelock.getLock(name).lock({ leaseTime: 5_000 });
-    await waiter.until((e, all) => all.filter((x) => x.type === "wait").length === 3);
+    await waiter.until((_e, all) => all.filter((x) => x.type === "wait").length === 3);
     expect(await wakeKeysOf(name)).toEqual([]);
     await held.release();
     await (await pending).release();
@@ -165,7 +165,7 @@ describe("reentrant lock wake-ups", () => {
       const pending = waiter.edgelock.getLock(name).lock({ leaseTime: 5_000 });
       // Failed waits do not turn into a hot loop of attempts: each is followed by a backoff
       // sleep (a second, shorter `wait` event) before the next attempt.
-      await waiter.until((e, all) => all.filter((x) => x.type === "wait").length === 6);
+      await waiter.until((_e, all) => all.filter((x) => x.type === "wait").length === 6);
       const waits = waiter.events.flatMap((e) => (e.type === "wait" ? [e.durationMs] : []));
       expect(waits.filter((ms) => ms < 1_000)).toHaveLength(3);
       expect(bridge.bridge.stats().byCommand.blpop).toBe(3);
