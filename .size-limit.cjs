@@ -16,16 +16,18 @@ const ENTRIES = [
   // pasted into the acquire, release and cancel scripts (lua/lib/; 7.1 kB of the bundle before
   // gzip is Lua source, which Redis needs whole), then 12 kB with the fair lock (11.4 kB
   // measured): `getFairLock` lives on EdgeLock, so its wait loop and its four scripts with the
-  // queue library (lua/lib/fair.lua) ship with every client.
-  { name: "edgelock", source: "src/index.ts", path: "dist/src/index.js", limit: "12 kB" },
+  // queue library (lua/lib/fair.lua) ship with every client; then 13 kB with the reentrant
+  // lock's wake-ups (12.2 kB measured: the BLPOP wait, and lua/lib/wake.lua in five scripts).
+  { name: "edgelock", source: "src/index.ts", path: "dist/src/index.js", limit: "13 kB" },
   { name: "edgelock/hono", source: "src/hono.ts", path: "dist/src/hono.js", limit: "2.5 kB" },
   { name: "edgelock/vercel", source: "src/vercel.ts", path: "dist/src/vercel.js", limit: "3 kB" },
   {
     name: "edgelock/cloudflare",
     source: "worker/cloudflare.ts",
     path: "dist/worker/cloudflare.js",
-    // The core plus LeaseKeeper: 12 kB, then 14 kB with the fair lock (13.3 kB measured).
-    limit: "14 kB",
+    // The core plus LeaseKeeper: 12 kB, then 14 kB with the fair lock (13.3 kB measured), then
+    // 15 kB with the reentrant lock's wake-ups (14.1 kB measured).
+    limit: "15 kB",
   },
 ];
 

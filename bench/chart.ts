@@ -25,6 +25,8 @@ interface Rule {
 
 const LABELS: Record<string, string> = {
   edgelock: "edgelock (HTTP)",
+  "edgelock-poll": "edgelock, wait: poll (HTTP)",
+  "edgelock-fair": "edgelock fair lock (HTTP)",
   "upstash-lock": "@upstash/lock (HTTP)",
   redlock: "redlock (TCP)",
   "redis-semaphore": "redis-semaphore (TCP)",

@@ -14,6 +14,7 @@ import type { BenchEnv } from "./env.js";
 /** The keys of the Bench JSON (DESIGN.md). */
 export const LIBRARY_NAMES = [
   "edgelock",
+  "edgelock-poll",
   "edgelock-fair",
   "upstash-lock",
   "redlock",
@@ -54,20 +55,26 @@ export const LEASE_MS = 10_000;
 /** edgelock's default wait budget (`withLock` waitTime), which `sameBudget` gives the peers. */
 export const WAIT_BUDGET_MS = 10_000;
 
-/** edgelock, with its default backoff or with `backoff`. */
-export function edgelockLibrary(backoff?: BackoffOptions): Library {
+/**
+ * edgelock's reentrant lock: waiters block on the wake list (the default), or with `wait:
+ * "poll"` poll with its default backoff or with `backoff`.
+ */
+export function edgelockLibrary(wait: "block" | "poll", backoff?: BackoffOptions): Library {
   const b = { ...DEFAULT_BACKOFF, ...backoff };
-  const described = `backoff ${b.initialDelay} ms × ${b.multiplier} up to ${b.maxDelay} ms, equal jitter, bounded by the holder's PTTL`;
+  const described =
+    wait === "block"
+      ? "waiters block on BLPOP, woken by the release that frees the lock (default wait)"
+      : `wait: "poll", ${backoff ? "NON-DEFAULT " : "default "}backoff ${b.initialDelay} ms × ${b.multiplier} up to ${b.maxDelay} ms, equal jitter, bounded by the holder's PTTL`;
   return {
-    name: "edgelock",
+    name: wait === "block" ? "edgelock" : "edgelock-poll",
     transport: "http",
     settings: {
-      default: `tryLock({ waitTime: ${WAIT_BUDGET_MS}, leaseTime: ${LEASE_MS} }) (withLock's default wait); ${backoff ? "NON-DEFAULT " : "default "}${described}`,
+      default: `tryLock({ waitTime: ${WAIT_BUDGET_MS}, leaseTime: ${LEASE_MS} }) (withLock's default wait); ${described}`,
       sameBudget: "same as default (edgelock defines the budget)",
     },
     sameBudgetDiffers: false,
     client: async (env, _mode, waitMs = WAIT_BUDGET_MS) => {
-      const edge = new EdgeLock({ redis: env.http(), ...(backoff && { backoff }) });
+      const edge = new EdgeLock({ redis: env.http(), wait, ...(backoff && { backoff }) });
       return {
         acquire: async (key) => {
           const lease = await edge.getLock(key).tryLock({ waitTime: waitMs, leaseTime: LEASE_MS });
@@ -81,8 +88,7 @@ export function edgelockLibrary(backoff?: BackoffOptions): Library {
 
 /**
  * edgelock's fair lock: waiters queue, block on their wake list (BLPOP through the bridge's pool)
- * and take the lock from the release's hand-off. Its client has auto-pipelining off, as the
- * README advises for clients that wait.
+ * and take the lock from the release's hand-off.
  */
 export const edgelockFairLibrary: Library = {
   name: "edgelock-fair",
@@ -93,7 +99,7 @@ export const edgelockFairLibrary: Library = {
   },
   sameBudgetDiffers: false,
   client: async (env, _mode, waitMs = WAIT_BUDGET_MS) => {
-    const edge = new EdgeLock({ redis: env.http({ enableAutoPipelining: false }) });
+    const edge = new EdgeLock({ redis: env.http() });
     return {
       acquire: async (key) => {
         const lease = await edge
@@ -187,12 +193,13 @@ const redisSemaphore: Library = {
 };
 
 /**
- * Every library, edgelock first. `edgelockBackoff` replaces edgelock's default backoff (for
- * exploring the waiting policy; RESULTS.md flags it).
+ * Every library, edgelock first. `edgelockBackoff` replaces the backoff of edgelock's polling
+ * waiters (for exploring the waiting policy; RESULTS.md flags it).
  */
 export function createLibraries(edgelockBackoff?: BackoffOptions): readonly Library[] {
   return [
-    edgelockLibrary(edgelockBackoff),
+    edgelockLibrary("block"),
+    edgelockLibrary("poll", edgelockBackoff),
     edgelockFairLibrary,
     upstashLock,
     redlock,

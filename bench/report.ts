@@ -11,6 +11,7 @@ import type { FootprintResult, FootprintShape } from "./scenarios/footprint.js";
 
 const NAMES: Record<LibraryName, string> = {
   edgelock: "edgelock",
+  "edgelock-poll": 'edgelock, wait: "poll"',
   "edgelock-fair": "edgelock fair lock",
   "upstash-lock": "@upstash/lock",
   redlock: "redlock",
@@ -175,7 +176,7 @@ function whyMissed(r: BenchResults): string[] {
     out.push(
       `- **Uncontended cycle.** p50 ${f(u.p50Ms, 3)} ms against 2 × PING p50 = ${f(u.limitMs, 3)} ms${up ? `; @upstash/lock, on the same bridge, takes ${f(up.p50Ms, 3)} ms (${f(up.ratioToLimit)})` : ""}. ${
         up
-          ? `edgelock's cycle costs ${f((u.cpuMicrosPerCycle ?? 0) - (up.cpuMicrosPerCycle ?? 0), 0)} µs more client CPU and ${f((u.bridgeCpuMicrosPerCycle ?? 0) - (up.bridgeCpuMicrosPerCycle ?? 0), 0)} µs more bridge CPU than @upstash/lock's: two EVALSHAs with 2–3 keys and an array reply instead of a SET and one EVAL, a replay latch written by each script, and per acquisition a request id, option checks and a Lease with its AbortController. On 2 cores shared by the client, the bridge and Redis, CPU is latency. `
+          ? `edgelock's cycle costs ${f((u.cpuMicrosPerCycle ?? 0) - (up.cpuMicrosPerCycle ?? 0), 0)} µs more client CPU and ${f((u.bridgeCpuMicrosPerCycle ?? 0) - (up.bridgeCpuMicrosPerCycle ?? 0), 0)} µs more bridge CPU than @upstash/lock's: two EVALSHAs with 2–3 keys and an array reply instead of a SET and one EVAL, a replay record written by each script, and per acquisition a request id, option checks and a Lease with its AbortController. On 2 cores shared by the client, the bridge and Redis, CPU is latency. `
           : ""
       }A bare EVALSHA of a one-line script takes ${f(r.limit?.evalshaP50Ms, 3)} ms p50 (PING: ${f(ping, 3)} ms), so most of the gap is the work each of edgelock's requests does, not the EVALSHA path itself.`,
     );
@@ -339,7 +340,7 @@ function longHold(r: BenchResults): string[] {
   return [
     "## 3b. Long holds",
     "",
-    `${c.longHoldWaiters + 1} clients on one lock, each holding it ${c.longHoldMs} ms, so ${c.longHoldWaiters} wait behind every holder (the loop of section 3, with a wait budget of ${2 * (c.longHoldWaiters + 1) * c.longHoldMs} ms so that nobody gives up; ${c.longHoldMs} ms of run-in, one ${c.longHoldMeasureMs} ms window). What a wait costs when holds are long: the reentrant lock's waiters poll with backoff capped at one poll per second, the fair lock's waiters block on their wake list until the release hands them the lock.`,
+    `${c.longHoldWaiters + 1} clients on one lock, each holding it ${c.longHoldMs} ms, so ${c.longHoldWaiters} wait behind every holder (the loop of section 3, with a wait budget of ${2 * (c.longHoldWaiters + 1) * c.longHoldMs} ms so that nobody gives up; ${c.longHoldMs} ms of run-in, one ${c.longHoldMeasureMs} ms window). What a wait costs when holds are long: the reentrant lock's waiters block on its wake list until the release that frees the lock wakes one of them (with wait: "poll", they poll with backoff capped at one poll per second), the fair lock's waiters block on their own wake list until the release hands them the lock.`,
     "",
     table(["lock", ...CONTENDED_COLUMNS], rows),
     "",
@@ -387,7 +388,7 @@ function footprint(r: BenchResults): string[] {
   ];
   const b = FOOTPRINT_BEFORE;
   return [
-    "## 5. Footprint of replay safety",
+    "## 3c. Footprint of replay safety",
     "",
     "What stays in Redis right after N acquire/release cycles (16 clients, every lock released): the locks are gone, and what is left is replay records, which expire on their own. Before: one latch key `edgelock_latch:{<name>}:<id>` per acquisition, kept 10 minutes. Now: two hashes per name (`edgelock_replay:{<name>}` and `…:old`, rotated by server time), one field per request id, kept one to about three `replayWindow`s (default 30 s = max(30 000, 10 × `requestTimeout` 3 000): a request abandoned after `requestTimeout`, plus `@upstash/redis`'s own resends over ~4.3 s of backoff, cannot land later than 6 × 3 s + 4.3 s).",
     "",
@@ -462,14 +463,14 @@ function contended(r: BenchResults): string[] {
     out.push(`### ${n} clients`, "", table(["library", ...CONTENDED_COLUMNS], rows), "");
   }
   const v = r.backoffVariants;
-  const base = c["16"]?.edgelock;
+  const base = c["16"]?.["edgelock-poll"];
   if (v?.length && base) {
     const label = (b: { initialDelay: number; maxDelay: number; multiplier: number }) =>
-      `edgelock, backoff ${b.initialDelay} ms × ${b.multiplier} up to ${b.maxDelay} ms`;
+      `edgelock, wait: "poll", backoff ${b.initialDelay} ms × ${b.multiplier} up to ${b.maxDelay} ms`;
     out.push(
-      "### edgelock with other backoffs (16 clients)",
+      "### edgelock polling with other backoffs (16 clients)",
       "",
-      "The same runs with a shorter backoff, in the same rotation as the table above, to show what polling sooner buys and costs. The default row is repeated from above.",
+      'The polling waiter (`wait: "poll"`) with a shorter backoff, in the same rotation as the table above, to show what polling sooner buys and costs. The default backoff row is repeated from above.',
       "",
       table(
         ["setting", ...CONTENDED_COLUMNS],
@@ -511,7 +512,7 @@ function scale(r: BenchResults): string[] {
       ]),
     ),
     "",
-    "edgelock keeps a replay latch per acquisition and per release for 10 minutes (so that an HTTP retry is applied once), which is what stays after release; it expires on its own.",
+    "edgelock keeps a replay record per acquisition and per release (so that an HTTP retry is applied once) in two hashes per name, for one to about three `replayWindow`s (default 30 s): that is what stays after release, and it expires on its own (section 3c).",
     "",
     `The issue also asks for fair-lock acquire with 1 → 1 000 queued waiters and the permit-expirable semaphore with 1 → 10 000 permits. ${
       prim.fairLock || prim.permitExpirableSemaphore

@@ -131,7 +131,7 @@ export async function runContended(
   );
   const variantRuns: Run[] = options.variants.map((backoff, i) => ({
     id: `variant/${i}`,
-    lib: edgelockLibrary(backoff),
+    lib: edgelockLibrary("poll", backoff),
     mode: "default",
   }));
   const byClients: ContendedResults["byClients"] = {};
