@@ -246,6 +246,25 @@ export function hostFor(ctx: LockContext, protocol: HoldProtocol): LeaseHost {
   };
 }
 
+/**
+ * Runs `task` in the background (kept alive by `waitUntil`), reporting a transport failure as an
+ * `error` event for `operation`: clean-ups nobody awaits.
+ */
+export function inBackground(
+  ctx: LockContext,
+  name: string,
+  operation: "cancel",
+  task: (counter: RequestCounter) => Promise<unknown>,
+): void {
+  const counter = { requests: 0 };
+  const started = Date.now();
+  ctx.background(
+    task(counter).catch((error: unknown) =>
+      reportError(ctx, name, operation, error, counter.requests, started),
+    ),
+  );
+}
+
 /** Reports a failed background operation as an `error` event. */
 export function reportError(
   ctx: LockContext,

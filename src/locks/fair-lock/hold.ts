@@ -15,29 +15,19 @@ import {
   fairLockForceUnlock,
   fairLockRelease,
   lockHolders,
-  lockRenew,
 } from "../../lua.gen.js";
 import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
 import { keys, type LockContext } from "../context.js";
+import { renewHold, runRelease } from "../lock/hold.js";
 import { decodeHolders, type LockHolder, MAX_INSPECT_HOLDERS } from "../lock/inspect.js";
 import {
   type AttemptReply,
   type HoldProtocol,
   type HoldRef,
   type HoldSettings,
-  reportError,
+  inBackground,
 } from "../protocol.js";
 
-const RELEASE_CODES: Record<number, ReleaseResult> = {
-  0: "expired",
-  1: "released",
-  2: "still-held",
-  3: "not-owner",
-};
-const decodeRelease = (r: unknown) => {
-  const n = asInteger(r);
-  return n === undefined ? undefined : RELEASE_CODES[n];
-};
 const decodeAttempt = (r: unknown) => asIntegers(r, 3) as [number, number, number] | undefined;
 
 /** Redisson's fair-lock keys and ours, all in the name's hash slot. */
@@ -144,68 +134,31 @@ export class FairLockHolds implements HoldProtocol {
 
   /** {@link leave} in the background (an aborted wait or an unanswered attempt). */
   cancelWait(owner: string, id: string, waiter: string): void {
-    const counter = { requests: 0 };
-    const started = Date.now();
-    const task = this.leave(owner, id, waiter, counter).catch((error: unknown) =>
-      reportError(this.#ctx, this.name, "cancel", error, counter.requests, started),
+    inBackground(this.#ctx, this.name, "cancel", (counter) =>
+      this.leave(owner, id, waiter, counter),
     );
-    this.#ctx.background(task);
   }
 
   /** Makes the TTL at least `leaseTime` while `owner` holds the lock (lua/lock/renew.lua). */
-  async renew(
-    owner: string,
-    leaseTime: number,
-    by: "call" | "timer",
-    timeout?: number,
-  ): Promise<boolean> {
-    const counter = { requests: 0 };
-    const started = Date.now();
-    const [renewed] = await this.#ctx.runner.run(
-      { script: lockRenew, name: this.name, keys: [this.name], args: [leaseTime, owner], timeout },
-      (r) => asIntegers(r, 1),
-      counter,
-    );
-    this.#ctx.emit({
-      type: "renew",
-      name: this.name,
-      requests: counter.requests,
-      durationMs: Date.now() - started,
-      renewed: renewed === 1,
-      by,
-    });
-    return renewed === 1;
+  renew(owner: string, leaseTime: number, by: "call" | "timer", timeout?: number) {
+    return renewHold(this.#ctx, this.name, owner, leaseTime, by, timeout);
   }
 
   /** Releases one hold and, on the last, hands the lock to the first live waiter (release.lua). */
-  async release(hold: HoldRef): Promise<ReleaseResult> {
-    const counter = { requests: 0 };
-    const started = Date.now();
-    const result = await this.#ctx.runner.run(
-      {
-        script: fairLockRelease,
-        name: this.name,
-        keys: this.#keys(),
-        args: [
-          hold.owner,
-          hold.leaseTime,
-          this.#ctx.replayWindow,
-          hold.id,
-          hold.epoch,
-          FAIR_CLAIM_WINDOW_MS,
-        ],
-      },
-      decodeRelease,
-      counter,
-    );
-    this.#ctx.emit({
-      type: "release",
+  release(hold: HoldRef): Promise<ReleaseResult> {
+    return runRelease(this.#ctx, {
+      script: fairLockRelease,
       name: this.name,
-      requests: counter.requests,
-      durationMs: Date.now() - started,
-      result,
+      keys: this.#keys(),
+      args: [
+        hold.owner,
+        hold.leaseTime,
+        this.#ctx.replayWindow,
+        hold.id,
+        hold.epoch,
+        FAIR_CLAIM_WINDOW_MS,
+      ],
     });
-    return result;
   }
 
   /** Deletes the lock whoever holds it and hands it on (force-unlock.lua). */

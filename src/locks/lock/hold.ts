@@ -17,14 +17,19 @@ import {
   lockRelease,
   lockRenew,
 } from "../../lua.gen.js";
-import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
+import {
+  asInteger,
+  asIntegers,
+  type RequestCounter,
+  type ScriptCall,
+} from "../../transport/index.js";
 import { keys, type LockContext } from "../context.js";
 import {
   type AttemptReply,
   type HoldProtocol,
   type HoldRef,
   type HoldSettings,
-  reportError,
+  inBackground,
 } from "../protocol.js";
 import { decodeHolders, type LockInspection, MAX_INSPECT_HOLDERS } from "./inspect.js";
 
@@ -39,6 +44,52 @@ const decodeRelease = (r: unknown) => {
   return n === undefined ? undefined : RELEASE_CODES[n];
 };
 const decodeAttempt = (r: unknown) => asIntegers(r, 3) as [number, number, number] | undefined;
+
+/**
+ * Makes the TTL of lock HASH `name` at least `leaseTime` if `owner` still holds it (renew.lua),
+ * within `timeout` ms when given (default: the EdgeLock's `requestTimeout`), and reports it as a
+ * `renew` event. Shared by every kind on Redisson's lock layout.
+ */
+export async function renewHold(
+  ctx: LockContext,
+  name: string,
+  owner: string,
+  leaseTime: number,
+  by: "call" | "timer",
+  timeout?: number,
+): Promise<boolean> {
+  const counter = { requests: 0 };
+  const started = Date.now();
+  const [renewed] = await ctx.runner.run(
+    { script: lockRenew, name, keys: [name], args: [leaseTime, owner], timeout },
+    (r) => asIntegers(r, 1),
+    counter,
+  );
+  ctx.emit({
+    type: "renew",
+    name,
+    requests: counter.requests,
+    durationMs: Date.now() - started,
+    renewed: renewed === 1,
+    by,
+  });
+  return renewed === 1;
+}
+
+/** Runs a release script (replying 0–3, as lua/lock/release.lua) and reports a `release` event. */
+export async function runRelease(ctx: LockContext, call: ScriptCall): Promise<ReleaseResult> {
+  const counter = { requests: 0 };
+  const started = Date.now();
+  const result = await ctx.runner.run(call, decodeRelease, counter);
+  ctx.emit({
+    type: "release",
+    name: call.name,
+    requests: counter.requests,
+    durationMs: Date.now() - started,
+    result,
+  });
+  return result;
+}
 
 /** Completion marker of an idempotency key: same hash slot as the name. */
 export const doneKey = (name: string) => `edgelock_done:{${name}}`;
@@ -106,26 +157,19 @@ export class LockHolds implements HoldProtocol {
    * its registration would lapse by itself, after waking nobody at most once.
    */
   unregister(waiter: string): void {
-    const counter = { requests: 0 };
-    const started = Date.now();
-    const task = this.#ctx.runner
-      .run(
+    inBackground(this.#ctx, this.name, "cancel", (counter) =>
+      this.#ctx.runner.run(
         { script: lockLeave, name: this.name, keys: this.#wakeKeys(), args: [waiter] },
         asInteger,
         counter,
-      )
-      .catch((error: unknown) =>
-        reportError(this.#ctx, this.name, "cancel", error, counter.requests, started),
-      );
-    this.#ctx.background(task);
+      ),
+    );
   }
 
   /** Makes sure an acquire whose answer never arrived leaves no hold behind (cancel.lua). */
   cancel(owner: string, id: string): void {
-    const counter = { requests: 0 };
-    const started = Date.now();
-    const task = this.#ctx.runner
-      .run(
+    inBackground(this.#ctx, this.name, "cancel", (counter) =>
+      this.#ctx.runner.run(
         {
           script: lockCancel,
           name: this.name,
@@ -134,39 +178,16 @@ export class LockHolds implements HoldProtocol {
         },
         asInteger,
         counter,
-      )
-      .catch((error: unknown) =>
-        reportError(this.#ctx, this.name, "cancel", error, counter.requests, started),
-      );
-    this.#ctx.background(task);
+      ),
+    );
   }
 
   /**
    * Makes the lock's TTL at least `leaseTime` if `owner` still holds it (renew.lua), within
    * `timeout` ms when given (default: the EdgeLock's `requestTimeout`).
    */
-  async renew(
-    owner: string,
-    leaseTime: number,
-    by: "call" | "timer",
-    timeout?: number,
-  ): Promise<boolean> {
-    const counter = { requests: 0 };
-    const started = Date.now();
-    const [renewed] = await this.#ctx.runner.run(
-      { script: lockRenew, name: this.name, keys: [this.name], args: [leaseTime, owner], timeout },
-      (r) => asIntegers(r, 1),
-      counter,
-    );
-    this.#ctx.emit({
-      type: "renew",
-      name: this.name,
-      requests: counter.requests,
-      durationMs: Date.now() - started,
-      renewed: renewed === 1,
-      by,
-    });
-    return renewed === 1;
+  renew(owner: string, leaseTime: number, by: "call" | "timer", timeout?: number) {
+    return renewHold(this.#ctx, this.name, owner, leaseTime, by, timeout);
   }
 
   /**
@@ -174,9 +195,7 @@ export class LockHolds implements HoldProtocol {
    * any hold of the owner when it is 0, under the request id `hold.id`. With `completionTtl`,
    * records the completion marker in the same request.
    */
-  async release(hold: HoldRef, completionTtl?: number): Promise<ReleaseResult> {
-    const counter = { requests: 0 };
-    const started = Date.now();
+  release(hold: HoldRef, completionTtl?: number): Promise<ReleaseResult> {
     const scriptKeys = [...this.#replayKeys(), keys.channel(this.name), ...this.#wakeKeys()];
     const args: (string | number)[] = [
       hold.owner,
@@ -189,19 +208,7 @@ export class LockHolds implements HoldProtocol {
       scriptKeys.push(doneKey(this.name));
       args.push(completionTtl);
     }
-    const result = await this.#ctx.runner.run(
-      { script: lockRelease, name: this.name, keys: scriptKeys, args },
-      decodeRelease,
-      counter,
-    );
-    this.#ctx.emit({
-      type: "release",
-      name: this.name,
-      requests: counter.requests,
-      durationMs: Date.now() - started,
-      result,
-    });
-    return result;
+    return runRelease(this.#ctx, { script: lockRelease, name: this.name, keys: scriptKeys, args });
   }
 
   /** Deletes the lock whoever holds it (force-unlock.lua). Redisson RLock#forceUnlock. */
