@@ -220,6 +220,26 @@ function whyMissed(r: BenchResults): string[] {
       `- **Fairness.** Per-client min/mean ${f(c16.fairnessMinOverMean)} (min ${c16.fairnessMin}, max ${c16.fairnessMax} acquisitions in the window). The clients loop with no pause between critical sections, so the client that just released asks again at once and wins within two round trips, while the others sleep through their backoff; a waiter only wins when its poll lands in that short gap. Every polling lock here behaves the same (min/mean at 16 clients: ${list}). ${variantsText(r)}What fixes it is a FIFO of waiters (Redisson's fair lock) or a release that hands the lock to a registered waiter, which edgelock does not have yet.`,
     );
   }
+  const fair16 = r.contended?.["16"]?.["edgelock-fair"];
+  const rtt = r.limit?.evalshaP50Ms;
+  if (t("fair16Handoff")?.met === false && fair16 && rtt) {
+    const pair = r.limit?.pingPairAfterPauseP50Ms ?? null;
+    out.push(
+      `- **Fair hand-off.** p50 ${f(fair16.handoffP50Ms)} ms, ${f((fair16.handoffP50Ms ?? 0) / rtt)} × the EVALSHA p50 of ${f(rtt, 3)} ms. The path is the shortest there is: the holder's release request reaches Redis, its script grants the lock to the first waiter and pushes the token, and the waiter's BLPOP, already open, answers; no request follows. But the round trip it is compared with is measured in a tight loop, and a hand-off starts after the holder has been idle for its ${hold} ms critical section${pair === null ? "" : `: one round trip after such a pause costs ${f(pair / 2, 3)} ms here (half the paused pair of section 1), and the hand-off is ${f((fair16.handoffP50Ms ?? 0) / (pair / 2))} of those`}. The rest is the release script's work and two event loops (the bridge's and the waiter's) that wake for the answer.`,
+    );
+  }
+  const lh = r.longHold;
+  const lhWait = (r.config.longHoldWaiters + 1) * r.config.longHoldMs;
+  if (t("longHoldRequests")?.met === false && lh?.edgelock) {
+    out.push(
+      `- **Long holds, reentrant lock.** ${f(lh.edgelock.requestsPerAcquisition)} requests per acquisition. Its floor is 4, not 3: the attempt that finds the lock busy (and registers the waiter), the BLPOP, the attempt that takes the lock, and the release. A reentrant release frees the lock instead of granting it to a waiter (a grant would make it the fair lock), so the woken waiter still has to take it. The rest is blocks that end without a token: each BLPOP lasts at most the holder's remaining lease (${LEASE_MS} ms here), since a holder that dies frees the lock by expiry and nobody pushes a token then, and a waiter here waits up to about ${lhWait} ms; each such block costs a BLPOP and an attempt. Polling costs ${f(lh["edgelock-poll"]?.requestsPerAcquisition)} on the same loop.`,
+    );
+  }
+  if (t("longHoldFairRequests")?.met === false && lh?.["edgelock-fair"]) {
+    out.push(
+      `- **Long holds, fair lock.** ${f(lh["edgelock-fair"].requestsPerAcquisition)} requests per acquisition. Its floor is 4 with a hold this long: the attempt that queues, the BLPOP that returns the hand-off, one renewal, and the release. A hand-off grants the lock for the claim window (2 000 ms) rather than the waiter's lease, so that a grant to a waiter that died meanwhile keeps the lock from everyone for 2 s at most; a holder that keeps it longer renews once, within that window. The rest is blocks that end without a token: every waiter's BLPOP is bounded by the holder's remaining lease (${LEASE_MS} ms; if the holder dies, the first waiter must come back to take the expired lock), and the waiter second in line comes back every claim window (in case the hand-off goes to a first waiter that died), while a waiter here waits up to about ${lhWait} ms.`,
+    );
+  }
   const core = r.bundle?.["."];
   if (t("coreBundle")?.met === false && core?.minGzipBytes && r.core) {
     const top = r.core.modules
