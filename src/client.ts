@@ -20,6 +20,7 @@ import {
 } from "./limits.js";
 import type { LockContext } from "./locks/context.js";
 import { FairLock } from "./locks/fair-lock/index.js";
+import { FencedLock } from "./locks/fenced-lock/index.js";
 import { IdempotencyKey } from "./locks/idempotency/index.js";
 import { type LeaseToRenew, ReentrantLock, renewLeases } from "./locks/lock/index.js";
 import { type RedisLike, ScriptRunner } from "./transport/index.js";
@@ -213,6 +214,16 @@ export class EdgeLock {
   }
 
   /**
+   * A fenced lock (Redisson RFencedLock) on `name`: the reentrant lock whose every lease carries
+   * `lease.fencingToken`, strictly increasing per name. See {@link FencedLock}.
+   * @param name lock name = Redis key, 1–512 characters, no `{` or `}`.
+   * @throws TypeError / RangeError for a bad name.
+   */
+  getFencedLock(name: string): FencedLock {
+    return new FencedLock(this.#ctx, checkName(name));
+  }
+
+  /**
    * An idempotency key on `name`: a lock plus a completion record, so work keyed by an id (a
    * webhook delivery, a payment) runs once. See {@link IdempotencyKey}.
    * @param name key name = lock's Redis key, 1–512 characters, no `{` or `}`.
@@ -278,6 +289,8 @@ export class EdgeLock {
         return this.getLock(s.name).restore(s);
       case "fair-lock":
         return this.getFairLock(s.name).restore(s);
+      case "fenced-lock":
+        return this.getFencedLock(s.name).restore(s);
     }
   }
 }

@@ -52,6 +52,7 @@ export {
   MAX_TIME_MS,
 } from "./limits.js";
 export type { FairLock, FairLockInspection } from "./locks/fair-lock/index.js";
+export type { FencedLock, FencedLockInspection } from "./locks/fenced-lock/index.js";
 export {
   type ClaimOptions,
   type ClaimResult,

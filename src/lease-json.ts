@@ -7,10 +7,10 @@ import { isLeaseId } from "./renewal.js";
 import { checkMs, checkName, checkOwner } from "./validate.js";
 
 /** Which primitive issued a lease; `restoreLease` dispatches on it. */
-export type LeaseKind = "lock" | "fair-lock";
+export type LeaseKind = "lock" | "fair-lock" | "fenced-lock";
 
 /** Every {@link LeaseKind}, for validation. */
-const LEASE_KINDS: readonly LeaseKind[] = ["lock", "fair-lock"];
+const LEASE_KINDS: readonly LeaseKind[] = ["lock", "fair-lock", "fenced-lock"];
 
 /** Plain-object form of a lease (`lease.toJSON()`), for `edgelock.restoreLease` elsewhere. */
 export interface SerializedLease {

@@ -33,11 +33,13 @@ if not seen then
   replay_set(id, 'C')
   return 0
 end
-if string.sub(seen, 1, 1) ~= 'A' then
+-- "A<epoch>", or "A<epoch>:<token>" from a fenced lock's acquire.
+local made = string.match(seen, '^A([^:]*)')
+if not made then
   return 2
 end
 -- Only the incarnation this acquire joined holds its hold; a later one belongs to later calls.
-if string.sub(seen, 2) == epoch() and redis.call('hexists', name, owner) == 1 then
+if made == epoch() and redis.call('hexists', name, owner) == 1 then
   if redis.call('hincrby', name, owner, -1) <= 0 then
     redis.call('del', name)
     redis.call('publish', channel, 0)

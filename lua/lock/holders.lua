@@ -1,8 +1,10 @@
 -- Who holds a lock, read in one request (lock.inspect(), `edgelock inspect`). Read-only.
 -- KEYS[1]  lock name (HASH: field = owner, value = hold count)
+-- KEYS[2]  optional: a fenced lock's token "redisson_lock_token:{<name>}"
 -- ARGV[1]  most holders to return (integer >= 1): a lock has one, the bound only matters for a
 --          key that is not a lock
 -- Returns  {pttl in ms (-2 absent, -1 no TTL), owner_1, count_1, owner_2, count_2, ...}
+--          With KEYS[2], the last token issued (0: none) comes second: {pttl, token, owner_1, ...}
 --          Each owner is prefixed with '=' so that no client JSON-decodes it (@upstash/redis
 --          turns a reply string "123" into a number); fields whose value is not a hold count
 --          (a non-negative integer) and our own fields ('edgelock:epoch', 'edgelock:grant': see
@@ -11,6 +13,9 @@
 local name = KEYS[1]
 local limit = tonumber(ARGV[1])
 local result = {redis.call('pttl', name)}
+if KEYS[2] then
+  result[2] = tonumber(redis.call('get', KEYS[2]) or '0')
+end
 local fields
 if redis.call('hlen', name) <= limit then
   fields = redis.call('hgetall', name)

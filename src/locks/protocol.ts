@@ -62,6 +62,8 @@ export interface Grant {
    * hand-off taken from its wake token): the lease confirms its full lease time well before.
    */
   ttl?: number;
+  /** The fencing token of this grant (fenced locks). */
+  fencingToken?: number | undefined;
 }
 
 /** What one acquire attempt found. */
@@ -220,6 +222,7 @@ export async function leaseFor(
     owner: s.owner,
     id: grant.id,
     epoch: grant.epoch,
+    fencingToken: grant.fencingToken,
     leaseTime: s.leaseTime,
     watchdog: s.watchdog,
     expiresAt: grant.sentAt + Math.min(s.leaseTime, grant.ttl ?? s.leaseTime),

@@ -16,10 +16,14 @@ export interface LockUnderContract {
   getHoldCount(owner: string): Promise<number>;
 }
 
-/** Runs the lock contract for one kind; `make` gets a lock of that kind on `name`. */
+/**
+ * Runs the lock contract for one kind; `make` gets a lock of that kind on `name`.
+ * `persistentKeys` names the keys the kind keeps on purpose after release (a fenced lock's token).
+ */
 export function describeLockContract(
   kind: string,
   make: (edgelock: EdgeLock, name: string) => LockUnderContract,
+  persistentKeys: (name: string) => string[] = () => [],
 ): void {
   describe(`lock contract: ${kind}`, () => {
     const prefix = keyPrefix();
@@ -30,7 +34,9 @@ export function describeLockContract(
     });
     /** Keys of `name` other than its replay records (which expire on their own). */
     const keysOf = async (name: string) =>
-      (await raw.keys(`*${name}*`)).map(String).filter((k) => !replayKeys(name).includes(k));
+      (await raw.keys(`*${name}*`))
+        .map(String)
+        .filter((k) => !replayKeys(name).includes(k) && !persistentKeys(name).includes(k));
     /** Owners in the lock HASH (without our epoch field). */
     const owners = async (name: string) =>
       Object.keys(await raw.hGetAll(name)).filter((f) => f !== "edgelock:epoch");
@@ -71,8 +77,14 @@ export function describeLockContract(
       const lapsed = await make(edgelock, expired).lock({ leaseTime: 200 });
       await aborted(lapsed.signal);
       await expect
-        .poll(async () => (await raw.keys(`*${expired}*`)).length, { timeout: 5_000, interval: 50 })
-        .toBe(0);
+        .poll(async () => await keysOf(expired), { timeout: 5_000, interval: 50 })
+        .toEqual([]);
+      await expect
+        .poll(async () => (await raw.keys(`*${expired}*`)).map(String).sort(), {
+          timeout: 5_000,
+          interval: 50,
+        })
+        .toEqual(persistentKeys(expired).sort());
     });
 
     it("validates arguments before any request", async () => {

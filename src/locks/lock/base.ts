@@ -185,6 +185,7 @@ export abstract class HashLock<I extends Inspection> implements Inspectable<I> {
       owner: s.owner,
       id: s.id,
       epoch: s.epoch ?? 0,
+      fencingToken: s.fencingToken,
       leaseTime: s.leaseTime,
       watchdog: s.watchdog,
       expiresAt: s.expiresAt,

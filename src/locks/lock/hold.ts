@@ -9,6 +9,7 @@ import { randomHex } from "../../ids.js";
 import type { ReleaseResult } from "../../lease.js";
 import { LOCK_WAITER_SLOT_MS } from "../../limits.js";
 import {
+  fencedLockAcquire,
   lockAcquire,
   lockCancel,
   lockForceUnlock,
@@ -31,7 +32,12 @@ import {
   type HoldSettings,
   inBackground,
 } from "../protocol.js";
-import { decodeHolders, type LockInspection, MAX_INSPECT_HOLDERS } from "./inspect.js";
+import {
+  decodeHolders,
+  type FencedLockInspection,
+  type LockInspection,
+  MAX_INSPECT_HOLDERS,
+} from "./inspect.js";
 
 const RELEASE_CODES: Record<number, ReleaseResult> = {
   0: "expired",
@@ -44,6 +50,8 @@ const decodeRelease = (r: unknown) => {
   return n === undefined ? undefined : RELEASE_CODES[n];
 };
 const decodeAttempt = (r: unknown) => asIntegers(r, 3) as [number, number, number] | undefined;
+const decodeFencedAttempt = (r: unknown) =>
+  asIntegers(r, 4) as [number, number, number, number] | undefined;
 
 /**
  * Makes the TTL of lock HASH `name` at least `leaseTime` if `owner` still holds it (renew.lua),
@@ -94,18 +102,29 @@ export async function runRelease(ctx: LockContext, call: ScriptCall): Promise<Re
 /** Completion marker of an idempotency key: same hash slot as the name. */
 export const doneKey = (name: string) => `edgelock_done:{${name}}`;
 
-/** Hold operations on one lock name. Internal to the primitives. */
+/** A fenced lock's token counter (Redisson RedissonFencedLock's key): same hash slot. */
+export const tokenKey = (name: string) => `redisson_lock_token:{${name}}`;
+
+/**
+ * Hold operations on one lock name. Internal to the primitives. With `fenced`, every grant also
+ * takes a fencing token (lua/fenced-lock/acquire.lua); the other scripts are the same.
+ */
 export class LockHolds implements HoldProtocol {
-  readonly kind = "lock" as const;
+  readonly kind: "lock" | "fenced-lock";
   readonly name: string;
   readonly #ctx: LockContext;
   /** Whether attempts check the completion marker (idempotency keys). */
   readonly #completion: boolean;
 
-  constructor(ctx: LockContext, name: string, options: { completion?: boolean } = {}) {
+  constructor(
+    ctx: LockContext,
+    name: string,
+    options: { completion?: boolean; fenced?: boolean } = {},
+  ) {
     this.#ctx = ctx;
     this.name = name;
     this.#completion = options.completion ?? false;
+    this.kind = options.fenced ? "fenced-lock" : "lock";
   }
 
   /** The list a waiter registered by {@link attempt} blocks on. */
@@ -122,23 +141,31 @@ export class LockHolds implements HoldProtocol {
   async attempt(s: HoldSettings, counter: RequestCounter, waiter = ""): Promise<AttemptReply> {
     const id = randomHex();
     const sentAt = Date.now();
+    const fenced = this.kind === "fenced-lock";
     const scriptKeys = [...this.#replayKeys(), ...this.#wakeKeys()];
     if (this.#completion) scriptKeys.push(doneKey(this.name));
+    if (fenced) scriptKeys.push(tokenKey(this.name));
     let status: number;
     let value: number;
     let epoch: number;
+    let fencingToken: number | undefined;
     try {
-      [status, value, epoch] = await this.#ctx.runner.run(
-        {
-          script: lockAcquire,
-          name: this.name,
-          keys: scriptKeys,
-          args: [s.leaseTime, s.owner, this.#ctx.replayWindow, id, waiter, LOCK_WAITER_SLOT_MS],
-          signal: s.signal,
-        },
-        decodeAttempt,
-        counter,
-      );
+      const call = {
+        script: fenced ? fencedLockAcquire : lockAcquire,
+        name: this.name,
+        keys: scriptKeys,
+        args: [s.leaseTime, s.owner, this.#ctx.replayWindow, id, waiter, LOCK_WAITER_SLOT_MS],
+        signal: s.signal,
+      };
+      if (fenced) {
+        [status, value, epoch, fencingToken] = await this.#ctx.runner.run(
+          call,
+          decodeFencedAttempt,
+          counter,
+        );
+      } else {
+        [status, value, epoch] = await this.#ctx.runner.run(call, decodeAttempt, counter);
+      }
     } catch (error) {
       const unanswered =
         (s.signal?.aborted && error === s.signal.reason) ||
@@ -146,7 +173,7 @@ export class LockHolds implements HoldProtocol {
       if (unanswered) this.cancel(s.owner, id);
       throw error;
     }
-    if (status === 1) return { status: "acquired", grant: { id, sentAt, epoch } };
+    if (status === 1) return { status: "acquired", grant: { id, sentAt, epoch, fencingToken } };
     if (status === 2) return { status: "completed", pttl: value };
     // -1: this attempt's request id was already used; the caller polls again with a new id.
     return { status: "busy", pttl: status === 0 ? value : 0 };
@@ -234,6 +261,33 @@ export class LockHolds implements HoldProtocol {
       { requests: 0 },
     );
     return { kind: "lock", name: this.name, locked: ttl !== -2, ttl, holders };
+  }
+
+  /** {@link inspect} of a fenced lock: also the last fencing token issued (0: none). */
+  async inspectFenced(): Promise<FencedLockInspection> {
+    const { ttl, token, holders } = await this.#ctx.runner.run(
+      {
+        script: lockHolders,
+        name: this.name,
+        keys: [this.name, tokenKey(this.name)],
+        args: [MAX_INSPECT_HOLDERS],
+      },
+      (reply) => {
+        if (!Array.isArray(reply) || reply.length < 2) return undefined;
+        const token = asInteger(reply[1]);
+        const rest = decodeHolders([reply[0], ...reply.slice(2)]);
+        return token === undefined || !rest ? undefined : { ...rest, token };
+      },
+      { requests: 0 },
+    );
+    return {
+      kind: "fenced-lock",
+      name: this.name,
+      locked: ttl !== -2,
+      ttl,
+      holders,
+      fencingToken: token,
+    };
   }
 
   /** The registered waiters and their wake list: keys of every script that can free the lock. */

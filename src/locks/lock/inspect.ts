@@ -23,6 +23,17 @@ export interface LockInspection extends Inspection {
   holders: LockHolder[];
 }
 
+/**
+ * What `fencedLock.inspect()` reports: the holder as for a lock, and the last fencing token
+ * issued on the name (0: none yet, or Redis lost it), e.g.
+ * `{ kind: "fenced-lock", name, locked: true, ttl: 9_120, holders: [...], fencingToken: 1_764_000_000_000_042 }`.
+ */
+export interface FencedLockInspection extends Omit<LockInspection, "kind"> {
+  kind: "fenced-lock";
+  /** The last token issued (Redisson RFencedLock#getToken). */
+  fencingToken: number;
+}
+
 /** Most holders `inspect()` returns (a reentrant lock has one; this bounds a wrong key). */
 export const MAX_INSPECT_HOLDERS = 100;
 
