@@ -23,6 +23,7 @@ import { FairLock } from "./locks/fair-lock/index.js";
 import { FencedLock } from "./locks/fenced-lock/index.js";
 import { IdempotencyKey } from "./locks/idempotency/index.js";
 import { type LeaseToRenew, ReentrantLock, renewLeases } from "./locks/lock/index.js";
+import { ReadWriteLock } from "./locks/read-write-lock/index.js";
 import { type RedisLike, ScriptRunner } from "./transport/index.js";
 import {
   checkFunction,
@@ -214,6 +215,16 @@ export class EdgeLock {
   }
 
   /**
+   * A read-write lock (Redisson RReadWriteLock) on `name`: `.readLock()` and `.writeLock()`, each
+   * with the lock methods and Lease. See {@link ReadWriteLock}.
+   * @param name lock name = Redis key, 1–512 characters, no `{` or `}`.
+   * @throws TypeError / RangeError for a bad name.
+   */
+  getReadWriteLock(name: string): ReadWriteLock {
+    return new ReadWriteLock(this.#ctx, checkName(name));
+  }
+
+  /**
    * A fenced lock (Redisson RFencedLock) on `name`: the reentrant lock whose every lease carries
    * `lease.fencingToken`, strictly increasing per name. See {@link FencedLock}.
    * @param name lock name = Redis key, 1–512 characters, no `{` or `}`.
@@ -291,6 +302,10 @@ export class EdgeLock {
         return this.getFairLock(s.name).restore(s);
       case "fenced-lock":
         return this.getFencedLock(s.name).restore(s);
+      case "read-lock":
+        return this.getReadWriteLock(s.name).readLock().restore(s);
+      case "write-lock":
+        return this.getReadWriteLock(s.name).writeLock().restore(s);
     }
   }
 }

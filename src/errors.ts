@@ -8,7 +8,12 @@
  */
 
 /** Literal codes of {@link EdgeLockError} subclasses. */
-export type EdgeLockErrorCode = "LOCK_NOT_HELD" | "LEASE_LOST" | "LOCK_TIMEOUT" | "TRANSPORT";
+export type EdgeLockErrorCode =
+  | "LOCK_NOT_HELD"
+  | "LEASE_LOST"
+  | "LOCK_TIMEOUT"
+  | "LOCK_UPGRADE"
+  | "TRANSPORT";
 
 /** Base class of every edgelock runtime error. Branch on `code`, not on the class name. */
 export abstract class EdgeLockError extends Error {
@@ -89,6 +94,24 @@ export class LockTimeoutError extends EdgeLockError {
     );
     this.waitTime = waitTime;
     this.attempts = attempts;
+  }
+}
+
+/**
+ * An owner holding the read lock of a read-write lock asked for its write lock. Redisson does not
+ * support this upgrade either, but its caller waits for itself forever; here the attempt fails at
+ * once, having changed nothing. Release the read lease first (or take the write lock first and
+ * the read lock under it: a downgrade is allowed).
+ */
+export class LockUpgradeError extends EdgeLockError {
+  override readonly name = "LockUpgradeError";
+  readonly code = "LOCK_UPGRADE" as const;
+
+  constructor(lockName: string) {
+    super(
+      `the write lock of "${lockName}" cannot be taken by an owner holding its read lock (no upgrade)`,
+      lockName,
+    );
   }
 }
 

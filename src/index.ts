@@ -10,6 +10,7 @@ export {
   LeaseLostError,
   LockNotHeldError,
   LockTimeoutError,
+  LockUpgradeError,
   TransportError,
 } from "./errors.js";
 export type {
@@ -69,5 +70,12 @@ export {
   type ReentrantLock,
   type TryLockOptions,
 } from "./locks/lock/index.js";
+export type {
+  ReadLock,
+  ReadWriteLock,
+  ReadWriteLockHolder,
+  ReadWriteLockInspection,
+  WriteLock,
+} from "./locks/read-write-lock/index.js";
 export type { RedisLike } from "./transport/index.js";
 export { type BackoffOptions, DEFAULT_BACKOFF, SLEEP_FLOOR_MS } from "./wait.js";

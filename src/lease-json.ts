@@ -7,10 +7,16 @@ import { isLeaseId } from "./renewal.js";
 import { checkMs, checkName, checkOwner } from "./validate.js";
 
 /** Which primitive issued a lease; `restoreLease` dispatches on it. */
-export type LeaseKind = "lock" | "fair-lock" | "fenced-lock";
+export type LeaseKind = "lock" | "fair-lock" | "fenced-lock" | "read-lock" | "write-lock";
 
 /** Every {@link LeaseKind}, for validation. */
-const LEASE_KINDS: readonly LeaseKind[] = ["lock", "fair-lock", "fenced-lock"];
+const LEASE_KINDS: readonly LeaseKind[] = [
+  "lock",
+  "fair-lock",
+  "fenced-lock",
+  "read-lock",
+  "write-lock",
+];
 
 /** Plain-object form of a lease (`lease.toJSON()`), for `edgelock.restoreLease` elsewhere. */
 export interface SerializedLease {

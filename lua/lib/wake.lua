@@ -41,3 +41,16 @@ local function wake_one()
     redis.call('pexpire', wake, math.max(redis.call('pttl', waiting), 1))
   end
 end
+
+-- After the lock was freed for more than one waiter (a writer left: every reader may get in):
+-- a token for each live waiter that has none waiting.
+local function wake_all()
+  redis.call('zremrangebyscore', waiting, '-inf', wake_now())
+  local missing = redis.call('zcard', waiting) - redis.call('llen', wake)
+  for _ = 1, missing do
+    redis.call('rpush', wake, '1')
+  end
+  if missing > 0 then
+    redis.call('pexpire', wake, math.max(redis.call('pttl', waiting), 1))
+  end
+end

@@ -37,9 +37,11 @@ export function describeLockContract(
       (await raw.keys(`*${name}*`))
         .map(String)
         .filter((k) => !replayKeys(name).includes(k) && !persistentKeys(name).includes(k));
-    /** Owners in the lock HASH (without our epoch field). */
+    /** Owners in the lock HASH (without our epoch field, a read-write lock's mode and suffix). */
     const owners = async (name: string) =>
-      Object.keys(await raw.hGetAll(name)).filter((f) => f !== "edgelock:epoch");
+      Object.keys(await raw.hGetAll(name))
+        .filter((f) => f !== "edgelock:epoch" && f !== "mode")
+        .map((f) => f.replace(/:write$/, ""));
     const loseNext = (mode: "close" | "hang" = "close") =>
       bridge.bridge.setFaults({ rules: [{ action: "lose", mode, match: "evalsha", times: 1 }] });
     const faultBridgeLock = async (name: string) => {

@@ -141,19 +141,19 @@ export abstract class HashLock<I extends Inspection> implements Inspectable<I> {
 
   /** True when any owner holds the lock (Redisson RLock#isLocked: EXISTS). */
   async isLocked(): Promise<boolean> {
-    return (await this.#inspect(""))[0] === 1;
+    return (await this.status(""))[0] === 1;
   }
 
   /** True when `owner` holds the lock (Redisson RLock#isHeldByThread: HEXISTS). */
   async isHeldBy(owner: string): Promise<boolean> {
     checkOwner(owner);
-    return (await this.#inspect(owner))[2] > 0;
+    return (await this.status(owner))[2] > 0;
   }
 
   /** Hold count of `owner`, 0 when it holds nothing (Redisson RLock#getHoldCount). */
   async getHoldCount(owner: string): Promise<number> {
     checkOwner(owner);
-    return (await this.#inspect(owner))[2];
+    return (await this.status(owner))[2];
   }
 
   /**
@@ -161,7 +161,7 @@ export abstract class HashLock<I extends Inspection> implements Inspectable<I> {
    * (Redisson RLock#remainTimeToLive).
    */
   async remainTimeToLive(): Promise<number> {
-    return (await this.#inspect(""))[1];
+    return (await this.status(""))[1];
   }
 
   /**
@@ -196,7 +196,11 @@ export abstract class HashLock<I extends Inspection> implements Inspectable<I> {
     return this.acquireWith(holdSettings(this.ctx, o), waitTime);
   }
 
-  async #inspect(owner: string): Promise<[number, number, number]> {
+  /**
+   * Internal: `[locked 0|1, pttl, hold count of owner]` in one read-only request (inspect.lua:
+   * EXISTS, PTTL, HGET). A kind with another layout overrides it.
+   */
+  protected async status(owner: string): Promise<[number, number, number]> {
     return this.ctx.runner.run(
       { script: lockInspect, name: this.name, keys: [this.name], args: [owner] },
       decodeInspect,

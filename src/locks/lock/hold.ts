@@ -10,6 +10,7 @@ import type { ReleaseResult } from "../../lease.js";
 import { LOCK_WAITER_SLOT_MS } from "../../limits.js";
 import {
   fencedLockAcquire,
+  type LuaScript,
   lockAcquire,
   lockCancel,
   lockForceUnlock,
@@ -56,7 +57,8 @@ const decodeFencedAttempt = (r: unknown) =>
 /**
  * Makes the TTL of lock HASH `name` at least `leaseTime` if `owner` still holds it (renew.lua),
  * within `timeout` ms when given (default: the EdgeLock's `requestTimeout`), and reports it as a
- * `renew` event. Shared by every kind on Redisson's lock layout.
+ * `renew` event. Shared by every kind on Redisson's lock layout; `script` replaces renew.lua by a
+ * script with the same arguments and reply (a read lock's).
  */
 export async function renewHold(
   ctx: LockContext,
@@ -65,11 +67,12 @@ export async function renewHold(
   leaseTime: number,
   by: "call" | "timer",
   timeout?: number,
+  script: { script: LuaScript; keys: string[] } = { script: lockRenew, keys: [name] },
 ): Promise<boolean> {
   const counter = { requests: 0 };
   const started = Date.now();
   const [renewed] = await ctx.runner.run(
-    { script: lockRenew, name, keys: [name], args: [leaseTime, owner], timeout },
+    { script: script.script, name, keys: script.keys, args: [leaseTime, owner], timeout },
     (r) => asIntegers(r, 1),
     counter,
   );

@@ -1,0 +1,95 @@
+-- Helpers for a read-write lock (Redisson RedissonReadWriteLock's layout). Included by scripts,
+-- which define first:
+--   name     the lock name (KEYS): HASH with field 'mode' = 'read' | 'write', reader fields
+--            <owner> = read hold count, writer fields <owner>:write = write hold count
+--   prefix   "{<name>}" (KEYS): each read hold k of an owner has its own timeout key
+--            "{<name>}:<owner>:rwlock_timeout:<k>" (STRING with PX = that hold's lease), so a
+--            crashed reader's holds expire on their own
+--   channel  Redisson's "redisson_rwlock:{<name>}" (KEYS), and waiting / wake (lib/wake.lua)
+-- and include lib/hold.lua (EPOCH, extend) and lib/wake.lua first. Our epoch field holds
+-- 'e<digits>', not a number: Redisson's read unlock walks the timeout keys of every field whose
+-- value is a number, and would otherwise loop as many times as the epoch's value.
+
+local function rw_epoch()
+  local v = redis.call('hget', name, EPOCH)
+  return v and string.sub(v, 2) or ''
+end
+
+local function rw_new_epoch()
+  local t = redis.call('time')
+  local e = t[1] .. string.format('%06d', tonumber(t[2]))
+  redis.call('hset', name, EPOCH, 'e' .. e)
+  return e
+end
+
+local function timeout_key(owner, k)
+  return prefix .. ':' .. owner .. ':rwlock_timeout:' .. k
+end
+
+local function is_writer(field)
+  return string.sub(field, -6) == ':write'
+end
+
+-- Drops reader fields none of whose holds has a live timeout key (readers that died; Redisson
+-- leaves them until the hash expires). Returns the longest remaining lease of a live read hold
+-- in ms (0: none) and whether a writer field is left.
+local function rw_live()
+  local fields = redis.call('hgetall', name)
+  local longest = 0
+  local writer = false
+  for i = 1, #fields, 2 do
+    local field = fields[i]
+    local count = tonumber(fields[i + 1])
+    if count and is_writer(field) then
+      writer = true
+    elseif count then
+      local alive = false
+      for k = 1, count do
+        local ttl = redis.call('pttl', timeout_key(field, k))
+        if ttl > 0 then
+          alive = true
+          longest = math.max(longest, ttl)
+        end
+      end
+      if not alive then
+        redis.call('hdel', name, field)
+      end
+    end
+  end
+  return longest, writer
+end
+
+-- After a hold was taken away: the lock stays write-held, goes back to read mode (the writer
+-- also held reads: a downgrade, which lets waiting readers in), keeps a TTL as long as its
+-- longest live read hold, or is freed. Every change that lets a waiter in wakes it.
+local function rw_settle()
+  local mode = redis.call('hget', name, 'mode')
+  if not mode then
+    return
+  end
+  local longest, writer = rw_live()
+  if writer then
+    return
+  end
+  if longest > 0 then
+    if mode == 'write' then
+      redis.call('hset', name, 'mode', 'read')
+      extend(longest)
+      wake_all()
+    else
+      -- Every live read hold has a key of its own, so the hash may shrink to the longest.
+      redis.call('pexpire', name, longest)
+    end
+    return
+  end
+  redis.call('del', name)
+  -- Redisson's messages: 1 = a writer left (wake all: readers may all get in), 0 = the last
+  -- reader left (wake one: only writers wait behind readers).
+  if mode == 'write' then
+    redis.call('publish', channel, 1)
+    wake_all()
+  else
+    redis.call('publish', channel, 0)
+    wake_one()
+  end
+end

@@ -1,0 +1,54 @@
+-- Cancel a read or write acquire whose answer never reached the caller: as lua/lock/cancel.lua,
+-- whichever order the two requests reach Redis in, no hold is left behind and a newer hold of
+-- the same owner is never touched.
+-- KEYS[1]  lock name (HASH, see lib/rw.lua)
+-- KEYS[2]  replay records "edgelock_replay:{<name>}"
+-- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[4]  Redisson's channel "redisson_rwlock:{<name>}"
+-- KEYS[5]  registered waiters "edgelock_waiting:{<name>}" (ZSET)
+-- KEYS[6]  wake list "edgelock_wake:{<name>}" (LIST)
+-- KEYS[7]  timeout key prefix "{<name>}"
+-- ARGV[1]  'read' | 'write'
+-- ARGV[2]  owner of that acquire
+-- ARGV[3]  replay window in ms
+-- ARGV[4]  request id of that acquire
+-- Returns  0 cancelled before it applied | 1 the applied hold was undone, or had already expired
+--          | 2 nothing to do
+-- Records  "C" (cancelled first) | "U" (undone)
+local name = KEYS[1]
+local replayKey = KEYS[2]
+local replayOld = KEYS[3]
+local channel = KEYS[4]
+local waiting = KEYS[5]
+local wake = KEYS[6]
+local prefix = KEYS[7]
+local read = ARGV[1] == 'read'
+local owner = ARGV[2]
+local windowMs = tonumber(ARGV[3])
+local id = ARGV[4]
+-- @include lib/replay.lua
+-- @include lib/hold.lua
+-- @include lib/wake.lua
+-- @include lib/rw.lua
+
+local seen = replay_get(id)
+if not seen then
+  replay_set(id, 'C')
+  return 0
+end
+if string.sub(seen, 1, 1) ~= 'A' then
+  return 2
+end
+local field = read and owner or owner .. ':write'
+if string.sub(seen, 2) == rw_epoch() and redis.call('hexists', name, field) == 1 then
+  local count = redis.call('hincrby', name, field, -1)
+  if read then
+    redis.call('del', timeout_key(owner, count + 1))
+  end
+  if count <= 0 then
+    redis.call('hdel', name, field)
+  end
+  rw_settle()
+end
+replay_set(id, 'U')
+return 1

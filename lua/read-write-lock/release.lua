@@ -1,0 +1,69 @@
+-- Release one read or write hold: Redisson RedissonReadLock#unlockInnerAsync and
+-- RedissonWriteLock#unlockInnerAsync with a replay record (a replayed release reports the first
+-- result) and the epoch check of lua/lock/release.lua. A read release drops the owner's newest
+-- read hold and its timeout key; the last write release turns the lock back to read mode when
+-- the writer also holds reads (and, unlike Redisson, wakes the readers waiting for that).
+-- KEYS[1]  lock name (HASH, see lib/rw.lua)
+-- KEYS[2]  replay records "edgelock_replay:{<name>}"
+-- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[4]  Redisson's channel "redisson_rwlock:{<name>}" (wakes JVM waiters)
+-- KEYS[5]  registered waiters "edgelock_waiting:{<name>}" (ZSET)
+-- KEYS[6]  wake list "edgelock_wake:{<name>}" (LIST)
+-- KEYS[7]  timeout key prefix "{<name>}"
+-- ARGV[1]  'read' | 'write'
+-- ARGV[2]  owner
+-- ARGV[3]  leaseTime in ms to restore on a partial write release, never shortening (0 = keep)
+-- ARGV[4]  replay window in ms
+-- ARGV[5]  request id (the lease id, or a fresh one for unlock(owner))
+-- ARGV[6]  epoch of the hold being released, decimal ("0" = any hold of the owner)
+-- Returns  1 released (the owner's last hold of that kind) | 2 still held | 0 expired (no key,
+--          or only a newer incarnation) | 3 not owner
+-- Records  "R<result>" for results 1 and 2
+local name = KEYS[1]
+local replayKey = KEYS[2]
+local replayOld = KEYS[3]
+local channel = KEYS[4]
+local waiting = KEYS[5]
+local wake = KEYS[6]
+local prefix = KEYS[7]
+local read = ARGV[1] == 'read'
+local owner = ARGV[2]
+local leaseMs = tonumber(ARGV[3])
+local windowMs = tonumber(ARGV[4])
+local id = ARGV[5]
+local held = ARGV[6]
+-- @include lib/replay.lua
+-- @include lib/hold.lua
+-- @include lib/wake.lua
+-- @include lib/rw.lua
+
+local seen = replay_get(id)
+if seen and string.sub(seen, 1, 1) == 'R' then
+  return tonumber(string.sub(seen, 2))
+end
+
+local field = read and owner or owner .. ':write'
+if redis.call('hexists', name, field) == 0 then
+  if redis.call('exists', name) == 0 then
+    return 0
+  end
+  return 3
+end
+if held ~= '0' and held ~= rw_epoch() then
+  return 0
+end
+
+local count = redis.call('hincrby', name, field, -1)
+if read then
+  redis.call('del', timeout_key(owner, count + 1))
+end
+local result = 2
+if count <= 0 then
+  redis.call('hdel', name, field)
+  result = 1
+elseif not read and leaseMs > 0 then
+  extend(leaseMs)
+end
+rw_settle()
+replay_set(id, 'R' .. result)
+return result

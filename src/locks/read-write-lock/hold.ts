@@ -1,0 +1,232 @@
+/**
+ * The hold protocol of either side of a read-write lock (lua/read-write-lock/*.lua): Redisson
+ * RedissonReadWriteLock's layout (the lock HASH with `mode`, reader fields `<owner>`, writer
+ * fields `<owner>:write`, and one timeout key per read hold), the reentrant lock's replay
+ * records, epoch and wake list.
+ * @module
+ */
+import { LockUpgradeError, TransportError } from "../../errors.js";
+import { randomHex } from "../../ids.js";
+import type { ReleaseResult } from "../../lease.js";
+import { LOCK_WAITER_SLOT_MS } from "../../limits.js";
+import {
+  lockHolders,
+  lockLeave,
+  readWriteLockAcquire,
+  readWriteLockCancel,
+  readWriteLockForceUnlock,
+  readWriteLockRelease,
+  readWriteLockRenew,
+  readWriteLockStatus,
+} from "../../lua.gen.js";
+import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
+import { keys, type LockContext } from "../context.js";
+import { renewHold, runRelease } from "../lock/hold.js";
+import { decodeHolders, MAX_INSPECT_HOLDERS } from "../lock/inspect.js";
+import {
+  type AttemptReply,
+  type HoldProtocol,
+  type HoldRef,
+  type HoldSettings,
+  inBackground,
+} from "../protocol.js";
+import type { ReadWriteLockInspection } from "./inspect.js";
+
+const decode3 = (r: unknown) => asIntegers(r, 3) as [number, number, number] | undefined;
+
+/** Redisson's read-write lock keys beside the name, all in its hash slot. */
+export const rwKeys = {
+  /** Redisson's channel for both sides: read unlocks publish 0, write unlocks 1. */
+  channel: (name: string) => `redisson_rwlock:{${name}}`,
+  /** Prefix of the read holds' timeout keys `{<name>}:<owner>:rwlock_timeout:<k>`. */
+  prefix: (name: string) => `{${name}}`,
+};
+
+/** Which side of a read-write lock. */
+export type RwSide = "read" | "write";
+
+/** Hold operations on one side of a read-write lock. Internal to the primitive. */
+export class ReadWriteHolds implements HoldProtocol {
+  readonly kind: "read-lock" | "write-lock";
+  readonly name: string;
+  readonly side: RwSide;
+  readonly #ctx: LockContext;
+
+  constructor(ctx: LockContext, name: string, side: RwSide) {
+    this.#ctx = ctx;
+    this.name = name;
+    this.side = side;
+    this.kind = side === "read" ? "read-lock" : "write-lock";
+  }
+
+  /** Both sides' waiters block on the name's one wake list. */
+  get wakeKey(): string {
+    return keys.wake(this.name);
+  }
+
+  /** The HASH field this side keeps the owner's hold count in. */
+  field(owner: string): string {
+    return this.side === "read" ? owner : `${owner}:write`;
+  }
+
+  /**
+   * One acquire attempt (acquire.lua), registering `waiter` when busy as the reentrant lock
+   * does. @throws {LockUpgradeError} for a write attempt by an owner holding the read lock.
+   */
+  async attempt(s: HoldSettings, counter: RequestCounter, waiter = ""): Promise<AttemptReply> {
+    const id = randomHex();
+    const sentAt = Date.now();
+    let reply: [number, number, number];
+    try {
+      reply = await this.#ctx.runner.run(
+        {
+          script: readWriteLockAcquire,
+          name: this.name,
+          keys: [...this.#replayKeys(), ...this.#wakeKeys(), rwKeys.prefix(this.name)],
+          args: [
+            this.side,
+            s.leaseTime,
+            s.owner,
+            this.#ctx.replayWindow,
+            id,
+            waiter,
+            LOCK_WAITER_SLOT_MS,
+          ],
+          signal: s.signal,
+        },
+        decode3,
+        counter,
+      );
+    } catch (error) {
+      const unanswered =
+        (s.signal?.aborted && error === s.signal.reason) ||
+        (error instanceof TransportError && error.ambiguous);
+      if (unanswered) this.cancel(s.owner, id);
+      throw error;
+    }
+    const [status, value, epoch] = reply;
+    if (status === 1) return { status: "acquired", grant: { id, sentAt, epoch } };
+    if (status === 3) throw new LockUpgradeError(this.name);
+    return { status: "busy", pttl: status === 0 ? value : 0 };
+  }
+
+  /** Unregisters a waiter that gave up (lua/lock/leave.lua: same waiter keys), in the background. */
+  unregister(waiter: string): void {
+    inBackground(this.#ctx, this.name, "cancel", (counter) =>
+      this.#ctx.runner.run(
+        { script: lockLeave, name: this.name, keys: this.#wakeKeys(), args: [waiter] },
+        asInteger,
+        counter,
+      ),
+    );
+  }
+
+  /** Makes sure an acquire whose answer never arrived leaves no hold behind (cancel.lua). */
+  cancel(owner: string, id: string): void {
+    inBackground(this.#ctx, this.name, "cancel", (counter) =>
+      this.#ctx.runner.run(
+        {
+          script: readWriteLockCancel,
+          name: this.name,
+          keys: this.#releaseKeys(),
+          args: [this.side, owner, this.#ctx.replayWindow, id],
+        },
+        asInteger,
+        counter,
+      ),
+    );
+  }
+
+  /**
+   * Read side: every read hold of the owner and the hash get at least `leaseTime` (renew.lua of
+   * this folder). Write side: the reentrant lock's renew.lua on the writer's field.
+   */
+  renew(owner: string, leaseTime: number, by: "call" | "timer", timeout?: number) {
+    if (this.side === "write") {
+      return renewHold(this.#ctx, this.name, this.field(owner), leaseTime, by, timeout);
+    }
+    return renewHold(this.#ctx, this.name, owner, leaseTime, by, timeout, {
+      script: readWriteLockRenew,
+      keys: [this.name, rwKeys.prefix(this.name)],
+    });
+  }
+
+  /** Releases one hold of this side (release.lua), replay-safe by the lease id. */
+  release(hold: HoldRef): Promise<ReleaseResult> {
+    return runRelease(this.#ctx, {
+      script: readWriteLockRelease,
+      name: this.name,
+      keys: this.#releaseKeys(),
+      args: [this.side, hold.owner, hold.leaseTime, this.#ctx.replayWindow, hold.id, hold.epoch],
+    });
+  }
+
+  /** Deletes the lock if it is in this side's mode (force-unlock.lua). */
+  async forceUnlock(): Promise<boolean> {
+    const n = await this.#ctx.runner.run(
+      {
+        script: readWriteLockForceUnlock,
+        name: this.name,
+        keys: [this.name, rwKeys.channel(this.name), ...this.#wakeKeys()],
+        args: [this.side],
+      },
+      asInteger,
+      { requests: 0 },
+    );
+    return n === 1;
+  }
+
+  /** `[locked 0|1, pttl, hold count of owner on this side]` (status.lua). */
+  status(owner: string): Promise<[number, number, number]> {
+    return this.#ctx.runner.run(
+      {
+        script: readWriteLockStatus,
+        name: this.name,
+        keys: [this.name],
+        args: [this.side, owner === "" ? "" : this.field(owner)],
+      },
+      decode3,
+      { requests: 0 },
+    );
+  }
+
+  /** Both sides' holders, the mode and the TTL in one read-only request (lua/lock/holders.lua). */
+  async inspect(): Promise<ReadWriteLockInspection> {
+    const { ttl, holders } = await this.#ctx.runner.run(
+      { script: lockHolders, name: this.name, keys: [this.name], args: [MAX_INSPECT_HOLDERS] },
+      decodeHolders,
+      { requests: 0 },
+    );
+    const all = holders.map(({ owner, holdCount }) =>
+      owner.endsWith(":write")
+        ? { owner: owner.slice(0, -":write".length), holdCount, side: "write" as const }
+        : { owner, holdCount, side: "read" as const },
+    );
+    const mode = all.some((h) => h.side === "write") ? "write" : all.length ? "read" : null;
+    return {
+      kind: "read-write-lock",
+      name: this.name,
+      locked: ttl !== -2,
+      ttl,
+      mode,
+      holders: all,
+    };
+  }
+
+  #wakeKeys(): string[] {
+    return [keys.waiting(this.name), keys.wake(this.name)];
+  }
+
+  #replayKeys(): string[] {
+    return [this.name, keys.replay(this.name), keys.replayOld(this.name)];
+  }
+
+  #releaseKeys(): string[] {
+    return [
+      ...this.#replayKeys(),
+      rwKeys.channel(this.name),
+      ...this.#wakeKeys(),
+      rwKeys.prefix(this.name),
+    ];
+  }
+}
