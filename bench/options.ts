@@ -11,6 +11,7 @@ export const SCENARIOS = [
   "uncontended",
   "contended",
   "long-hold",
+  "operations",
   "scale",
   "footprint",
   "bundle",
@@ -40,6 +41,8 @@ export interface BenchOptions {
   longHoldWaiters: number;
   longHoldMs: number;
   longHoldMeasureMs: number;
+  /** Calls of each operation in scenario 3d. */
+  operationRepeats: number;
   /** Footprint: acquire/release cycles per shape, and names of the many-names shape. */
   footprintCycles: number;
   footprintNames: number;
@@ -83,6 +86,7 @@ const FULL = {
   longHoldWaiters: 8,
   longHoldMs: 2_000,
   longHoldMeasureMs: 20_000,
+  operationRepeats: 200,
   footprintCycles: 100_000,
   footprintNames: 1_000,
 };
@@ -103,6 +107,7 @@ const QUICK: typeof FULL = {
   longHoldWaiters: 3,
   longHoldMs: 200,
   longHoldMeasureMs: 1_500,
+  operationRepeats: 10,
   footprintCycles: 2_000,
   footprintNames: 100,
 };
@@ -158,6 +163,7 @@ export function parseOptions(argv: string[], benchDir: string): BenchOptions | {
       longHoldWaiters: base.longHoldWaiters,
       longHoldMs: base.longHoldMs,
       longHoldMeasureMs: base.longHoldMeasureMs,
+      operationRepeats: base.operationRepeats,
       footprintCycles: base.footprintCycles,
       footprintNames: base.footprintNames,
       scaleSizes: [...new Set([...base.scaleSizes.filter((s) => s < scaleMax), scaleMax])],

@@ -8,6 +8,7 @@ import { createLibraries, LEASE_MS, type LibraryName, WAIT_BUDGET_MS } from "./l
 import type { BenchResults, Target } from "./results.js";
 import type { ContendedResult } from "./scenarios/contended.js";
 import type { FootprintResult, FootprintShape } from "./scenarios/footprint.js";
+import type { OperationsResult } from "./scenarios/operations.js";
 
 const NAMES: Record<LibraryName, string> = {
   edgelock: "edgelock",
@@ -109,7 +110,7 @@ export function renderMarkdown(r: BenchResults): string {
     "",
   );
   out.push(...setup(r), ...targets(r), ...limit(r), ...uncontended(r), ...contended(r));
-  out.push(...longHold(r), ...footprint(r));
+  out.push(...longHold(r), ...footprint(r), ...operations(r.operations));
   out.push(...scale(r), ...bundle(r), ...reproduce());
   return `${out.join("\n").trimEnd()}\n`;
 }
@@ -392,6 +393,22 @@ const FOOTPRINT_BEFORE: FootprintResult = {
     usedMemoryBytes: 18118768,
   },
 };
+
+function operations(ops: OperationsResult | null): string[] {
+  if (!ops) return [];
+  const rows = Object.entries(ops).map(([label, c]) => {
+    const [lock, op] = label.split(": ");
+    return [lock ?? label, op ?? "", f(c.requests), f(c.p50Ms, 3)];
+  });
+  return [
+    "## 3d. Requests per operation",
+    "",
+    "One client, warm script cache, each operation called on its own name (setup and clean-up not counted). The acquire after a wait is a waiter kept out by the other side (a read lock by a writer, a write lock by a reader) or by another owner: from its first attempt to its lease, BLPOP included, without the holder's release (its latency does include that release).",
+    "",
+    table(["lock", "operation", "HTTP requests", "p50 ms"], rows),
+    "",
+  ];
+}
 
 function footprint(r: BenchResults): string[] {
   const fp = r.footprint;

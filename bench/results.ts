@@ -9,6 +9,7 @@ import type { BenchOptions } from "./options.js";
 import type { BundleEntry, CoreBreakdown } from "./scenarios/bundle.js";
 import type { BackoffVariant, ContendedEntry } from "./scenarios/contended.js";
 import type { FootprintResult } from "./scenarios/footprint.js";
+import type { OperationsResult } from "./scenarios/operations.js";
 import type { ScaleResult } from "./scenarios/scale.js";
 import type { LimitResult, UncontendedResult } from "./scenarios/uncontended.js";
 
@@ -26,6 +27,8 @@ export interface BenchResults {
   longHold: Partial<Record<LibraryName, ContendedEntry>> | null;
   /** What replay safety leaves in Redis after many acquire/release cycles (edgelock). */
   footprint: FootprintResult | null;
+  /** Requests and latency per operation of each lock kind (scenario 3d). */
+  operations: OperationsResult | null;
   scale: ScaleResult | null;
   /** Keyed by entry: ".", "/hono", "/cloudflare", "/vercel". */
   bundle: Record<string, BundleEntry> | null;

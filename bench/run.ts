@@ -19,6 +19,7 @@ import { type BenchResults, evaluateTargets } from "./results.js";
 import { coreBreakdown, runBundle } from "./scenarios/bundle.js";
 import { runContended } from "./scenarios/contended.js";
 import { runFootprint } from "./scenarios/footprint.js";
+import { runOperations } from "./scenarios/operations.js";
 import { runScale } from "./scenarios/scale.js";
 import { runUncontended } from "./scenarios/uncontended.js";
 import { now } from "./stats.js";
@@ -66,6 +67,7 @@ let partial: Pick<
   | "backoffVariants"
   | "longHold"
   | "footprint"
+  | "operations"
   | "scale"
   | "bundle"
   | "bundlePeers"
@@ -84,6 +86,7 @@ try {
     backoffVariants: null,
     longHold: null,
     footprint: null,
+    operations: null,
     scale: null,
     bundle: null,
     bundlePeers: null,
@@ -147,6 +150,14 @@ try {
       log,
     );
     partial.longHold = longHold.byClients[String(waiters + 1)] ?? null;
+  }
+  if (has("operations")) {
+    log("scenario 3d: requests per operation");
+    partial.operations = await runOperations(
+      env,
+      { repeats: options.operationRepeats, prefix },
+      log,
+    );
   }
   if (has("footprint")) {
     log("scenario 5: footprint");
