@@ -1,9 +1,10 @@
 /**
  * The reference Worker that `wrangler.toml` runs and `npm run demo` drives: a Hono app whose
  * routes are guarded by edgelock, a cron handler guarded by `guardScheduled`, and the
- * `LeaseKeeper` Durable Object export. Its routes do deliberately unsafe things (an unguarded
- * read-modify-write) that only the lock makes correct, and record overlaps so the demo can
- * prove there were none.
+ * `LeaseKeeper` and `FencedStore` Durable Object exports. Its routes do deliberately unsafe things
+ * (an unguarded read-modify-write) that only the lock makes correct, and record overlaps so the
+ * demo can prove there were none; the `/fenced/` routes show what the lock cannot do alone (stop
+ * a holder paused past its lease) and the fencing tokens that do it at the resource.
  * @module
  */
 import { Redis } from "@upstash/redis/cloudflare";
@@ -11,10 +12,17 @@ import { Hono } from "hono";
 import { EdgeLock } from "../src/client.js";
 import { type LockVariables, withLock } from "../src/hono.js";
 import { lockWebhook } from "../src/vercel.js";
+import {
+  checkFencedKey,
+  checkFencedToken,
+  checkFencedValue,
+  FencedStore,
+  type FencedWriteResult,
+} from "./fenced-store.js";
 import { LeaseKeeper } from "./lease-keeper.js";
 import { guardScheduled } from "./scheduled.js";
 
-export { LeaseKeeper };
+export { FencedStore, LeaseKeeper };
 
 /** Bindings of the reference Worker (see wrangler.toml). */
 export interface Env {
@@ -24,6 +32,8 @@ export interface Env {
   /** Prefix of the keys the demo routes write. */
   DEMO_KEY_PREFIX?: string;
   LEASE_KEEPER: DurableObjectNamespace<LeaseKeeper>;
+  /** The resource the `/fenced/` routes guard with fencing tokens. */
+  FENCED_STORE: DurableObjectNamespace<FencedStore>;
 }
 
 /** A Redis client per invocation: credentials arrive with each invocation's env. */
@@ -156,6 +166,115 @@ app.post("/job/:name", async (c) => {
     c.header("x-release", released);
   }
   return c.json({ ran: true, heldMs: Date.now() - started });
+});
+
+/** The FencedStore object of `key`: one per key, so writes to different keys never queue. */
+const fencedStoreOf = (env: Env, key: string) => env.FENCED_STORE.getByName(key);
+
+/** The fenced lock whose tokens guard FencedStore key `key`. */
+const fencedLockName = (key: string) => `lock:fenced:${key}`;
+
+/** Runs `parse`; bad input (a TypeError or RangeError) becomes a 400 answer naming it. */
+async function parseOr400<T>(parse: () => Promise<T>): Promise<T | Response> {
+  try {
+    return await parse();
+  } catch (error) {
+    if (!(error instanceof TypeError || error instanceof RangeError)) throw error;
+    return Response.json({ error: "bad-request", message: error.message }, { status: 400 });
+  }
+}
+
+/**
+ * The request body as a JSON object.
+ * @throws TypeError when it is not JSON or not an object.
+ */
+async function jsonBody(request: Request): Promise<Record<string, unknown>> {
+  const body: unknown = await request.json().catch(() => undefined);
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw new TypeError("the body must be a JSON object");
+  }
+  return body as Record<string, unknown>;
+}
+
+/** A FencedStore write outcome as HTTP: 200 written, 409 stale token, 400 invalid. */
+function fencedReply(result: FencedWriteResult): Response {
+  if (result.ok) return Response.json({ written: true, key: result.key, token: result.token });
+  if (result.reason === "stale") {
+    const { key, token, highest } = result;
+    return Response.json({ error: "stale-token", key, token, highest }, { status: 409 });
+  }
+  return Response.json({ error: "bad-request", message: result.error }, { status: 400 });
+}
+
+/** The lease's fencing token (every lease of a fenced lock has one). */
+function tokenOf(lease: { fencingToken?: number | undefined }): number {
+  if (lease.fencingToken === undefined) throw new Error("expected a lease of a fenced lock");
+  return lease.fencingToken;
+}
+
+/**
+ * Writes `{ "value": string }` to FencedStore key `:key` under the key's fenced lock: acquires
+ * (waiting up to `?wait=` ms, default 10 000; lease 10 s), writes with `lease.fencingToken`,
+ * releases. 200 `{ written: true, key, token }`; 409 `{ error: "locked" }` when the lock stayed
+ * busy, or `{ error: "stale-token", highest }` when this lease ran out and a later holder wrote
+ * first; 400 `{ error: "bad-request", message }` for a bad key or body (nothing acquired).
+ */
+app.post("/fenced/:key", async (c) => {
+  const input = await parseOr400(async () => ({
+    key: checkFencedKey(c.req.param("key")),
+    value: checkFencedValue((await jsonBody(c.req.raw)).value),
+  }));
+  if (input instanceof Response) return input;
+  const waitTime = intParam(c.req.query("wait"), 10_000, 0, 20_000);
+  const lock = edgelockOf(c.env).getFencedLock(fencedLockName(input.key));
+  const lease = await lock.tryLock({ waitTime, leaseTime: 10_000 });
+  if (!lease) return c.json({ error: "locked", key: input.key }, 409);
+  try {
+    const store = fencedStoreOf(c.env, input.key);
+    return fencedReply(await store.write(input.key, input.value, tokenOf(lease)));
+  } finally {
+    await lease.release();
+  }
+});
+
+/**
+ * A holder that goes away while it holds the lock: acquires key `:key`'s fenced lock for
+ * `?lease=` ms (default 1 000, no keep-alive, no wait) and answers without releasing it,
+ * 200 `{ lease: lease.toJSON(), token }` or 409 `{ error: "locked" }`. Whoever has the answer
+ * can come back later, however much later, and write with `PUT /fenced/:key` and that token.
+ */
+app.post("/fenced/:key/lease", async (c) => {
+  const key = await parseOr400(async () => checkFencedKey(c.req.param("key")));
+  if (key instanceof Response) return key;
+  const leaseTime = intParam(c.req.query("lease"), 1_000, 50, 60_000);
+  const lock = edgelockOf(c.env).getFencedLock(fencedLockName(key));
+  const lease = await lock.tryLock({ leaseTime, keepAlive: "none" });
+  if (!lease) return c.json({ error: "locked", key }, 409);
+  return c.json({ lease: lease.toJSON(), token: tokenOf(lease) });
+});
+
+/**
+ * Writes `{ "value": string, "token": number }` to FencedStore key `:key` with the caller's
+ * token and no lock: the write of a holder that took its token earlier. 200 written, 409
+ * `{ error: "stale-token", key, token, highest }`, 400 bad key or body (nothing written).
+ */
+app.put("/fenced/:key", async (c) => {
+  const input = await parseOr400(async () => {
+    const key = checkFencedKey(c.req.param("key"));
+    const body = await jsonBody(c.req.raw);
+    return { key, value: checkFencedValue(body.value), token: checkFencedToken(body.token) };
+  });
+  if (input instanceof Response) return input;
+  const store = fencedStoreOf(c.env, input.key);
+  return fencedReply(await store.write(input.key, input.value, input.token));
+});
+
+/** FencedStore key `:key`: 200 `{ key, value, token }`, 404 `{ error: "not-found" }`. */
+app.get("/fenced/:key", async (c) => {
+  const key = await parseOr400(async () => checkFencedKey(c.req.param("key")));
+  if (key instanceof Response) return key;
+  const entry = await fencedStoreOf(c.env, key).read(key);
+  return entry ? c.json(entry) : c.json({ error: "not-found", key }, 404);
 });
 
 /** The cron job (every expression in wrangler.toml `[triggers] crons`), one run at a time. */
