@@ -3,14 +3,14 @@
  *
  * Starts redis-server and the Upstash-compatible bridge on free loopback ports (or, with
  * `UPSTASH_REDIS_REST_URL` and `UPSTASH_REDIS_REST_TOKEN` set, uses that database), runs
- * `worker/index.ts` through Miniflare, checks four invariants, prints a table and exits non-zero
+ * `worker/index.ts` through Miniflare, checks five invariants, prints a table and exits non-zero
  * if any invariant failed. Everything it starts, it stops.
  */
 
 import { randomBytes } from "node:crypto";
 import { Redis } from "@upstash/redis";
 import { type Bridge, startBridge } from "../src/bridge/index.js";
-import { EdgeLock } from "../src/index.js";
+import { EdgeLock, type SerializedLease } from "../src/index.js";
 import { type RedisServer, startRedisServer } from "./redis-server.js";
 import { type LocalWorker, startLocalWorker } from "./worker.js";
 
@@ -89,6 +89,8 @@ function upstashTarget(url: string, token: string): Target {
     // Leave nothing behind but the locks' replay records and the cron run mark, which expire
     // within minutes; the webhook's completion record would last days, so it goes too.
     await observer.del(`edgelock_done:{webhook:evt_${runId}}`);
+    // The fenced lock's token counter has no TTL (Redisson's layout): remove this run's.
+    await observer.del(`redisson_lock_token:{lock:fenced:f-${runId}}`);
     let cursor = "0";
     do {
       const [next, keys] = await observer.scan(cursor, { match: `${prefix}*`, count: 500 });
@@ -220,6 +222,53 @@ async function webhook(worker: LocalWorker, target: Target): Promise<Finding> {
   };
 }
 
+/**
+ * (e) Kleppmann's paused holder: A takes the fenced lock and stops running past its lease; B
+ * waits for the lock, gets it and writes; A wakes up and writes with its old token. The lock
+ * cannot stop A's write, the resource's token check must: A's write refused, B's value kept.
+ */
+async function pausedHolder(worker: LocalWorker, target: Target): Promise<Finding> {
+  const key = `f-${runId}`;
+  const leaseTime = 500;
+  const send = async (method: string, path: string, body?: unknown) => {
+    const response = await fetch(`${worker.url}${path}`, {
+      method,
+      headers: { "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  };
+  // A acquires, then its invocation ends: what remains of A is its lease (with the token).
+  const a = await send("POST", `/fenced/${key}/lease?lease=${leaseTime}`);
+  if (a.status !== 200) return { ok: false, result: `A could not acquire (${a.status})` };
+  const tokenA = Number(a.body.token);
+  // B asks right away; the lock makes it wait until A's lease has run out.
+  const asked = performance.now();
+  const b = await send("POST", `/fenced/${key}?wait=10000`, { value: "B" });
+  const waited = performance.now() - asked;
+  const tokenB = Number(b.body.token);
+  // A wakes up, still believing it holds the lock, and writes with its token.
+  const late = await send("PUT", `/fenced/${key}`, { value: "A", token: tokenA });
+  const stored = await send("GET", `/fenced/${key}`);
+  const lease = new EdgeLock({ redis: target.observer }).restoreLease(
+    a.body.lease as SerializedLease,
+  );
+  const released = await lease.release();
+  const ok =
+    b.status === 200 &&
+    tokenB > tokenA &&
+    late.status === 409 &&
+    late.body.highest === tokenB &&
+    stored.body.value === "B" &&
+    stored.body.token === tokenB &&
+    released === "expired";
+  const verdict = late.status === 409 ? "409 stale-token" : `${late.status} ACCEPTED`;
+  return {
+    ok,
+    result: `A paused past its ${leaseTime} ms lease; B waited ${(waited / 1000).toFixed(1)} s, wrote (${b.status}, token A+${tokenB - tokenA}); A's late write: ${verdict}; value=${JSON.stringify(stored.body.value)}; A's release: ${released}`,
+  };
+}
+
 async function runScenario(
   what: string,
   target: Target,
@@ -283,6 +332,7 @@ async function main(): Promise<number> {
     ["(b) 2 overlapping cron triggers", () => cron(worker, target)],
     ["(c) job 3× its lease, LeaseKeeper only", () => longJob(worker, target)],
     ["(d) webhook delivered 5× at once + 2× later", () => webhook(worker, target)],
+    ["(e) holder paused past its lease, fenced write", () => pausedHolder(worker, target)],
   ];
   const rows: Row[] = [];
   for (const [what, body] of scenarios) {
