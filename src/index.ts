@@ -53,7 +53,11 @@ export {
   MAX_TIME_MS,
 } from "./limits.js";
 export type { FairLock, FairLockInspection } from "./locks/fair-lock/index.js";
-export type { FencedLock, FencedLockInspection } from "./locks/fenced-lock/index.js";
+export type {
+  FencedLease,
+  FencedLock,
+  FencedLockInspection,
+} from "./locks/fenced-lock/index.js";
 export {
   type ClaimOptions,
   type ClaimResult,

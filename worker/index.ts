@@ -206,12 +206,6 @@ function fencedReply(result: FencedWriteResult): Response {
   return Response.json({ error: "bad-request", message: result.error }, { status: 400 });
 }
 
-/** The lease's fencing token (every lease of a fenced lock has one). */
-function tokenOf(lease: { fencingToken?: number | undefined }): number {
-  if (lease.fencingToken === undefined) throw new Error("expected a lease of a fenced lock");
-  return lease.fencingToken;
-}
-
 /**
  * Writes `{ "value": string }` to FencedStore key `:key` under the key's fenced lock: acquires
  * (waiting up to `?wait=` ms, default 10 000; lease 10 s), writes with `lease.fencingToken`,
@@ -231,7 +225,7 @@ app.post("/fenced/:key", async (c) => {
   if (!lease) return c.json({ error: "locked", key: input.key }, 409);
   try {
     const store = fencedStoreOf(c.env, input.key);
-    return fencedReply(await store.write(input.key, input.value, tokenOf(lease)));
+    return fencedReply(await store.write(input.key, input.value, lease.fencingToken));
   } finally {
     await lease.release();
   }
@@ -250,7 +244,7 @@ app.post("/fenced/:key/lease", async (c) => {
   const lock = edgelockOf(c.env).getFencedLock(fencedLockName(key));
   const lease = await lock.tryLock({ leaseTime, keepAlive: "none" });
   if (!lease) return c.json({ error: "locked", key }, 409);
-  return c.json({ lease: lease.toJSON(), token: tokenOf(lease) });
+  return c.json({ lease: lease.toJSON(), token: lease.fencingToken });
 });
 
 /**

@@ -6,15 +6,19 @@
  * keep rising even after Redis loses the counter (see the script's header).
  * @module
  */
+import type { Lease } from "../../lease.js";
 import { fencedLockToken } from "../../lua.gen.js";
 import { asInteger } from "../../transport/index.js";
 import type { LockContext } from "../context.js";
-import { HashLock } from "../lock/base.js";
+import { HashLock, type LockOptions, type TryLockOptions } from "../lock/base.js";
 import { LockHolds, tokenKey } from "../lock/hold.js";
 import type { FencedLockInspection } from "../lock/inspect.js";
 import { type AcquireResult, acquire, type HoldSettings } from "../protocol.js";
 
 export type { FencedLockInspection } from "../lock/inspect.js";
+
+/** A lease of a fenced lock: `fencingToken` is always set (a positive safe integer). */
+export type FencedLease = Lease & { readonly fencingToken: number };
 
 /**
  * A reentrant lock with fencing tokens (Redisson RFencedLock). Get one with
@@ -34,6 +38,21 @@ export class FencedLock extends HashLock<FencedLockInspection> {
     super(ctx, name);
     const holds = new LockHolds(ctx, name, { fenced: true });
     this.holds = Object.assign(holds, { inspect: () => holds.inspectFenced() });
+  }
+
+  /**
+   * `HashLock#tryLock` (same options, requests and errors) typed with the token every grant of a
+   * fenced lock carries.
+   * @returns the lease with its `fencingToken`, or `null` when the lock stayed busy for `waitTime`.
+   */
+  override async tryLock(options?: TryLockOptions): Promise<FencedLease | null> {
+    // The fenced acquire script returns a token with every grant (LockHolds `fenced`).
+    return (await super.tryLock(options)) as FencedLease | null;
+  }
+
+  /** `HashLock#lock` (same options, requests and errors) typed with the lease's token. */
+  override async lock(options?: LockOptions): Promise<FencedLease> {
+    return (await super.lock(options)) as FencedLease;
   }
 
   protected acquireWith(

@@ -5,7 +5,7 @@
  * sequence, generalized).
  */
 import { randomBytes } from "node:crypto";
-import { describe, expect, it } from "vitest";
+import { describe, expect, expectTypeOf, it } from "vitest";
 import { startRedisServer } from "../../../demo/redis-server.js";
 import { startBridge } from "../../../src/bridge/index.js";
 import type { Lease } from "../../../src/index.js";
@@ -30,6 +30,8 @@ describe("fenced lock", () => {
     expect(await lock.getToken()).toBe(0);
     const a = await lock.lock({ leaseTime: 10_000 });
     const again = await lock.lock({ leaseTime: 10_000, owner: a.owner });
+    // Typed: a fenced lock's leases always carry a token (checked at run time by tokenOf).
+    expectTypeOf(again.fencingToken).toEqualTypeOf<number>();
     expect(tokenOf(again)).toBeGreaterThan(tokenOf(a));
     expect(Number.isSafeInteger(tokenOf(again))).toBe(true);
     expect(await lock.getToken()).toBe(tokenOf(again));
