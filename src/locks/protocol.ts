@@ -29,11 +29,11 @@ import {
   type LeaseKind,
   type ReleaseResult,
 } from "../lease.js";
-import { LOCK_WAITER_SLOT_MS } from "../limits.js";
 import type { RequestCounter } from "../transport/index.js";
 import { checkLeaseTime, checkOwner, checkSignal } from "../validate.js";
-import { type AttemptOutcome, pollUntil } from "../wait.js";
+import type { AttemptOutcome } from "../wait.js";
 import type { LockContext } from "./context.js";
+import { waitFor } from "./waiting.js";
 
 /** Acquire options every hold-based primitive accepts. */
 export interface HoldOptions {
@@ -136,53 +136,27 @@ export async function acquire(
   const counter: RequestCounter = { requests: 0 };
   let attempts = 0;
   let acquired = false;
-  const wakeKey = protocol.wakeKey;
-  const blocking =
-    wakeKey !== undefined && waitTime !== 0 && ctx.wait === "block" && ctx.runner.canBlock;
-  // This call's registration as a waiter ("" = none), made by its busy attempts; an acquiring
-  // attempt ends it, and so does giving up or aborting (one background request).
-  const waiter = blocking ? randomHex() : "";
-  let registered = false;
-  const block = async (ms: number): Promise<boolean> => {
-    try {
-      await ctx.runner.block(protocol.name, wakeKey ?? "", ms, settings.signal, counter);
-      return true;
-    } catch (error) {
-      if (settings.signal?.aborted && error === settings.signal.reason) throw error;
-      // A failed wait costs a backoff sleep; the next attempt reports a real outage.
-      return false;
-    }
-  };
   try {
-    const polled = await pollUntil(
-      async (): Promise<AttemptOutcome<Grant>> => {
+    const polled = await waitFor(ctx, {
+      name: protocol.name,
+      wakeKey: protocol.wakeKey,
+      waitTime,
+      signal: settings.signal,
+      counter,
+      attempt: async (waiter): Promise<AttemptOutcome<Grant>> => {
         const reply = await protocol.attempt(settings, counter, waiter);
-        registered = waiter !== "" && reply.status === "busy";
         return reply.status === "acquired" ? { acquired: reply.grant } : { pttl: reply.pttl };
       },
-      {
-        waitTime,
-        signal: settings.signal,
-        policy: ctx.backoff,
-        block: blocking ? block : undefined,
-        blockCap: LOCK_WAITER_SLOT_MS / 2,
-        onSleep: (delayMs, attempt) =>
-          ctx.emit({
-            type: "wait",
-            name: protocol.name,
-            requests: 0,
-            durationMs: delayMs,
-            attempt,
-          }),
-      },
-    );
+      unregister: protocol.unregister?.bind(protocol),
+      onSleep: (delayMs, attempt) =>
+        ctx.emit({ type: "wait", name: protocol.name, requests: 0, durationMs: delayMs, attempt }),
+    });
     attempts = polled.attempts;
     if (polled.value === null) return { lease: null, attempts, holderTtl: polled.pttl };
     const lease = await leaseFor(ctx, protocol, settings, polled.value);
     acquired = true;
     return { lease, attempts };
   } finally {
-    if (registered) protocol.unregister?.(waiter);
     emitAcquire(ctx, protocol.name, started, counter, acquired, attempts);
   }
 }
