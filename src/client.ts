@@ -19,11 +19,14 @@ import {
   MIN_WATCHDOG_TIMEOUT_MS,
 } from "./limits.js";
 import type { LockContext } from "./locks/context.js";
+import { CountDownLatch } from "./locks/count-down-latch/index.js";
 import { FairLock } from "./locks/fair-lock/index.js";
 import { FencedLock } from "./locks/fenced-lock/index.js";
 import { IdempotencyKey } from "./locks/idempotency/index.js";
 import { type LeaseToRenew, ReentrantLock, renewLeases } from "./locks/lock/index.js";
+import { PermitExpirableSemaphore } from "./locks/permit-expirable-semaphore/index.js";
 import { ReadWriteLock } from "./locks/read-write-lock/index.js";
+import { Semaphore } from "./locks/semaphore/index.js";
 import { type RedisLike, ScriptRunner } from "./transport/index.js";
 import {
   checkFunction,
@@ -235,6 +238,40 @@ export class EdgeLock {
   }
 
   /**
+   * A count-down latch (Redisson RCountDownLatch) on `name`: `trySetCount`, `countDown`,
+   * `getCount` and `await`, replay-safe, waiters woken by the count-down that opens it. See
+   * {@link CountDownLatch}.
+   * @param name latch name = Redis key, 1–512 characters, no `{` or `}`.
+   * @throws TypeError / RangeError for a bad name.
+   */
+  getCountDownLatch(name: string): CountDownLatch {
+    return new CountDownLatch(this.#ctx, checkName(name));
+  }
+
+  /**
+   * A counting semaphore (Redisson RSemaphore) on `name`: permits taken with `tryAcquire` and
+   * given back with `release`, replay-safe, releases bounded by the permits set. See
+   * {@link Semaphore}.
+   * @param name semaphore name = Redis key, 1–512 characters, no `{` or `}`.
+   * @throws TypeError / RangeError for a bad name.
+   */
+  getSemaphore(name: string): Semaphore {
+    return new Semaphore(this.#ctx, checkName(name));
+  }
+
+  /**
+   * A semaphore whose permits have leases (Redisson RPermitExpirableSemaphore) on `name`:
+   * `tryAcquire` returns a lease on the permits, renewed and released like a lock lease, and a
+   * crashed holder's permits return to the pool when their lease runs out. See
+   * {@link PermitExpirableSemaphore}.
+   * @param name semaphore name = Redis key, 1–512 characters, no `{` or `}`.
+   * @throws TypeError / RangeError for a bad name.
+   */
+  getPermitExpirableSemaphore(name: string): PermitExpirableSemaphore {
+    return new PermitExpirableSemaphore(this.#ctx, checkName(name));
+  }
+
+  /**
    * An idempotency key on `name`: a lock plus a completion record, so work keyed by an id (a
    * webhook delivery, a payment) runs once. See {@link IdempotencyKey}.
    * @param name key name = lock's Redis key, 1–512 characters, no `{` or `}`.
@@ -306,6 +343,8 @@ export class EdgeLock {
         return this.getReadWriteLock(s.name).readLock().restore(s);
       case "write-lock":
         return this.getReadWriteLock(s.name).writeLock().restore(s);
+      case "permit":
+        return this.getPermitExpirableSemaphore(s.name).restore(s);
     }
   }
 }

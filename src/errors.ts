@@ -13,6 +13,8 @@ export type EdgeLockErrorCode =
   | "LEASE_LOST"
   | "LOCK_TIMEOUT"
   | "LOCK_UPGRADE"
+  | "OVER_RELEASE"
+  | "PERMIT_NOT_HELD"
   | "TRANSPORT";
 
 /** Base class of every edgelock runtime error. Branch on `code`, not on the class name. */
@@ -111,6 +113,52 @@ export class LockUpgradeError extends EdgeLockError {
     super(
       `the write lock of "${lockName}" cannot be taken by an owner holding its read lock (no upgrade)`,
       lockName,
+    );
+  }
+}
+
+/**
+ * A semaphore release would make more permits available than were set (`trySetPermits` plus
+ * `addPermits`), or the semaphore was never set. Nothing was changed. Redisson's release has no
+ * bound, so a buggy or retried release silently adds permits; pass `{ overRelease: true }` to
+ * release beyond the permits set on purpose.
+ */
+export class OverReleaseError extends EdgeLockError {
+  override readonly name = "OverReleaseError";
+  readonly code = "OVER_RELEASE" as const;
+  /** Permits the release tried to give back. */
+  readonly permits: number;
+  /** Permits available when it was refused. */
+  readonly available: number;
+  /** Permits set on the semaphore; `null` when it was never set. */
+  readonly limit: number | null;
+
+  constructor(resource: string, permits: number, available: number, limit: number | null) {
+    super(
+      limit === null
+        ? `semaphore "${resource}" was never set: there are no permits to release`
+        : `releasing ${permits} permit(s) would make ${available + permits} of semaphore "${resource}" available, more than the ${limit} set`,
+      resource,
+    );
+    this.permits = permits;
+    this.available = available;
+    this.limit = limit;
+  }
+}
+
+/**
+ * `release(id)` of a permit-expirable semaphore for a permit that is not held: already
+ * released, never acquired, or expired and returned to the pool. Mirrors Redisson's
+ * `IllegalArgumentException("Permit with id … has already been released or doesn't exist")`.
+ */
+export class PermitNotHeldError extends EdgeLockError {
+  override readonly name = "PermitNotHeldError";
+  readonly code = "PERMIT_NOT_HELD" as const;
+
+  constructor(resource: string) {
+    super(
+      `permit of semaphore "${resource}" is not held: already released, expired or never acquired`,
+      resource,
     );
   }
 }

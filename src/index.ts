@@ -11,6 +11,8 @@ export {
   LockNotHeldError,
   LockTimeoutError,
   LockUpgradeError,
+  OverReleaseError,
+  PermitNotHeldError,
   TransportError,
 } from "./errors.js";
 export type {
@@ -50,8 +52,14 @@ export {
   LOCK_WAITER_SLOT_MS,
   MAX_NAME_LENGTH,
   MAX_OWNER_LENGTH,
+  MAX_PERMITS,
   MAX_TIME_MS,
 } from "./limits.js";
+export type {
+  CountDownLatch,
+  CountDownLatchAwaitOptions,
+  CountDownLatchInspection,
+} from "./locks/count-down-latch/index.js";
 export type { FairLock, FairLockInspection } from "./locks/fair-lock/index.js";
 export type {
   FencedLease,
@@ -74,6 +82,15 @@ export {
   type ReentrantLock,
   type TryLockOptions,
 } from "./locks/lock/index.js";
+export {
+  MAX_INSPECT_PERMITS,
+  MAX_PERMITS_PER_ACQUIRE,
+  type PermitAcquireOptions,
+  type PermitExpirableSemaphore,
+  type PermitExpirableSemaphoreInspection,
+  type PermitHolder,
+  type PermitLease,
+} from "./locks/permit-expirable-semaphore/index.js";
 export type {
   ReadLock,
   ReadWriteLock,
@@ -81,5 +98,11 @@ export type {
   ReadWriteLockInspection,
   WriteLock,
 } from "./locks/read-write-lock/index.js";
+export type {
+  Semaphore,
+  SemaphoreAcquireOptions,
+  SemaphoreInspection,
+  SemaphoreReleaseOptions,
+} from "./locks/semaphore/index.js";
 export type { RedisLike } from "./transport/index.js";
 export { type BackoffOptions, DEFAULT_BACKOFF, SLEEP_FLOOR_MS } from "./wait.js";

@@ -7,7 +7,13 @@ import { isLeaseId } from "./renewal.js";
 import { checkMs, checkName, checkOwner } from "./validate.js";
 
 /** Which primitive issued a lease; `restoreLease` dispatches on it. */
-export type LeaseKind = "lock" | "fair-lock" | "fenced-lock" | "read-lock" | "write-lock";
+export type LeaseKind =
+  | "lock"
+  | "fair-lock"
+  | "fenced-lock"
+  | "read-lock"
+  | "write-lock"
+  | "permit";
 
 /** Every {@link LeaseKind}, for validation. */
 const LEASE_KINDS: readonly LeaseKind[] = [
@@ -16,6 +22,7 @@ const LEASE_KINDS: readonly LeaseKind[] = [
   "fenced-lock",
   "read-lock",
   "write-lock",
+  "permit",
 ];
 
 /** Plain-object form of a lease (`lease.toJSON()`), for `edgelock.restoreLease` elsewhere. */
@@ -36,6 +43,8 @@ export interface SerializedLease {
   watchdog: boolean;
   expiresAt: number;
   fencingToken?: number;
+  /** Permit ids (kind `"permit"`). */
+  permitIds?: string[];
 }
 
 /**
@@ -68,5 +77,12 @@ export function parseSerializedLease(input: unknown): SerializedLease {
     throw new TypeError("restoreLease: bad `lease.epoch`");
   if (o.fencingToken !== undefined && !Number.isSafeInteger(o.fencingToken))
     throw new TypeError("restoreLease: bad `lease.fencingToken`");
+  if (
+    o.permitIds !== undefined &&
+    !(Array.isArray(o.permitIds) && o.permitIds.length > 0 && o.permitIds.every(isLeaseId))
+  )
+    throw new TypeError("restoreLease: bad `lease.permitIds`");
+  if (o.kind === "permit" && o.permitIds === undefined)
+    throw new TypeError("restoreLease: a permit lease needs `lease.permitIds`");
   return o as SerializedLease;
 }

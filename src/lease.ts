@@ -50,6 +50,7 @@ export interface LeaseInit {
   watchdog: boolean;
   expiresAt: number;
   fencingToken?: number | undefined;
+  permitIds?: readonly string[] | undefined;
 }
 
 /**
@@ -71,6 +72,11 @@ export class Lease {
   #expiresAt: number;
   /** Fencing token (fenced locks only): a safe integer, strictly increasing per lock name. */
   readonly fencingToken: number | undefined;
+  /**
+   * Permit ids (permit-expirable semaphores only): the permits this lease holds, 32 hex
+   * characters each, as `semaphore.release(id)` and `updateLeaseTime(id, ms)` take them.
+   */
+  readonly permitIds: readonly string[] | undefined;
   /** Aborts with {@link LeaseLostError} when the lease is found lost or is released. */
   readonly signal: AbortSignal;
 
@@ -92,6 +98,7 @@ export class Lease {
     this.watchdog = init.watchdog;
     this.#expiresAt = init.expiresAt;
     this.fencingToken = init.fencingToken;
+    this.permitIds = init.permitIds;
     this.signal = this.#controller.signal;
     this.#armExpiry();
   }
@@ -189,6 +196,7 @@ export class Lease {
       expiresAt: this.expiresAt,
     };
     if (this.fencingToken !== undefined) out.fencingToken = this.fencingToken;
+    if (this.permitIds !== undefined) out.permitIds = [...this.permitIds];
     return out;
   }
 

@@ -54,3 +54,5 @@ export const FAIR_SLOT_MS = 30_000;
 export const LOCK_WAITER_SLOT_MS = 30_000;
 /** Default `waitTime` of `withLock` when the caller gives none. */
 export const DEFAULT_WITH_LOCK_WAIT_MS = 10_000;
+/** Most permits a semaphore call takes, gives or sets at once (2^31 − 1, Redisson's int). */
+export const MAX_PERMITS = 2_147_483_647;

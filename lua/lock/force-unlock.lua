@@ -3,7 +3,7 @@
 -- KEYS[1]  lock name (HASH)
 -- KEYS[2]  Redisson unlock channel "redisson_lock__channel:{<name>}"
 -- KEYS[3]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
--- KEYS[4]  wake list "edgelock_wake:{<name>}" (LIST)
+-- KEYS[4]  wake lists "edgelock_wake:{<name>}" (prefix: one LIST per waiter)
 -- Returns  1 a lock was deleted | 0 there was none
 local waiting = KEYS[3]
 local wake = KEYS[4]

@@ -28,8 +28,8 @@ export const keys = {
   replay: (name: string) => `edgelock_replay:{${name}}`,
   /** The replay records before the current ones (lua/lib/replay.lua rotates them). */
   replayOld: (name: string) => `edgelock_replay:{${name}}:old`,
-  /** A reentrant lock's registered waiters (ZSET waiter id -> when it lapses): lua/lib/wake.lua. */
+  /** Registered waiters of a primitive (ZSET waiter id -> when it lapses): lua/lib/wake.lua. */
   waiting: (name: string) => `edgelock_waiting:{${name}}`,
-  /** The list a reentrant lock's waiters block on; a release that frees the lock pushes to it. */
+  /** Prefix of the waiters' own wake lists (`<prefix>:<waiter id>`): lua/lib/wake.lua. */
   wake: (name: string) => `edgelock_wake:{${name}}`,
 };

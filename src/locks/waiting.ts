@@ -18,7 +18,10 @@ import type { LockContext } from "./context.js";
 export interface WaitSpec<T> {
   /** Name of the primitive, for errors and events. */
   name: string;
-  /** The list a registered waiter blocks on; absent when waiters can only poll. */
+  /**
+   * Prefix of the waiters' own wake lists (lua/lib/wake.lua): waiter `<id>` blocks on
+   * `<wakeKey>:<id>`. Absent when waiters can only poll.
+   */
   wakeKey: string | undefined;
   /** Wait budget in ms; `undefined` waits until `signal` aborts; 0 makes one attempt. */
   waitTime: number | undefined;
@@ -58,7 +61,7 @@ export async function waitFor<T>(
   let registered = false;
   const block = async (ms: number): Promise<boolean> => {
     try {
-      await ctx.runner.block(spec.name, wakeKey ?? "", ms, signal, counter);
+      await ctx.runner.block(spec.name, `${wakeKey}:${waiter}`, ms, signal, counter);
       return true;
     } catch (error) {
       if (signal?.aborted && error === signal.reason) throw error;

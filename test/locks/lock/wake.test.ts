@@ -116,10 +116,35 @@ describe("reentrant lock wake-ups", () => {
       const again = await holder.edgelock.getLock(name).lock({ leaseTime: 20_000 });
       await again.release();
     }
-    expect(await raw.lLen(wakeKey(name))).toBe(1);
-    const ttl = await raw.pTTL(wakeKey(name));
+    // One token, on the dead waiter's own list, lapsing with its registration.
+    const ownList = `${wakeKey(name)}:${"w".repeat(32)}`;
+    expect(await raw.lLen(ownList)).toBe(1);
+    const ttl = await raw.pTTL(ownList);
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(1_500);
+  });
+
+  it("a waiter aborted mid-block leaves no BLPOP behind that takes the next waiter's token", async () => {
+    const name = `${prefix}orphan`;
+    const held = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
+    const quitter = recordingEdgeLock();
+    const controller = new AbortController();
+    const quitting = quitter.edgelock.getLock(name).lock({ signal: controller.signal });
+    await quitter.until((e) => e.type === "wait");
+    controller.abort(new Error("gone"));
+    await expect(quitting).rejects.toThrow("gone");
+    await Promise.all(quitter.background);
+    // The quitter's BLPOP may still be open at Redis (its HTTP request outlives the abort).
+    const waiter = recordingEdgeLock();
+    const started = Date.now();
+    const pending = waiter.edgelock.getLock(name).tryLock({ waitTime: 20_000, leaseTime: 5_000 });
+    await waiter.until((e) => e.type === "wait");
+    await held.release();
+    const lease = await pending;
+    expect(lease).not.toBeNull();
+    expect(Date.now() - started).toBeLessThan(5_000); // not the 15 s of a stolen token
+    expect(waiter.requests("acquire")).toBe(3);
+    await lease?.release();
   });
 
   it('with wait: "poll" a waiter registers nothing and polls', async () => {

@@ -1,0 +1,44 @@
+-- Count a latch down by one: Redisson RedissonCountDownLatch#countDownAsync (DECR; at zero or
+-- below the key is deleted, and at exactly zero Redisson's ZERO_COUNT message "0" goes out on
+-- its channel for JVM waiters), made replay-safe by a record per request id so a resent copy
+-- never counts twice; the count-down that opens the latch also wakes every registered edgelock
+-- waiter (lib/wake.lua `wake_all`). On a missing latch it changes nothing (Redisson: DECR makes
+-- -1, then DEL), apart from the record.
+-- KEYS[1]  latch name: STRING, the count (Redisson layout)
+-- KEYS[2]  Redisson channel "redisson_countdownlatch__channel__{<name>}"
+-- KEYS[3]  replay records "edgelock_replay:{<name>}" (HASH request id -> state)
+-- KEYS[4]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[5]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
+-- KEYS[6]  wake lists "edgelock_wake:{<name>}" (prefix: one LIST per waiter)
+-- ARGV[1]  replay window in ms
+-- ARGV[2]  request id (32 hex characters)
+-- Returns  the count left: > 0 still closed | 0 open (it reached zero now, or did not exist)
+-- Records  "D<count left>"
+local name = KEYS[1]
+local channel = KEYS[2]
+local replayKey = KEYS[3]
+local replayOld = KEYS[4]
+local waiting = KEYS[5]
+local wake = KEYS[6]
+local windowMs = tonumber(ARGV[1])
+local id = ARGV[2]
+-- @include lib/replay.lua
+-- @include lib/wake.lua
+
+local seen = replay_get(id)
+if seen then
+  return tonumber(string.sub(seen, 2))
+end
+
+local left = redis.call('decr', name)
+if left <= 0 then
+  redis.call('del', name)
+  if left == 0 then
+    redis.call('publish', channel, 0)
+  end
+  -- Open (also when the key had gone without a count-down): every live waiter gets a token.
+  wake_all()
+  left = 0
+end
+replay_set(id, 'D' .. left)
+return left

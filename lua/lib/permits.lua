@@ -1,0 +1,55 @@
+-- Permits with leases (Redisson RPermitExpirableSemaphore layout). Included by scripts, which
+-- define first:
+--   name      semaphore name: STRING, available permits (KEYS)
+--   timeouts  "{<name>}:timeout": ZSET permit id (16 raw bytes) -> expiry, epoch ms (KEYS)
+--   channel   Redisson channel "redisson_sc:{<name>}" (KEYS)
+-- and include lib/wake.lua. Permit ids travel as 32 hex characters and are stored as the 16
+-- bytes they encode, as Redisson stores them, so JVM clients see the same permits.
+
+-- Redisson's score for a permit without a lease (about the year 31197): never expires.
+local NON_EXPIRABLE = 922337203685477
+
+local function permits_now()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function permit_bytes(hex)
+  return (string.gsub(hex, '..', function(cc)
+    return string.char(tonumber(cc, 16))
+  end))
+end
+
+local function permit_hex(bytes)
+  return (string.gsub(bytes, '.', function(c)
+    return string.format('%02x', string.byte(c))
+  end))
+end
+
+-- Returns every permit whose lease ran out by `now` to the pool and wakes waiters it can serve.
+-- Returns the available permits after.
+local function reclaim(now)
+  local expired = redis.call('zcount', timeouts, 0, now)
+  if expired > 0 then
+    redis.call('zremrangebyscore', timeouts, 0, now)
+    local available = redis.call('incrby', name, expired)
+    redis.call('publish', channel, available)
+    wake_n(available)
+    return available
+  end
+  return tonumber(redis.call('get', name)) or 0
+end
+
+-- Gives the listed permits (ARGV from `first`) back to the pool if still held. Returns how many.
+local function give_back(first)
+  local removed = 0
+  for i = first, #ARGV do
+    removed = removed + redis.call('zrem', timeouts, permit_bytes(ARGV[i]))
+  end
+  if removed > 0 then
+    local available = redis.call('incrby', name, removed)
+    redis.call('publish', channel, available)
+    wake_n(available)
+  end
+  return removed
+end

@@ -1,0 +1,41 @@
+-- Cancel a permit acquire whose answer never reached the caller (aborted while in flight, timed
+-- out, or the transport failed ambiguously): whichever order the two requests reach Redis in,
+-- no permit stays taken by it.
+-- KEYS[1]  semaphore name (STRING, available permits)
+-- KEYS[2]  permit leases "{<name>}:timeout" (ZSET id bytes -> expiry ms)
+-- KEYS[3]  replay records "edgelock_replay:{<name>}"
+-- KEYS[4]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[5]  Redisson channel "redisson_sc:{<name>}"
+-- KEYS[6]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
+-- KEYS[7]  waiters' wake lists "edgelock_wake:{<name>}" (prefix: one LIST per waiter)
+-- ARGV[1]  replay window in ms
+-- ARGV[2]  request id of that acquire
+-- ARGV[3…] the permit ids it asked for
+-- Returns  0 cancelled before it applied (a tombstone makes a late acquire a no-op)
+--          | 1 the permits it took were given back (or had expired already)
+--          | 2 nothing to do (already cancelled)
+-- Records  "C" (cancelled first) | "U" (given back)
+local name = KEYS[1]
+local timeouts = KEYS[2]
+local replayKey = KEYS[3]
+local replayOld = KEYS[4]
+local channel = KEYS[5]
+local waiting = KEYS[6]
+local wake = KEYS[7]
+local windowMs = tonumber(ARGV[1])
+local id = ARGV[2]
+-- @include lib/replay.lua
+-- @include lib/wake.lua
+-- @include lib/permits.lua
+
+local seen = replay_get(id)
+if not seen then
+  replay_set(id, 'C')
+  return 0
+end
+if seen ~= 'A' then
+  return 2
+end
+give_back(3)
+replay_set(id, 'U')
+return 1

@@ -1,0 +1,9 @@
+-- Delete a permit-expirable semaphore: its permits, their leases and the permits set (Redisson
+-- RObject#delete covers both of its keys). Waiters keep waiting until it is set again.
+-- KEYS[1]  semaphore name (STRING, available permits)
+-- KEYS[2]  permit leases "{<name>}:timeout" (ZSET)
+-- KEYS[3]  permits set "edgelock_permits:{<name>}" (STRING)
+-- Returns  1 if the semaphore existed, else 0
+local existed = redis.call('exists', KEYS[1])
+redis.call('del', KEYS[1], KEYS[2], KEYS[3])
+return existed

@@ -1,0 +1,36 @@
+-- Give permits back by id: Redisson RedissonPermitExpirableSemaphore#tryReleaseAsync, made
+-- replay-safe (a resent release answers what the first copy did). Expired permits are reclaimed
+-- first, so a permit whose lease ran out counts as not held (it is back in the pool already).
+-- KEYS[1]  semaphore name (STRING, available permits)
+-- KEYS[2]  permit leases "{<name>}:timeout" (ZSET id bytes -> expiry ms)
+-- KEYS[3]  replay records "edgelock_replay:{<name>}"
+-- KEYS[4]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[5]  Redisson channel "redisson_sc:{<name>}"
+-- KEYS[6]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
+-- KEYS[7]  waiters' wake lists "edgelock_wake:{<name>}" (prefix: one LIST per waiter)
+-- ARGV[1]  replay window in ms
+-- ARGV[2]  request id of this release (a lease's release reuses its lease id)
+-- ARGV[3…] permit ids, 32 hex characters each
+-- Returns  how many of the permits were still held (and are now back in the pool)
+-- Records  "R<count>" under "R<request id>" (apart from the acquire's record of the same id)
+local name = KEYS[1]
+local timeouts = KEYS[2]
+local replayKey = KEYS[3]
+local replayOld = KEYS[4]
+local channel = KEYS[5]
+local waiting = KEYS[6]
+local wake = KEYS[7]
+local windowMs = tonumber(ARGV[1])
+local id = 'R' .. ARGV[2]
+-- @include lib/replay.lua
+-- @include lib/wake.lua
+-- @include lib/permits.lua
+
+local seen = replay_get(id)
+if seen then
+  return tonumber(string.sub(seen, 2)) or 0
+end
+reclaim(permits_now())
+local released = give_back(3)
+replay_set(id, 'R' .. released)
+return released

@@ -1,0 +1,35 @@
+-- Extend permits' leases: Redisson RedissonPermitExpirableSemaphore#updateLeaseTimeAsync, except
+-- that a lease is never shortened (so no lease object believes it holds longer than Redis keeps
+-- the permit) and several permits are renewed in one request. Expired permits are reclaimed
+-- first: a permit whose lease ran out cannot be renewed.
+-- KEYS[1]  semaphore name (STRING, available permits)
+-- KEYS[2]  permit leases "{<name>}:timeout" (ZSET id bytes -> expiry ms)
+-- KEYS[3]  Redisson channel "redisson_sc:{<name>}"
+-- KEYS[4]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
+-- KEYS[5]  waiters' wake lists "edgelock_wake:{<name>}" (prefix: one LIST per waiter)
+-- ARGV[1]  lease in ms (each permit's expiry becomes at least now + this)
+-- ARGV[2…] permit ids, 32 hex characters each
+-- Returns  how many of the permits are still held (all of them renewed)
+local name = KEYS[1]
+local timeouts = KEYS[2]
+local channel = KEYS[3]
+local waiting = KEYS[4]
+local wake = KEYS[5]
+local leaseMs = tonumber(ARGV[1])
+-- @include lib/wake.lua
+-- @include lib/permits.lua
+
+local now = permits_now()
+reclaim(now)
+local held = 0
+for i = 2, #ARGV do
+  local member = permit_bytes(ARGV[i])
+  local score = redis.call('zscore', timeouts, member)
+  if score then
+    held = held + 1
+    if tonumber(score) < now + leaseMs then
+      redis.call('zadd', timeouts, 'xx', now + leaseMs, member)
+    end
+  end
+end
+return held

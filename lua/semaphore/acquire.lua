@@ -1,0 +1,55 @@
+-- Take permits from a semaphore: Redisson RedissonSemaphore#tryAcquire (if the value is at least
+-- `permits`, DECRBY), made replay-safe by a record per request id so an HTTP retry never takes
+-- permits twice. A waiting call passes its waiter id: a busy attempt registers it, so a release
+-- wakes it (lib/wake.lua).
+-- KEYS[1]  semaphore name: STRING, available permits (Redisson layout; missing = 0)
+-- KEYS[2]  replay records "edgelock_replay:{<name>}" (HASH request id -> state)
+-- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[4]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
+-- KEYS[5]  wake lists "edgelock_wake:{<name>}" (prefix: one LIST per waiter)
+-- ARGV[1]  permits to take (integer >= 1)
+-- ARGV[2]  replay window in ms
+-- ARGV[3]  request id (32 hex characters)
+-- ARGV[4]  waiter id of a call that blocks for a wake-up between attempts ('' = none)
+-- ARGV[5]  with a waiter id: how long its registration lasts, in ms
+-- Returns  {1, available after} acquired (also for a replay of an applied attempt)
+--          | {0, available} not enough permits
+--          | {-1, 0} this request was cancelled before it applied
+-- Records  "A<permits>" acquired (a cancel tombstone "C" written first makes this a no-op)
+local name = KEYS[1]
+local replayKey = KEYS[2]
+local replayOld = KEYS[3]
+local waiting = KEYS[4]
+local wake = KEYS[5]
+local permits = tonumber(ARGV[1])
+local windowMs = tonumber(ARGV[2])
+local id = ARGV[3]
+local waiter = ARGV[4]
+-- @include lib/replay.lua
+-- @include lib/wake.lua
+
+local seen = replay_get(id)
+if seen then
+  if string.sub(seen, 1, 1) == 'A' then
+    return {1, tonumber(redis.call('get', name)) or 0}
+  end
+  return {-1, 0}
+end
+
+local available = tonumber(redis.call('get', name)) or 0
+if available < permits then
+  if waiter ~= '' then
+    waiting_add(waiter, tonumber(ARGV[5]))
+  end
+  return {0, available}
+end
+if waiter ~= '' then
+  waiting_remove(waiter)
+end
+local left = redis.call('decrby', name, permits)
+replay_set(id, 'A' .. permits)
+-- What is left may serve other waiters (a release may have woken fewer than it freed).
+if left > 0 then
+  wake_n(left)
+end
+return {1, left}

@@ -1,0 +1,40 @@
+-- Cancel a permit acquire whose answer never reached the caller (aborted while in flight, timed
+-- out, or the transport failed ambiguously): whichever order the two requests reach Redis in,
+-- the permits it took are given back and no permit is lost.
+-- KEYS[1]  semaphore name (STRING, available permits)
+-- KEYS[2]  replay records "edgelock_replay:{<name>}"
+-- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[4]  Redisson channel "redisson_sc:{<name>}"
+-- KEYS[5]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
+-- KEYS[6]  wake lists "edgelock_wake:{<name>}" (prefix: one LIST per waiter)
+-- ARGV[1]  replay window in ms
+-- ARGV[2]  request id of that acquire
+-- Returns  0 cancelled before it applied (a tombstone makes a late acquire a no-op)
+--          | 1 the permits it took were given back
+--          | 2 nothing to do (already cancelled or given back)
+-- Records  "C" (cancelled first) | "U" (given back)
+local name = KEYS[1]
+local replayKey = KEYS[2]
+local replayOld = KEYS[3]
+local channel = KEYS[4]
+local waiting = KEYS[5]
+local wake = KEYS[6]
+local windowMs = tonumber(ARGV[1])
+local id = ARGV[2]
+-- @include lib/replay.lua
+-- @include lib/wake.lua
+
+local seen = replay_get(id)
+if not seen then
+  replay_set(id, 'C')
+  return 0
+end
+local took = string.match(seen, '^A(%d+)$')
+if not took then
+  return 2
+end
+local available = redis.call('incrby', name, tonumber(took))
+redis.call('publish', channel, available)
+wake_n(available)
+replay_set(id, 'U')
+return 1

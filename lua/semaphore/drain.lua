@@ -1,0 +1,28 @@
+-- Take every available permit: Redisson RedissonSemaphore#drainPermits, made replay-safe (a
+-- resent drain answers the count the first copy took, and takes nothing more), with DECRBY
+-- instead of SET 0 (which dropped the key's TTL), and leaving a negative count alone.
+-- KEYS[1]  semaphore name (STRING, available permits)
+-- KEYS[2]  replay records "edgelock_replay:{<name>}"
+-- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
+-- ARGV[1]  replay window in ms
+-- ARGV[2]  request id
+-- Returns  permits taken (0 when none were available)
+-- Records  "D<taken>"
+local name = KEYS[1]
+local replayKey = KEYS[2]
+local replayOld = KEYS[3]
+local windowMs = tonumber(ARGV[1])
+local id = ARGV[2]
+-- @include lib/replay.lua
+
+local seen = replay_get(id)
+if seen then
+  return tonumber(string.sub(seen, 2)) or 0
+end
+local available = tonumber(redis.call('get', name)) or 0
+local taken = math.max(available, 0)
+if taken > 0 then
+  redis.call('decrby', name, taken)
+end
+replay_set(id, 'D' .. taken)
+return taken

@@ -1,0 +1,42 @@
+-- Set a semaphore's permits if it does not exist yet: Redisson RedissonSemaphore#trySetPermits
+-- (SET, publish), made replay-safe so a resent call answers what the first copy did; also
+-- records the permits set, the bound releases are checked against.
+-- KEYS[1]  semaphore name (STRING, available permits)
+-- KEYS[2]  permits set "edgelock_permits:{<name>}" (STRING)
+-- KEYS[3]  replay records "edgelock_replay:{<name>}"
+-- KEYS[4]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[5]  Redisson channel "redisson_sc:{<name>}"
+-- KEYS[6]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
+-- KEYS[7]  wake lists "edgelock_wake:{<name>}" (prefix: one LIST per waiter)
+-- ARGV[1]  permits (integer >= 0)
+-- ARGV[2]  replay window in ms
+-- ARGV[3]  request id
+-- Returns  1 set | 0 the semaphore already existed (nothing changed)
+-- Records  "T1" | "T0"
+local name = KEYS[1]
+local limitKey = KEYS[2]
+local replayKey = KEYS[3]
+local replayOld = KEYS[4]
+local channel = KEYS[5]
+local waiting = KEYS[6]
+local wake = KEYS[7]
+local permits = tonumber(ARGV[1])
+local windowMs = tonumber(ARGV[2])
+local id = ARGV[3]
+-- @include lib/replay.lua
+-- @include lib/wake.lua
+
+local seen = replay_get(id)
+if seen then
+  return tonumber(string.sub(seen, 2)) or 0
+end
+if redis.call('exists', name) == 1 then
+  replay_set(id, 'T0')
+  return 0
+end
+redis.call('set', name, permits)
+redis.call('set', limitKey, permits)
+redis.call('publish', channel, permits)
+wake_n(permits)
+replay_set(id, 'T1')
+return 1

@@ -1,0 +1,549 @@
+/**
+ * Permit-expirable semaphore: Redisson's RPermitExpirableSemaphore over HTTP. Same layout (the
+ * name holds the available permits, `{<name>}:timeout` each taken permit's id and expiry), so JVM
+ * services and edge functions share one semaphore. Every permit has a lease: a holder that
+ * crashes loses its permits when the lease runs out, and the next attempt (a waiter is back by
+ * then) returns them to the pool. Permits are taken as a {@link Lease}, so they are renewed and
+ * released like lock leases (`renew()`, the in-invocation timer, `release()`).
+ * @module
+ */
+import { PermitNotHeldError, TransportError } from "../../errors.js";
+import { randomHex } from "../../ids.js";
+import type { Holder, Inspectable, Inspection } from "../../inspect.js";
+import { type KeepAlive, Lease, type LeaseHost, type SerializedLease } from "../../lease.js";
+import { LOCK_WAITER_SLOT_MS } from "../../limits.js";
+import {
+  lockLeave,
+  permitExpirableSemaphoreAcquire,
+  permitExpirableSemaphoreCancel,
+  permitExpirableSemaphoreDelete,
+  permitExpirableSemaphoreInspect,
+  permitExpirableSemaphoreRelease,
+  permitExpirableSemaphoreRenew,
+} from "../../lua.gen.js";
+import { isLeaseId } from "../../renewal.js";
+import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
+import { checkMs, checkOptions, checkWaitTime } from "../../validate.js";
+import { keys, type LockContext } from "../context.js";
+import { emitAcquire, holdSettings, inBackground, reportError } from "../protocol.js";
+import { checkPermits, limitKey, Semaphore, semaphoreChannel } from "../semaphore/index.js";
+import { waitFor } from "../waiting.js";
+
+/** Options of {@link PermitExpirableSemaphore.tryAcquire}. */
+export interface PermitAcquireOptions {
+  /** Permits to take, all or none, in [1, 1000]. @default 1 */
+  permits?: number;
+  /** How long to wait for them, in ms. @default 0 (one attempt) */
+  waitTime?: number;
+  /**
+   * Lease of each permit, in ms. Omitted: the EdgeLock's `watchdogTimeout` (30 s), renewed by
+   * the in-invocation timer every third of it until released (Redisson's watchdog).
+   */
+  leaseTime?: number;
+  /**
+   * `"timer"` renews the permits every third of their lease while this invocation runs;
+   * `"none"` leaves renewing to you (`lease.renew()`). @default "timer" without `leaseTime`, else "none"
+   */
+  keepAlive?: Exclude<KeepAlive, object>;
+  /** Who takes the permits, for your own bookkeeping (not stored in Redis). @default random */
+  owner?: string;
+  /** Aborts the wait; the call rejects with `signal.reason` and takes nothing. */
+  signal?: AbortSignal;
+}
+
+/** A lease on permits of a permit-expirable semaphore: `permitIds` is always set. */
+export type PermitLease = Lease & { readonly permitIds: readonly string[] };
+
+/** One taken permit, as `inspect()` lists it. */
+export interface PermitHolder extends Holder {
+  /** The permit id (32 hex characters); also in `owner`, as the id is all Redis stores. */
+  id: string;
+  /** Remaining lease in ms (-1: the permit has no lease, e.g. taken by a Redisson client). */
+  ttl: number;
+}
+
+/**
+ * What `semaphore.inspect()` reports for a permit-expirable semaphore, e.g.
+ * `{ kind: "permit-expirable-semaphore", name, ttl: -1, exists: true, available: 1, acquired: 2, permits: 3, waiters: 0, holders: [{ owner, id, ttl: 8_120 }, …] }`.
+ */
+export interface PermitExpirableSemaphoreInspection extends Inspection {
+  kind: "permit-expirable-semaphore";
+  exists: boolean;
+  /** Available permits, counting those whose lease ran out. */
+  available: number;
+  /** Permits taken whose lease has not run out. */
+  acquired: number;
+  /** Permits set (`trySetPermits` + `addPermits`); `null` when none is recorded. */
+  permits: number | null;
+  waiters: number;
+  /** The taken permits (at most {@link MAX_INSPECT_PERMITS}). */
+  holders: PermitHolder[];
+}
+
+/** Most permits one acquire takes (each is an id in the request). */
+export const MAX_PERMITS_PER_ACQUIRE = 1_000;
+/** Most permits `inspect()` lists. */
+export const MAX_INSPECT_PERMITS = 100;
+
+const ACQUIRE_KEYS = ["permits", "waitTime", "leaseTime", "keepAlive", "owner", "signal"] as const;
+
+/**
+ * A semaphore whose permits have leases (Redisson RPermitExpirableSemaphore). Get one with
+ * `edgelock.getPermitExpirableSemaphore(name)`; the object holds no state. Not fair: a newcomer
+ * can take permits before a waiter; waiters are woken in registration order.
+ */
+export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSemaphoreInspection> {
+  readonly #ctx: LockContext;
+  readonly #counts: Semaphore;
+  /** The semaphore's name: its Redis key. */
+  readonly name: string;
+
+  /** Internal: use `edgelock.getPermitExpirableSemaphore(name)`. */
+  constructor(ctx: LockContext, name: string) {
+    this.#ctx = ctx;
+    this.name = name;
+    this.#counts = new Semaphore(ctx, name);
+  }
+
+  /**
+   * Sets the permits if the semaphore does not exist yet (Redisson
+   * RPermitExpirableSemaphore#trySetPermits). One request, replay-safe.
+   * @param permits integer in [0, 2^31).
+   * @returns true when set, false when it already existed.
+   * @throws TypeError / RangeError for a bad count, before any request.
+   * @throws {TransportError} when Redis could not be reached.
+   */
+  trySetPermits(permits: number): Promise<boolean> {
+    return this.#counts.trySetPermits(permits);
+  }
+
+  /**
+   * Adds permits, or removes available ones with a negative count (Redisson
+   * RPermitExpirableSemaphore#addPermits, with INCRBY so a TTL survives). One request,
+   * replay-safe; wakes waiters the new permits can serve.
+   * @param permits non-zero integer in (-2^31, 2^31).
+   * @returns the available permits after the change.
+   * @throws TypeError / RangeError for a bad count, before any request.
+   * @throws {TransportError} when Redis could not be reached.
+   */
+  addPermits(permits: number): Promise<number> {
+    return this.#counts.addPermits(permits);
+  }
+
+  /**
+   * Takes `permits` permits with a lease each, waiting up to `waitTime` for them (Redisson
+   * RPermitExpirableSemaphore#tryAcquire(permits, waitTime, leaseTime)). Expired permits are
+   * returned to the pool first. One request when permits are available; a waiter blocks on its
+   * wake list and is woken by a release, or comes back when the next lease runs out. An attempt
+   * whose answer never arrives is cancelled in the background and its permits given back.
+   * @returns a lease holding the permits (`lease.permitIds`), or `null` when `waitTime` ran out.
+   * @throws TypeError / RangeError for bad options, before any request.
+   * @throws signal.reason when aborted.
+   * @throws {TransportError} when Redis could not be reached.
+   */
+  async tryAcquire(options?: PermitAcquireOptions): Promise<PermitLease | null> {
+    const o = checkOptions(options, "tryAcquire", ACQUIRE_KEYS);
+    return this.#acquire(o, checkWaitTime(o.waitTime) ?? 0);
+  }
+
+  /**
+   * {@link tryAcquire} waiting as long as it takes (until `signal` aborts). Redisson
+   * RPermitExpirableSemaphore#acquire(permits, leaseTime).
+   * @throws TypeError / RangeError for bad options, before any request.
+   * @throws signal.reason when aborted.
+   * @throws {TransportError} when Redis could not be reached.
+   */
+  async acquire(options?: Omit<PermitAcquireOptions, "waitTime">): Promise<PermitLease> {
+    const o = checkOptions(
+      options,
+      "acquire",
+      ACQUIRE_KEYS.filter((k) => k !== "waitTime"),
+    );
+    const lease = await this.#acquire(o, undefined);
+    if (!lease) throw new Error("unreachable: acquire() without a deadline took no permits");
+    return lease;
+  }
+
+  /**
+   * Gives one permit back by id (Redisson RPermitExpirableSemaphore#tryRelease). One request;
+   * a resent request answers what the first copy did.
+   * @param id a permit id from `lease.permitIds`.
+   * @returns true when the permit was held and is back in the pool; false when it was not held
+   * (already released, never taken, or its lease ran out: it is back in the pool already).
+   * @throws TypeError for a malformed id, before any request.
+   * @throws {TransportError} when Redis could not be reached.
+   */
+  async tryRelease(id: string): Promise<boolean> {
+    return (await this.#release(randomHex(), [checkPermitId(id)])) === 1;
+  }
+
+  /**
+   * {@link tryRelease} that throws when the permit was not held (Redisson
+   * RPermitExpirableSemaphore#release(id)).
+   * @throws {PermitNotHeldError} when the permit was not held.
+   * @throws TypeError for a malformed id, before any request.
+   * @throws {TransportError} when Redis could not be reached.
+   */
+  async release(id: string): Promise<void> {
+    if (!(await this.tryRelease(id))) throw new PermitNotHeldError(this.name);
+  }
+
+  /**
+   * Makes a permit's lease at least `leaseTime` ms from now (Redisson
+   * RPermitExpirableSemaphore#updateLeaseTime), never shortening it, so no lease object believes
+   * it holds longer than Redis keeps the permit. One request.
+   * @returns true when the permit is held (and renewed); false when it is not.
+   * @throws TypeError / RangeError for a malformed id or lease, before any request.
+   * @throws {TransportError} when Redis could not be reached.
+   */
+  async updateLeaseTime(id: string, leaseTime: number): Promise<boolean> {
+    const permit = checkPermitId(id);
+    const ms = checkMs(leaseTime, "leaseTime", 1);
+    return (await this.#renew([permit], ms)) === 1;
+  }
+
+  /**
+   * Available permits, counting those whose lease ran out (Redisson
+   * RPermitExpirableSemaphore#availablePermits). One read-only request.
+   * @throws {TransportError} when Redis could not be reached.
+   */
+  async availablePermits(): Promise<number> {
+    return (await this.#inspect(0)).available;
+  }
+
+  /**
+   * Permits taken whose lease has not run out (Redisson
+   * RPermitExpirableSemaphore#acquiredPermits). One read-only request.
+   * @throws {TransportError} when Redis could not be reached.
+   */
+  async acquiredPermits(): Promise<number> {
+    return (await this.#inspect(0)).acquired;
+  }
+
+  /**
+   * Deletes the semaphore, its permit leases and its permits set. Leases on its permits are
+   * found lost at their next renewal.
+   * @returns true when it existed.
+   * @throws {TransportError} when Redis could not be reached.
+   */
+  async delete(): Promise<boolean> {
+    const existed = await this.#ctx.runner.run(
+      {
+        script: permitExpirableSemaphoreDelete,
+        name: this.name,
+        keys: [this.name, timeoutsKey(this.name), limitKey(this.name)],
+        args: [],
+      },
+      asInteger,
+      { requests: 0 },
+    );
+    return existed === 1;
+  }
+
+  /**
+   * Reads the semaphore in one request, changing nothing: see
+   * {@link PermitExpirableSemaphoreInspection}.
+   * @throws {TransportError} when Redis could not be reached.
+   */
+  inspect(): Promise<PermitExpirableSemaphoreInspection> {
+    return this.#inspect(MAX_INSPECT_PERMITS);
+  }
+
+  /** Internal: a lease object for a serialized permit lease of this semaphore. */
+  restore(s: SerializedLease): PermitLease {
+    return this.#lease({
+      id: s.id,
+      owner: s.owner,
+      permitIds: s.permitIds ?? [],
+      leaseTime: s.leaseTime,
+      watchdog: s.watchdog,
+      expiresAt: s.expiresAt,
+    });
+  }
+
+  async #acquire(
+    o: Partial<PermitAcquireOptions>,
+    waitTime: number | undefined,
+  ): Promise<PermitLease | null> {
+    const count = o.permits === undefined ? 1 : checkPermits(o.permits, "permits", 1);
+    if (count > MAX_PERMITS_PER_ACQUIRE) {
+      throw new RangeError(`\`permits\` must be at most ${MAX_PERMITS_PER_ACQUIRE} per acquire`);
+    }
+    if (typeof o.keepAlive === "object") {
+      throw new TypeError(
+        "`keepAlive`: permits are kept alive by the timer or by you (`lease.renew()`), not by a LeaseKeeper",
+      );
+    }
+    const s = holdSettings(this.#ctx, o);
+    s.signal?.throwIfAborted();
+    const started = Date.now();
+    const counter: RequestCounter = { requests: 0 };
+    let attempts = 0;
+    let acquired = false;
+    try {
+      const polled = await waitFor(this.#ctx, {
+        name: this.name,
+        wakeKey: keys.wake(this.name),
+        waitTime,
+        signal: s.signal,
+        counter,
+        attempt: async (waiter) => {
+          const grant = await this.#attempt(count, s.leaseTime, s.signal, waiter, counter);
+          return "pttl" in grant ? grant : { acquired: grant };
+        },
+        unregister: (waiter) => this.#unregister(waiter),
+        onSleep: (delayMs, attempt) =>
+          this.#ctx.emit({
+            type: "wait",
+            name: this.name,
+            requests: 0,
+            durationMs: delayMs,
+            attempt,
+          }),
+      });
+      attempts = polled.attempts;
+      if (polled.value === null) return null;
+      const lease = this.#lease({
+        ...polled.value,
+        owner: s.owner,
+        leaseTime: s.leaseTime,
+        watchdog: s.watchdog,
+        expiresAt: polled.value.sentAt + s.leaseTime,
+      });
+      try {
+        await lease.startKeepAlive(s.keepAlive, undefined);
+      } catch (error) {
+        await lease.release().catch(() => {});
+        throw error;
+      }
+      acquired = true;
+      return lease;
+    } finally {
+      emitAcquire(this.#ctx, this.name, started, counter, acquired, attempts);
+    }
+  }
+
+  /** One attempt with a fresh request id and permit ids; an unanswered one is cancelled. */
+  async #attempt(
+    count: number,
+    leaseTime: number,
+    signal: AbortSignal | undefined,
+    waiter: string,
+    counter: RequestCounter,
+  ): Promise<{ id: string; permitIds: string[]; sentAt: number } | { pttl: number }> {
+    const id = randomHex();
+    const permitIds = Array.from({ length: count }, () => randomHex());
+    const sentAt = Date.now();
+    try {
+      const [status = 0, value = -1] = await this.#ctx.runner.run(
+        {
+          script: permitExpirableSemaphoreAcquire,
+          name: this.name,
+          keys: this.#writeKeys(),
+          args: [leaseTime, this.#ctx.replayWindow, id, waiter, LOCK_WAITER_SLOT_MS, ...permitIds],
+          signal,
+        },
+        (r) => asIntegers(r, 2),
+        counter,
+      );
+      if (status === 1) return { id, permitIds, sentAt };
+      // -1: this request id was cancelled, or its permits are gone; attempt again with new ids.
+      return { pttl: status === 0 ? value : 0 };
+    } catch (error) {
+      const unanswered =
+        (signal?.aborted && error === signal.reason) ||
+        (error instanceof TransportError && error.ambiguous);
+      if (unanswered) this.#cancel(id, permitIds);
+      throw error;
+    }
+  }
+
+  #lease(init: {
+    id: string;
+    owner: string;
+    permitIds: readonly string[];
+    leaseTime: number;
+    watchdog: boolean;
+    expiresAt: number;
+  }): PermitLease {
+    const ids = [...init.permitIds];
+    const host: LeaseHost = {
+      kind: "permit",
+      renew: async (_lease, leaseTime, by, timeout) => {
+        const counter = { requests: 0 };
+        const started = Date.now();
+        const held = await this.#renew(ids, leaseTime, timeout, counter);
+        const renewed = held === ids.length;
+        this.#ctx.emit({
+          type: "renew",
+          name: this.name,
+          requests: counter.requests,
+          durationMs: Date.now() - started,
+          renewed,
+          by,
+        });
+        return renewed;
+      },
+      release: async (lease) => {
+        const counter = { requests: 0 };
+        const started = Date.now();
+        const released = await this.#release(lease.id, ids, counter);
+        const result = released === ids.length ? "released" : "expired";
+        this.#ctx.emit({
+          type: "release",
+          name: this.name,
+          requests: counter.requests,
+          durationMs: Date.now() - started,
+          result,
+        });
+        return result;
+      },
+      lost: () => this.#ctx.emit({ type: "lost", name: this.name, requests: 0, durationMs: 0 }),
+      backgroundError: (_lease, operation, error) =>
+        reportError(this.#ctx, this.name, operation, error, 0, 0),
+    };
+    return new Lease({
+      host,
+      name: this.name,
+      owner: init.owner,
+      id: init.id,
+      epoch: 0,
+      permitIds: Object.freeze(ids),
+      leaseTime: init.leaseTime,
+      watchdog: init.watchdog,
+      expiresAt: init.expiresAt,
+    }) as PermitLease;
+  }
+
+  #release(
+    requestId: string,
+    permitIds: readonly string[],
+    counter: RequestCounter = { requests: 0 },
+  ): Promise<number> {
+    return this.#ctx.runner.run(
+      {
+        script: permitExpirableSemaphoreRelease,
+        name: this.name,
+        keys: this.#writeKeys(),
+        args: [this.#ctx.replayWindow, requestId, ...permitIds],
+      },
+      asInteger,
+      counter,
+    );
+  }
+
+  #renew(
+    permitIds: readonly string[],
+    leaseTime: number,
+    timeout?: number,
+    counter: RequestCounter = { requests: 0 },
+  ): Promise<number> {
+    return this.#ctx.runner.run(
+      {
+        script: permitExpirableSemaphoreRenew,
+        name: this.name,
+        keys: [
+          this.name,
+          timeoutsKey(this.name),
+          semaphoreChannel(this.name),
+          keys.waiting(this.name),
+          keys.wake(this.name),
+        ],
+        args: [leaseTime, ...permitIds],
+        timeout,
+      },
+      asInteger,
+      counter,
+    );
+  }
+
+  #cancel(id: string, permitIds: readonly string[]): void {
+    inBackground(this.#ctx, this.name, "cancel", (counter) =>
+      this.#ctx.runner.run(
+        {
+          script: permitExpirableSemaphoreCancel,
+          name: this.name,
+          keys: this.#writeKeys(),
+          args: [this.#ctx.replayWindow, id, ...permitIds],
+        },
+        asInteger,
+        counter,
+      ),
+    );
+  }
+
+  #unregister(waiter: string): void {
+    inBackground(this.#ctx, this.name, "cancel", (counter) =>
+      this.#ctx.runner.run(
+        {
+          script: lockLeave,
+          name: this.name,
+          keys: [keys.waiting(this.name), keys.wake(this.name)],
+          args: [waiter],
+        },
+        asInteger,
+        counter,
+      ),
+    );
+  }
+
+  async #inspect(listed: number): Promise<PermitExpirableSemaphoreInspection> {
+    const reply = await this.#ctx.runner.run(
+      {
+        script: permitExpirableSemaphoreInspect,
+        name: this.name,
+        keys: [this.name, timeoutsKey(this.name), limitKey(this.name), keys.waiting(this.name)],
+        args: [listed],
+      },
+      decodeInspect,
+      { requests: 0 },
+    );
+    return { kind: "permit-expirable-semaphore", name: this.name, ...reply };
+  }
+
+  #writeKeys(): string[] {
+    return [
+      this.name,
+      timeoutsKey(this.name),
+      keys.replay(this.name),
+      keys.replayOld(this.name),
+      semaphoreChannel(this.name),
+      keys.waiting(this.name),
+      keys.wake(this.name),
+    ];
+  }
+}
+
+/** Redisson's permit leases: ZSET permit id (16 bytes) -> expiry ms, same hash slot. */
+export const timeoutsKey = (name: string) => `{${name}}:timeout`;
+
+function checkPermitId(id: unknown): string {
+  if (typeof id !== "string") throw new TypeError("`id` must be a permit id string");
+  if (!isLeaseId(id)) throw new TypeError("`id` must be a permit id: 32 lowercase hex characters");
+  return id;
+}
+
+function decodeInspect(
+  reply: unknown,
+): Omit<PermitExpirableSemaphoreInspection, "kind" | "name"> | undefined {
+  if (!Array.isArray(reply) || reply.length < 6 || reply.length % 2 !== 0) return undefined;
+  const head = asIntegers(reply.slice(0, 6), 6);
+  if (!head) return undefined;
+  const [available = 0, permits = -1, ttl = -2, waiters = 0, exists = 0, acquired = 0] = head;
+  const holders: PermitHolder[] = [];
+  for (let i = 6; i < reply.length; i += 2) {
+    const id: unknown = reply[i];
+    const left = asInteger(reply[i + 1]);
+    if (!isLeaseId(id) || left === undefined) return undefined;
+    holders.push({ owner: id, id, ttl: left });
+  }
+  return {
+    ttl,
+    exists: exists === 1,
+    available,
+    acquired,
+    permits: permits < 0 ? null : permits,
+    waiters,
+    holders,
+  };
+}

@@ -1,0 +1,404 @@
+/**
+ * Semaphore: Redisson's RSemaphore over HTTP. Same layout (the name is a STRING of available
+ * permits, `redisson_sc:{<name>}` hears every change), so JVM services and edge functions share
+ * one semaphore; every mutating call is replay-safe (a resent release adds once), releases are
+ * bounded by the permits set, and waiters block on a wake list instead of pub/sub.
+ * @module
+ */
+import { OverReleaseError, TransportError } from "../../errors.js";
+import { randomHex } from "../../ids.js";
+import type { Inspectable, Inspection } from "../../inspect.js";
+import { LOCK_WAITER_SLOT_MS, MAX_PERMITS } from "../../limits.js";
+import {
+  lockLeave,
+  semaphoreAcquire,
+  semaphoreAddPermits,
+  semaphoreCancel,
+  semaphoreDelete,
+  semaphoreDrain,
+  semaphoreInspect,
+  semaphoreRelease,
+  semaphoreTrySetPermits,
+} from "../../lua.gen.js";
+import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
+import { checkOptions, checkSignal, checkWaitTime } from "../../validate.js";
+import { keys, type LockContext } from "../context.js";
+import { emitAcquire, inBackground } from "../protocol.js";
+import { waitFor } from "../waiting.js";
+
+/** Options of {@link Semaphore.tryAcquire}. */
+export interface SemaphoreAcquireOptions {
+  /** Permits to take, all or none. Integer in [1, 2^31). @default 1 */
+  permits?: number;
+  /** How long to wait for them, in ms. @default 0 (one attempt) */
+  waitTime?: number;
+  /** Aborts the wait; the call rejects with `signal.reason` and takes nothing. */
+  signal?: AbortSignal;
+}
+
+/** Options of {@link Semaphore.release}. */
+export interface SemaphoreReleaseOptions {
+  /**
+   * Allow the release to make more permits available than were set (Redisson's unbounded
+   * release). @default false: such a release throws {@link OverReleaseError}.
+   */
+  overRelease?: boolean;
+}
+
+/**
+ * What `semaphore.inspect()` reports, e.g.
+ * `{ kind: "semaphore", name: "exports", ttl: -1, holders: [], exists: true, available: 1, permits: 3, waiters: 2 }`.
+ * A plain semaphore does not know who holds its permits: `holders` is always empty.
+ */
+export interface SemaphoreInspection extends Inspection {
+  kind: "semaphore";
+  /** True when the semaphore's key exists (it was set). */
+  exists: boolean;
+  /** Available permits (0 when not set; may be negative after `addPermits(-n)`). */
+  available: number;
+  /** Permits set (`trySetPermits` + `addPermits`); `null` when none is recorded. */
+  permits: number | null;
+  /** Calls waiting for permits right now (registered for a wake-up). */
+  waiters: number;
+}
+
+const ACQUIRE_KEYS = ["permits", "waitTime", "signal"] as const;
+
+/**
+ * A counting semaphore (Redisson RSemaphore). Get one with `edgelock.getSemaphore(name)`; the
+ * object holds no state. Permits are not tied to a holder: whoever took them gives them back
+ * with `release`, and a holder that crashes keeps them (use
+ * `edgelock.getPermitExpirableSemaphore` when holders may vanish). Not fair: a newcomer can
+ * take permits before a waiter, and waiters are woken longest-waiting first.
+ */
+export class Semaphore implements Inspectable<SemaphoreInspection> {
+  readonly #ctx: LockContext;
+  /** The semaphore's name: its Redis key. */
+  readonly name: string;
+
+  /** Internal: use `edgelock.getSemaphore(name)`. */
+  constructor(ctx: LockContext, name: string) {
+    this.#ctx = ctx;
+    this.name = name;
+  }
+
+  /**
+   * Sets the permits if the semaphore does not exist yet (Redisson
+   * RSemaphore#trySetPermits). The count is also recorded as the permits set, which bounds
+   * `release`. One request; a resent request answers what the first copy did.
+   * @param permits integer in [0, 2^31).
+   * @returns true when set, false when the semaphore already existed (nothing changed).
+   * @throws TypeError / RangeError for a bad count, before any request.
+   * @throws {TransportError} when Redis could not be reached.
+   */
+  async trySetPermits(permits: number): Promise<boolean> {
+    checkPermits(permits, "permits", 0);
+    const reply = await this.#run(
+      semaphoreTrySetPermits,
+      this.#writeKeys(),
+      [permits, this.#ctx.replayWindow, randomHex()],
+      asInteger,
+    );
+    return reply === 1;
+  }
+
+  /**
+   * Adds permits, or removes them with a negative count (Redisson RSemaphore#addPermits):
+   * available permits and the permits set move together; available permits may go below 0.
+   * Creates the semaphore when it does not exist. Wakes waiters the new permits can serve.
+   * @param permits non-zero integer in (-2^31, 2^31).
+   * @returns the available permits after the change.
+   * @throws TypeError / RangeError for a bad count, before any request.
+   * @throws {TransportError} when Redis could not be reached.
+   */
+  async addPermits(permits: number): Promise<number> {
+    checkDelta(permits);
+    return this.#run(
+      semaphoreAddPermits,
+      this.#writeKeys(),
+      [permits, this.#ctx.replayWindow, randomHex()],
+      asInteger,
+    );
+  }
+
+  /**
+   * Takes `permits` permits, all or none, waiting up to `waitTime` for them (Redisson
+   * RSemaphore#tryAcquire(permits, waitTime)). One request when they are available; a waiter
+   * blocks on the semaphore's wake list (one request per wait) and is woken by the release or
+   * `addPermits` that frees permits, or polls with backoff on a client that cannot block. An
+   * attempt whose answer never arrives (aborted, timed out) is cancelled in the background and
+   * its permits given back.
+   * @returns true when the permits were taken, false when `waitTime` ran out first.
+   * @throws TypeError / RangeError for bad options, before any request.
+   * @throws signal.reason when aborted.
+   * @throws {TransportError} when Redis could not be reached.
+   */
+  async tryAcquire(options?: SemaphoreAcquireOptions): Promise<boolean> {
+    const o = checkOptions(options, "tryAcquire", ACQUIRE_KEYS);
+    return this.#acquire(o, checkWaitTime(o.waitTime) ?? 0);
+  }
+
+  /**
+   * Takes `permits` permits, waiting as long as it takes (until `signal` aborts). Redisson
+   * RSemaphore#acquire(permits).
+   * @throws TypeError / RangeError for bad options, before any request.
+   * @throws signal.reason when aborted.
+   * @throws {TransportError} when Redis could not be reached.
+   */
+  async acquire(options?: Omit<SemaphoreAcquireOptions, "waitTime">): Promise<void> {
+    const o = checkOptions(
+      options,
+      "acquire",
+      ACQUIRE_KEYS.filter((k) => k !== "waitTime"),
+    );
+    if (!(await this.#acquire(o, undefined))) {
+      throw new Error("unreachable: acquire() without a deadline took no permits");
+    }
+  }
+
+  /**
+   * Gives permits back (Redisson RSemaphore#release(permits)) and wakes waiters they can serve.
+   * One request; a resent request adds them once. Unlike Redisson's, a release that would make
+   * more permits available than were set is refused (nothing changes) unless `overRelease`.
+   * A semaphore set by a Redisson client has no recorded permits set: its releases are
+   * unbounded, as Redisson's are.
+   * @param permits integer in [1, 2^31). @default 1
+   * @returns the available permits after the release.
+   * @throws TypeError / RangeError for bad arguments, before any request.
+   * @throws {OverReleaseError} when refused (see above).
+   * @throws {TransportError} when Redis could not be reached.
+   */
+  async release(permits = 1, options?: SemaphoreReleaseOptions): Promise<number> {
+    checkPermits(permits, "permits", 1);
+    const o = checkOptions(options, "release", ["overRelease"]);
+    if (o.overRelease !== undefined && typeof o.overRelease !== "boolean") {
+      throw new TypeError("`overRelease` must be a boolean");
+    }
+    const reply = await this.#run(
+      semaphoreRelease,
+      this.#writeKeys(),
+      [permits, o.overRelease ? 1 : 0, this.#ctx.replayWindow, randomHex()],
+      (r) => asIntegers(r, 2) ?? asIntegers(r, 3),
+    );
+    const [status = 0, available = 0, limit = -1] = reply;
+    if (status !== 1) {
+      throw new OverReleaseError(this.name, permits, available, limit < 0 ? null : limit);
+    }
+    return available;
+  }
+
+  /**
+   * Available permits (Redisson RSemaphore#availablePermits): 0 when the semaphore is not set.
+   * One read-only request.
+   * @throws {TransportError} when Redis could not be reached.
+   */
+  async availablePermits(): Promise<number> {
+    return (await this.inspect()).available;
+  }
+
+  /**
+   * Takes every available permit (Redisson RSemaphore#drainPermits). One request; a resent
+   * request takes nothing more. A negative count is left alone.
+   * @returns the permits taken (0 when none were available).
+   * @throws {TransportError} when Redis could not be reached.
+   */
+  async drainPermits(): Promise<number> {
+    return this.#run(
+      semaphoreDrain,
+      [this.name, keys.replay(this.name), keys.replayOld(this.name)],
+      [this.#ctx.replayWindow, randomHex()],
+      asInteger,
+    );
+  }
+
+  /**
+   * Deletes the semaphore and its permits set (Redisson RObject#delete). Waiters keep waiting
+   * until it is set again.
+   * @returns true when it existed.
+   * @throws {TransportError} when Redis could not be reached.
+   */
+  async delete(): Promise<boolean> {
+    const reply = await this.#run(semaphoreDelete, [this.name, limitKey(this.name)], [], asInteger);
+    return reply === 1;
+  }
+
+  /**
+   * Reads the semaphore in one request, changing nothing: see {@link SemaphoreInspection}.
+   * @throws {TransportError} when Redis could not be reached.
+   */
+  async inspect(): Promise<SemaphoreInspection> {
+    const [available = 0, permits = -1, ttl = -2, waiters = 0, exists = 0] = await this.#run(
+      semaphoreInspect,
+      [this.name, limitKey(this.name), keys.waiting(this.name)],
+      [],
+      (r) => asIntegers(r, 5),
+    );
+    return {
+      kind: "semaphore",
+      name: this.name,
+      ttl,
+      holders: [],
+      exists: exists === 1,
+      available,
+      permits: permits < 0 ? null : permits,
+      waiters,
+    };
+  }
+
+  async #acquire(o: Partial<SemaphoreAcquireOptions>, waitTime: number | undefined) {
+    const permits = o.permits === undefined ? 1 : checkPermits(o.permits, "permits", 1);
+    const signal = checkSignal(o.signal);
+    signal?.throwIfAborted();
+    const started = Date.now();
+    const counter: RequestCounter = { requests: 0 };
+    let attempts = 0;
+    let acquired = false;
+    try {
+      const polled = await waitFor(this.#ctx, {
+        name: this.name,
+        wakeKey: keys.wake(this.name),
+        waitTime,
+        signal,
+        counter,
+        attempt: async (waiter) =>
+          (await this.#attempt(permits, signal, waiter, counter))
+            ? { acquired: true }
+            : { pttl: -1 },
+        unregister: (waiter) => this.#unregister(waiter),
+        onSleep: (delayMs, attempt) =>
+          this.#ctx.emit({
+            type: "wait",
+            name: this.name,
+            requests: 0,
+            durationMs: delayMs,
+            attempt,
+          }),
+      });
+      attempts = polled.attempts;
+      acquired = polled.value !== null;
+      return acquired;
+    } finally {
+      emitAcquire(this.#ctx, this.name, started, counter, acquired, attempts);
+    }
+  }
+
+  /** One attempt with a fresh request id; an unanswered one is cancelled in the background. */
+  async #attempt(
+    permits: number,
+    signal: AbortSignal | undefined,
+    waiter: string,
+    counter: RequestCounter,
+  ): Promise<boolean> {
+    const id = randomHex();
+    try {
+      const [status] = await this.#ctx.runner.run(
+        {
+          script: semaphoreAcquire,
+          name: this.name,
+          keys: [...this.#replayKeys(), keys.waiting(this.name), keys.wake(this.name)],
+          args: [permits, this.#ctx.replayWindow, id, waiter, LOCK_WAITER_SLOT_MS],
+          signal,
+        },
+        (r) => asIntegers(r, 2),
+        counter,
+      );
+      // -1: this request id was cancelled already; the next attempt uses a new one.
+      return status === 1;
+    } catch (error) {
+      const unanswered =
+        (signal?.aborted && error === signal.reason) ||
+        (error instanceof TransportError && error.ambiguous);
+      if (unanswered) this.#cancel(id);
+      throw error;
+    }
+  }
+
+  #cancel(id: string): void {
+    inBackground(this.#ctx, this.name, "cancel", (counter) =>
+      this.#ctx.runner.run(
+        {
+          script: semaphoreCancel,
+          name: this.name,
+          keys: [
+            ...this.#replayKeys(),
+            channel(this.name),
+            keys.waiting(this.name),
+            keys.wake(this.name),
+          ],
+          args: [this.#ctx.replayWindow, id],
+        },
+        asInteger,
+        counter,
+      ),
+    );
+  }
+
+  #unregister(waiter: string): void {
+    inBackground(this.#ctx, this.name, "cancel", (counter) =>
+      this.#ctx.runner.run(
+        {
+          script: lockLeave,
+          name: this.name,
+          keys: [keys.waiting(this.name), keys.wake(this.name)],
+          args: [waiter],
+        },
+        asInteger,
+        counter,
+      ),
+    );
+  }
+
+  #replayKeys(): string[] {
+    return [this.name, keys.replay(this.name), keys.replayOld(this.name)];
+  }
+
+  /** Keys of the scripts that change the permits: name, permits set, replay, channel, waiters. */
+  #writeKeys(): string[] {
+    return [
+      this.name,
+      limitKey(this.name),
+      keys.replay(this.name),
+      keys.replayOld(this.name),
+      channel(this.name),
+      keys.waiting(this.name),
+      keys.wake(this.name),
+    ];
+  }
+
+  #run<T>(
+    script: Parameters<LockContext["runner"]["run"]>[0]["script"],
+    scriptKeys: string[],
+    args: (string | number)[],
+    decode: (reply: unknown) => T | undefined,
+  ): Promise<T> {
+    return this.#ctx.runner.run({ script, name: this.name, keys: scriptKeys, args }, decode, {
+      requests: 0,
+    });
+  }
+}
+
+/** Redisson's semaphore channel: every change publishes the available permits. */
+export const semaphoreChannel = (name: string) => `redisson_sc:{${name}}`;
+const channel = semaphoreChannel;
+/** The permits set (trySetPermits + addPermits), which bounds releases. */
+export const limitKey = (name: string) => `edgelock_permits:{${name}}`;
+
+/** A permit count: an integer in [min, MAX_PERMITS]. */
+export function checkPermits(value: unknown, label: string, min: number): number {
+  if (typeof value !== "number") throw new TypeError(`\`${label}\` must be a number of permits`);
+  if (!Number.isInteger(value) || value < min || value > MAX_PERMITS) {
+    throw new RangeError(`\`${label}\` must be an integer in [${min}, ${MAX_PERMITS}]`);
+  }
+  return value;
+}
+
+/** A non-zero change of the permits, within ±MAX_PERMITS. */
+function checkDelta(value: unknown): number {
+  if (typeof value !== "number") throw new TypeError("`permits` must be a number of permits");
+  if (!Number.isInteger(value) || value === 0 || Math.abs(value) > MAX_PERMITS) {
+    throw new RangeError(
+      `\`permits\` must be a non-zero integer in [-${MAX_PERMITS}, ${MAX_PERMITS}]`,
+    );
+  }
+  return value;
+}
