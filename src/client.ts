@@ -6,7 +6,7 @@
 import { LockTimeoutError, TransportError } from "./errors.js";
 import type { LockEvent, LockEventListener } from "./events.js";
 import { randomHex } from "./ids.js";
-import type { LeaseKeeperBinding } from "./keeper.js";
+import type { KeeperLeaseKind, LeaseKeeperBinding } from "./keeper.js";
 import { type KeepAlive, type Lease, parseSerializedLease, type SerializedLease } from "./lease.js";
 import {
   DEFAULT_REPLAY_WINDOW_MS,
@@ -25,7 +25,7 @@ import { FencedLock } from "./locks/fenced-lock/index.js";
 import { IdempotencyKey } from "./locks/idempotency/index.js";
 import { type LeaseToRenew, ReentrantLock, renewLeases } from "./locks/lock/index.js";
 import { PermitExpirableSemaphore } from "./locks/permit-expirable-semaphore/index.js";
-import { ReadWriteLock } from "./locks/read-write-lock/index.js";
+import { ReadWriteLock, renewReadWriteHold } from "./locks/read-write-lock/index.js";
 import { Semaphore } from "./locks/semaphore/index.js";
 import { type RedisLike, ScriptRunner } from "./transport/index.js";
 import {
@@ -365,6 +365,43 @@ function contextOf(edgelock: EdgeLock): LockContext {
  */
 export function reportEvent(edgelock: EdgeLock, event: LockEvent): void {
   contexts.get(edgelock)?.emit(event);
+}
+
+/**
+ * Internal (the `LeaseKeeper` alarm): renews one lease of a kind that the batch of
+ * {@link renewLeasesOf} cannot (a read or write hold, permits), in one HTTP request.
+ * @returns true when renewed, false when no longer held.
+ * @throws TypeError / RangeError for a bad lease, before any request.
+ * @throws {TransportError} when Redis could not be reached.
+ */
+export async function renewLeaseOf(
+  edgelock: EdgeLock,
+  lease: {
+    kind: KeeperLeaseKind;
+    name: string;
+    owner: string;
+    leaseTime: number;
+    permitIds?: readonly string[] | undefined;
+  },
+): Promise<boolean> {
+  const ctx = contextOf(edgelock);
+  const name = checkName(lease.name, "lease.name");
+  const owner = checkOwner(lease.owner, "lease.owner");
+  const leaseTime = checkMs(lease.leaseTime, "lease.leaseTime", 1);
+  switch (lease.kind) {
+    case "read-lock":
+    case "write-lock":
+      return renewReadWriteHold(
+        ctx,
+        name,
+        lease.kind === "read-lock" ? "read" : "write",
+        owner,
+        leaseTime,
+      );
+    case "permit":
+      if (!lease.permitIds?.length) throw new TypeError("a permit lease needs `permitIds`");
+      return edgelock.getPermitExpirableSemaphore(name).renewPermits(lease.permitIds, leaseTime);
+  }
 }
 
 /**

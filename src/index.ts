@@ -29,6 +29,7 @@ export type {
 export type { Holder, Inspectable, Inspection } from "./inspect.js";
 export {
   DEFAULT_KEEPER_INSTANCE,
+  type KeeperLeaseKind,
   type KeeperRegistration,
   type KeeperReply,
   type KeeperStatus,

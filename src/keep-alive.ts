@@ -12,6 +12,7 @@ import {
   type LeaseKeeperBinding,
   type LeaseKeeperStub,
 } from "./keeper.js";
+import type { LeaseKind } from "./lease-json.js";
 import { renewalPeriod, reschedule, retryDelay } from "./renewal.js";
 import { checkMs, checkName, checkOptions } from "./validate.js";
 
@@ -45,6 +46,10 @@ export type KeepAlive = "none" | "timer" | KeeperKeepAlive;
 
 /** What a keep-alive strategy may see and do of its lease. Internal. */
 export interface KeptLease {
+  /** Which primitive issued the lease. */
+  readonly kind: LeaseKind;
+  /** Permit ids (permit leases). */
+  readonly permitIds?: readonly string[] | undefined;
   readonly name: string;
   readonly owner: string;
   readonly id: string;
@@ -109,6 +114,10 @@ async function startKeeper(
     leaseTime: lease.leaseTime,
     maxHoldTime: keepAlive.maxHoldTime,
   };
+  if (lease.kind === "read-lock" || lease.kind === "write-lock" || lease.kind === "permit") {
+    registration.kind = lease.kind;
+  }
+  if (lease.permitIds !== undefined) registration.permitIds = [...lease.permitIds];
   const reply = await stub.register(registration);
   if (!reply.ok)
     throw new TransportError(

@@ -17,7 +17,18 @@ export interface KeeperRegistration {
   leaseTime: number;
   /** Give up renewing this long after registration, in ms. */
   maxHoldTime: number;
+  /**
+   * What the lease holds when it is not a reentrant, fair or fenced lock's hold (those share one
+   * batched renewal): a read or write hold of a read-write lock, or permits of a
+   * permit-expirable semaphore (`permitIds`). Renewed with one request each.
+   */
+  kind?: KeeperLeaseKind;
+  /** With `kind: "permit"`: the permit ids (32 hex characters each, 1 to 1 000). */
+  permitIds?: string[];
 }
+
+/** Lease kinds a keeper renews with a request of their own (see {@link KeeperRegistration}). */
+export type KeeperLeaseKind = "read-lock" | "write-lock" | "permit";
 
 /** Plain result of a keeper RPC call (classes do not cross the Durable Object boundary). */
 export interface KeeperReply {

@@ -203,6 +203,8 @@ export class Lease {
   /** Internal: starts the keep-alive strategy; on a keeper failure the error propagates. */
   async startKeepAlive(keepAlive: KeepAlive, defaultKeeper: LeaseKeeperBinding | undefined) {
     const kept: KeptLease = {
+      kind: this.#host.kind,
+      permitIds: this.permitIds,
       name: this.name,
       owner: this.owner,
       id: this.id,

@@ -15,8 +15,13 @@
 
 import { DurableObject } from "cloudflare:workers";
 import { Redis } from "@upstash/redis/cloudflare";
-import { EdgeLock, renewLeasesOf } from "../src/client.js";
-import type { KeeperRegistration, KeeperReply, KeeperStatus } from "../src/keeper.js";
+import { EdgeLock, renewLeaseOf, renewLeasesOf } from "../src/client.js";
+import type {
+  KeeperLeaseKind,
+  KeeperRegistration,
+  KeeperReply,
+  KeeperStatus,
+} from "../src/keeper.js";
 import { DEFAULT_REQUEST_TIMEOUT_MS, MIN_REQUEST_TIMEOUT_MS } from "../src/limits.js";
 import { isLeaseId, renewalPeriod, renewalTimeout, retryDelay } from "../src/renewal.js";
 import { checkMs, checkName, checkOwner } from "../src/validate.js";
@@ -33,6 +38,8 @@ export interface LeaseKeeperEnv {
 export const KEEPER_MIN_LEASE_TIME_MS = 30;
 /** Most leases renewed by one Redis request; more due leases take more requests. */
 export const KEEPER_MAX_BATCH = 500;
+/** Renewals of read/write holds and permits (one request each) in flight at once. */
+export const KEEPER_PARALLEL_RENEWALS = 16;
 /** How long the keeper remembers that a lease was lost or gave up, for `status(id)`, in ms. */
 export const KEEPER_TOMBSTONE_MS = 60_000;
 /** Re-arm delay after an unexpected failure (e.g. storage), when no lease says otherwise. */
@@ -51,6 +58,9 @@ interface Entry {
   nextRenewAt: number;
   /** Failed renewals in a row. */
   failures: number;
+  /** Absent for a reentrant, fair or fenced lock's hold (renewed in the batch). */
+  kind?: KeeperLeaseKind;
+  permitIds?: string[];
 }
 
 /** A lease the keeper stopped renewing for a reason the holder must hear, under `ended:<id>`. */
@@ -61,7 +71,10 @@ interface Tombstone {
 
 const LEASE = "lease:";
 const ENDED = "ended:";
-const REGISTRATION_KEYS = ["name", "owner", "id", "leaseTime", "maxHoldTime"];
+const REGISTRATION_KEYS = ["name", "owner", "id", "leaseTime", "maxHoldTime", "kind", "permitIds"];
+const KINDS: readonly KeeperLeaseKind[] = ["read-lock", "write-lock", "permit"];
+/** Most permit ids one registration carries (a permit acquire takes at most 1 000). */
+const MAX_PERMIT_IDS = 1_000;
 
 /**
  * The LeaseKeeper Durable Object. Export it from your Worker's entry module and bind it (see
@@ -182,21 +195,49 @@ export class LeaseKeeper extends DurableObject<LeaseKeeperEnv> {
       // Leases due within half a period ride along: one request renews them all.
       else if (entry.nextRenewAt - now <= renewalPeriod(entry.leaseTime) / 2) due.push(entry);
     }
-    for (let i = 0; i < due.length; i += KEEPER_MAX_BATCH) {
-      await this.#renewBatch(due.slice(i, i + KEEPER_MAX_BATCH));
+    // Locks sharing the reentrant lock's layout go in batches; other kinds one request each.
+    const batched = due.filter((e) => e.kind === undefined);
+    for (let i = 0; i < batched.length; i += KEEPER_MAX_BATCH) {
+      await this.#renewBatch(batched.slice(i, i + KEEPER_MAX_BATCH));
+    }
+    const single = due.filter((e) => e.kind !== undefined);
+    for (let i = 0; i < single.length; i += KEEPER_PARALLEL_RENEWALS) {
+      await Promise.all(
+        single.slice(i, i + KEEPER_PARALLEL_RENEWALS).map((e) => this.#renewOne(e)),
+      );
     }
   }
 
+  async #renewOne(sent: Entry): Promise<void> {
+    const { kind, name, owner, leaseTime, permitIds } = sent;
+    if (kind === undefined) return;
+    await this.#record([sent], Date.now(), async () => [
+      await renewLeaseOf(this.#edgelock(renewalTimeout(leaseTime)), {
+        kind,
+        name,
+        owner,
+        leaseTime,
+        permitIds,
+      }),
+    ]);
+  }
+
   async #renewBatch(batch: Entry[]): Promise<void> {
-    const sentAt = Date.now();
-    let renewed: boolean[] | undefined;
-    try {
-      // A hung renewal is abandoned at a sixth of the shortest lease, so it is retried in time.
-      const timeout = Math.min(...batch.map((e) => renewalTimeout(e.leaseTime)));
-      renewed = await renewLeasesOf(
+    // A hung renewal is abandoned at a sixth of the shortest lease, so it is retried in time.
+    const timeout = Math.min(...batch.map((e) => renewalTimeout(e.leaseTime)));
+    await this.#record(batch, Date.now(), () =>
+      renewLeasesOf(
         this.#edgelock(timeout),
         batch.map(({ name, owner, leaseTime }) => ({ name, owner, leaseTime })),
-      );
+      ),
+    );
+  }
+
+  /** Runs one renewal request for `batch` and records its outcome per lease. */
+  async #record(batch: Entry[], sentAt: number, renew: () => Promise<boolean[]>): Promise<void> {
+    let renewed: boolean[] | undefined;
+    try {
+      renewed = await renew();
     } catch {
       renewed = undefined;
     }
@@ -286,7 +327,7 @@ function parseRegistration(input: unknown, now: number): Entry {
   }
   const leaseTime = checkMs(r.leaseTime, "leaseTime", KEEPER_MIN_LEASE_TIME_MS);
   const maxHoldTime = checkMs(r.maxHoldTime, "maxHoldTime", 1);
-  return {
+  const entry: Entry = {
     name,
     owner,
     id: r.id,
@@ -296,4 +337,26 @@ function parseRegistration(input: unknown, now: number): Entry {
     nextRenewAt: now + renewalPeriod(leaseTime),
     failures: 0,
   };
+  if (r.kind !== undefined) {
+    if (!KINDS.includes(r.kind as KeeperLeaseKind)) {
+      throw new TypeError(`\`kind\` must be one of ${KINDS.join(", ")}`);
+    }
+    entry.kind = r.kind as KeeperLeaseKind;
+  }
+  if (r.permitIds !== undefined || entry.kind === "permit") {
+    const ids = r.permitIds;
+    if (
+      entry.kind !== "permit" ||
+      !Array.isArray(ids) ||
+      ids.length === 0 ||
+      ids.length > MAX_PERMIT_IDS ||
+      !ids.every(isLeaseId)
+    ) {
+      throw new TypeError(
+        `\`permitIds\` (with \`kind: "permit"\` only) must be 1 to ${MAX_PERMIT_IDS} permit ids of 32 hex characters`,
+      );
+    }
+    entry.permitIds = [...ids];
+  }
+  return entry;
 }

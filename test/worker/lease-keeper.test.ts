@@ -254,6 +254,46 @@ describe("failures", () => {
   });
 });
 
+describe("read-write holds and permits", () => {
+  it("keeps a read hold and a write hold alive, one request each, then stops on release", async () => {
+    const rec = recordingEdgeLock({ watchdogTimeout: 600 });
+    const reads = rec.edgelock.getReadWriteLock(`${prefix}${crypto.randomUUID()}`);
+    const writes = rec.edgelock.getReadWriteLock(`${prefix}${crypto.randomUUID()}`);
+    const read = await reads.readLock().lock({ keepAlive: { maxHoldTime: 60_000, instance } });
+    const write = await writes.writeLock().lock({ keepAlive: { maxHoldTime: 60_000, instance } });
+    await workerBridgeControl.resetStats();
+    await elapse(3_000); // five lease times
+    expect(await reads.readLock().isHeldBy(read.owner)).toBe(true);
+    expect(await writes.writeLock().isHeldBy(write.owner)).toBe(true);
+    expect(read.signal.aborted || write.signal.aborted).toBe(false);
+    expect(await reads.readLock().remainTimeToLive()).toBeGreaterThan(0);
+    expect((await workerBridgeControl.stats()).requests).toBeGreaterThanOrEqual(10);
+    expect(await read.release()).toBe("released");
+    expect(await write.release()).toBe("released");
+    expect(await keeperKeys(instance)).toEqual([]);
+  });
+
+  it("keeps permits alive until released; permits released by id are found lost", async () => {
+    const rec = recordingEdgeLock({ watchdogTimeout: 600 });
+    const semaphore = rec.edgelock.getPermitExpirableSemaphore(`${prefix}${crypto.randomUUID()}`);
+    await semaphore.trySetPermits(3);
+    const kept = await semaphore.acquire({
+      permits: 2,
+      keepAlive: { maxHoldTime: 60_000, instance },
+    });
+    const dropped = await semaphore.acquire({ keepAlive: { maxHoldTime: 60_000, instance } });
+    await elapse(3_000); // five lease times
+    expect(await semaphore.acquiredPermits()).toBe(3);
+    expect(kept.signal.aborted).toBe(false);
+    await semaphore.release(dropped.permitIds[0] ?? "");
+    // The keeper's next renewal finds the permit gone; the lease hears it through status().
+    expect(await aborted(dropped.signal)).toBeInstanceOf(LeaseLostError);
+    expect(await kept.release()).toBe("released");
+    expect(await semaphore.availablePermits()).toBe(3);
+    expect(await keeperStatus(instance, kept.id)).toEqual({ state: "unknown" });
+  });
+});
+
 describe("at-least-once alarms and races", () => {
   it("an alarm run twice (concurrently, then again) renews once: PTTL never above leaseTime", async () => {
     const { lock, lease } = await hold(3_000);
@@ -314,6 +354,10 @@ describe("RPC input", () => {
     ["a bad id", { ...good, id: "xyz" }, /`id`/],
     ["a lease too short for alarms", { ...good, leaseTime: 10 }, /`leaseTime`/],
     ["maxHoldTime 0", { ...good, maxHoldTime: 0 }, /`maxHoldTime`/],
+    ["an unknown kind", { ...good, kind: "fair-lock" }, /`kind` must be one of/],
+    ["permit ids without kind permit", { ...good, permitIds: [good.id] }, /`permitIds`/],
+    ["kind permit without ids", { ...good, kind: "permit" }, /`permitIds`/],
+    ["a bad permit id", { ...good, kind: "permit", permitIds: ["xyz"] }, /`permitIds`/],
   ])("register answers { ok: false } for %s, without throwing", async (_, input, message) => {
     const reply = await keeperStub(instance).register(input as typeof good);
     expect(reply.ok).toBe(false);

@@ -42,9 +42,10 @@ export interface PermitAcquireOptions {
   leaseTime?: number;
   /**
    * `"timer"` renews the permits every third of their lease while this invocation runs;
+   * `{ keeper, maxHoldTime }` has a `LeaseKeeper` renew them across invocations, as for locks;
    * `"none"` leaves renewing to you (`lease.renew()`). @default "timer" without `leaseTime`, else "none"
    */
-  keepAlive?: Exclude<KeepAlive, object>;
+  keepAlive?: KeepAlive;
   /** Who takes the permits, for your own bookkeeping (not stored in Redis). @default random */
   owner?: string;
   /** Aborts the wait; the call rejects with `signal.reason` and takes nothing. */
@@ -249,6 +250,14 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
     return this.#inspect(MAX_INSPECT_PERMITS);
   }
 
+  /**
+   * Internal (the `LeaseKeeper` alarm): renews the permits of one lease, within `timeout` ms.
+   * @returns true when every permit was still held (and is renewed).
+   */
+  async renewPermits(permitIds: readonly string[], leaseTime: number, timeout?: number) {
+    return (await this.#renew(permitIds, leaseTime, timeout)) === permitIds.length;
+  }
+
   /** Internal: a lease object for a serialized permit lease of this semaphore. */
   restore(s: SerializedLease): PermitLease {
     return this.#lease({
@@ -268,11 +277,6 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
     const count = o.permits === undefined ? 1 : checkPermits(o.permits, "permits", 1);
     if (count > MAX_PERMITS_PER_ACQUIRE) {
       throw new RangeError(`\`permits\` must be at most ${MAX_PERMITS_PER_ACQUIRE} per acquire`);
-    }
-    if (typeof o.keepAlive === "object") {
-      throw new TypeError(
-        "`keepAlive`: permits are kept alive by the timer or by you (`lease.renew()`), not by a LeaseKeeper",
-      );
     }
     const s = holdSettings(this.#ctx, o);
     s.signal?.throwIfAborted();
@@ -311,7 +315,7 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
         expiresAt: polled.value.sentAt + s.leaseTime,
       });
       try {
-        await lease.startKeepAlive(s.keepAlive, undefined);
+        await lease.startKeepAlive(s.keepAlive, this.#ctx.keeper);
       } catch (error) {
         await lease.release().catch(() => {});
         throw error;

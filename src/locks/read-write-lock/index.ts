@@ -33,19 +33,28 @@ abstract class ReadWriteSide extends HashLock<ReadWriteLockInspection> {
   }
 
   protected acquireWith(s: HoldSettings, waitTime: number | undefined): Promise<AcquireResult> {
-    if (typeof s.keepAlive === "object") {
-      // The keeper renews with the reentrant lock's batch script, which neither extends a read
-      // hold's own timeout key nor finds a writer's field: it would keep a lease it cannot hold.
-      throw new TypeError(
-        'a LeaseKeeper `keepAlive` is not available for read-write locks: use `"timer"` or renew()',
-      );
-    }
     return acquire(this.ctx, this.holds, s, waitTime);
   }
 
   protected override status(owner: string): Promise<[number, number, number]> {
     return this.holds.status(owner);
   }
+}
+
+/**
+ * Internal (the `LeaseKeeper` alarm): renews one read or write hold of `owner`, within `timeout`
+ * ms. One request.
+ * @returns true when renewed, false when the owner no longer holds that side.
+ */
+export function renewReadWriteHold(
+  ctx: LockContext,
+  name: string,
+  side: RwSide,
+  owner: string,
+  leaseTime: number,
+  timeout?: number,
+): Promise<boolean> {
+  return new ReadWriteHolds(ctx, name, side).renew(owner, leaseTime, "timer", timeout);
 }
 
 /**

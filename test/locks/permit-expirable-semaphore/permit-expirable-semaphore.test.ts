@@ -310,8 +310,9 @@ describe("permit-expirable semaphore", () => {
     await expect(s.tryAcquire({ waitTime: 1.5 })).rejects.toThrow(RangeError);
     await expect(s.tryAcquire({ owner: "" })).rejects.toThrow(RangeError);
     await expect(s.tryAcquire({ keepAlive: "forever" as never })).rejects.toThrow(TypeError);
-    await expect(s.tryAcquire({ keepAlive: { maxHoldTime: 1_000 } as never })).rejects.toThrow(
-      /not by a LeaseKeeper/,
+    // A keeper keep-alive needs a keeper: none given, none configured.
+    await expect(s.tryAcquire({ keepAlive: { maxHoldTime: 1_000 } })).rejects.toThrow(
+      /`keepAlive.keeper` is required/,
     );
     await expect(s.tryAcquire({ permit: 1 } as never)).rejects.toThrow(/unknown option `permit`/);
     await expect(s.acquire({ waitTime: 1 } as never)).rejects.toThrow(/unknown option/);

@@ -353,7 +353,7 @@ describe("read-write lock", () => {
     expect(await r.release()).toBe("expired");
   });
 
-  it("validates before any request: bad names, a LeaseKeeper keep-alive, bad options", async () => {
+  it("validates before any request: bad names, a keeper keep-alive without maxHoldTime, bad options", async () => {
     const rec = recordingEdgeLock();
     expect(() => rec.edgelock.getReadWriteLock("a{b}")).toThrow(/hash-tag/);
     const rw = rec.edgelock.getReadWriteLock(`${prefix}validation`);
