@@ -20,8 +20,11 @@ const ENTRIES = [
   // lock's wake-ups (12.2 kB measured: the BLPOP wait, and lua/lib/wake.lua in five scripts),
   // then 16 kB with the fenced and read-write locks (14.9 kB measured: two factories on EdgeLock
   // and eight scripts, lua/lib/rw.lua in four). Every primitive on EdgeLock ships with every
-  // client; the rest of the family needs its own entries or lazily loaded scripts instead.
-  { name: "edgelock", source: "src/index.ts", path: "dist/src/index.js", limit: "16 kB" },
+  // client; then 24 kB with the synchronizers (semaphore, permit-expirable semaphore, latch:
+  // three factories, 17 scripts, lua/lib/permits.lua), MultiLock and RedLock (21.8 kB measured,
+  // after gen.mjs stopped shipping library functions a script never calls). Splitting the
+  // family into entries of their own, or loading scripts lazily, is what would bring it down.
+  { name: "edgelock", source: "src/index.ts", path: "dist/src/index.js", limit: "24 kB" },
   { name: "edgelock/hono", source: "src/hono.ts", path: "dist/src/hono.js", limit: "2.5 kB" },
   { name: "edgelock/vercel", source: "src/vercel.ts", path: "dist/src/vercel.js", limit: "3 kB" },
   {
@@ -30,8 +33,9 @@ const ENTRIES = [
     path: "dist/worker/cloudflare.js",
     // The core plus LeaseKeeper: 12 kB, then 14 kB with the fair lock (13.3 kB measured), then
     // 15 kB with the reentrant lock's wake-ups (14.1 kB measured), then 18 kB with the fenced
-    // and read-write locks (16.8 kB measured).
-    limit: "18 kB",
+    // and read-write locks (16.8 kB measured), then 26 kB with the synchronizers and the
+    // keeper's renewal of read/write holds and permits (23.2 kB measured).
+    limit: "26 kB",
   },
 ];
 

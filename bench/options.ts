@@ -12,6 +12,8 @@ export const SCENARIOS = [
   "contended",
   "long-hold",
   "operations",
+  "semaphore",
+  "redlock",
   "scale",
   "footprint",
   "bundle",
@@ -43,6 +45,11 @@ export interface BenchOptions {
   longHoldMeasureMs: number;
   /** Calls of each operation in scenario 3d. */
   operationRepeats: number;
+  /** Scenario 3e: clients contending for a semaphore of `semaphorePermits` permits. */
+  semaphoreClients: number;
+  semaphorePermits: number;
+  /** Scenario 6: measured RedLock(5) trials. */
+  redlockTrials: number;
   /** Footprint: acquire/release cycles per shape, and names of the many-names shape. */
   footprintCycles: number;
   footprintNames: number;
@@ -62,9 +69,9 @@ export const USAGE = `usage: npm run bench -- [options]
   --libs <list>       comma-separated libraries (default: all): ${LIBRARY_NAMES.join(", ")}
   --cycles <n>        uncontended cycles per library (default 2000)
   --clients <list>    contended client counts (default 4,16,64)
-  --hold <ms>         contended hold time (default 10)
-  --measure <ms>      contended measured window per round (default 2500)
-  --rounds <n>        contended rounds per configuration (default 2)
+  --hold <ms>         contended and semaphore hold time (default 10)
+  --measure <ms>      contended and semaphore measured window per round (default 2500)
+  --rounds <n>        contended and semaphore rounds per configuration (default 2)
   --scale-max <n>     largest number of locks in the scale scenario (default 100000)
   --backoff <i,m,x>   run edgelock with backoff { initialDelay: i, maxDelay: m, multiplier: x }
                       instead of its defaults (exploration; RESULTS.md flags it)
@@ -87,6 +94,9 @@ const FULL = {
   longHoldMs: 2_000,
   longHoldMeasureMs: 20_000,
   operationRepeats: 200,
+  semaphoreClients: 16,
+  semaphorePermits: 3,
+  redlockTrials: 300,
   footprintCycles: 100_000,
   footprintNames: 1_000,
 };
@@ -108,6 +118,9 @@ const QUICK: typeof FULL = {
   longHoldMs: 200,
   longHoldMeasureMs: 1_500,
   operationRepeats: 10,
+  semaphoreClients: 16,
+  semaphorePermits: 3,
+  redlockTrials: 10,
   footprintCycles: 2_000,
   footprintNames: 100,
 };
@@ -164,6 +177,9 @@ export function parseOptions(argv: string[], benchDir: string): BenchOptions | {
       longHoldMs: base.longHoldMs,
       longHoldMeasureMs: base.longHoldMeasureMs,
       operationRepeats: base.operationRepeats,
+      semaphoreClients: base.semaphoreClients,
+      semaphorePermits: base.semaphorePermits,
+      redlockTrials: base.redlockTrials,
       footprintCycles: base.footprintCycles,
       footprintNames: base.footprintNames,
       scaleSizes: [...new Set([...base.scaleSizes.filter((s) => s < scaleMax), scaleMax])],

@@ -9,6 +9,11 @@ import type { BenchResults, Target } from "./results.js";
 import type { ContendedResult } from "./scenarios/contended.js";
 import type { FootprintResult, FootprintShape } from "./scenarios/footprint.js";
 import type { OperationsResult } from "./scenarios/operations.js";
+import {
+  type SemaphoreLibraryName,
+  type SemaphoreResult,
+  semaphoreLibraries,
+} from "./scenarios/semaphore.js";
 
 const NAMES: Record<LibraryName, string> = {
   edgelock: "edgelock",
@@ -110,7 +115,8 @@ export function renderMarkdown(r: BenchResults): string {
     "",
   );
   out.push(...setup(r), ...targets(r), ...limit(r), ...uncontended(r), ...contended(r));
-  out.push(...longHold(r), ...footprint(r), ...operations(r.operations));
+  out.push(...longHold(r), ...footprint(r), ...operations(r.operations), ...semaphore(r));
+  out.push(...redlock(r));
   out.push(...scale(r), ...bundle(r), ...reproduce());
   return `${out.join("\n").trimEnd()}\n`;
 }
@@ -403,11 +409,113 @@ function operations(ops: OperationsResult | null): string[] {
   return [
     "## 3d. Requests per operation",
     "",
-    "One client, warm script cache, each operation called on its own name (setup and clean-up not counted). The acquire after a wait is a waiter kept out by the other side (a read lock by a writer, a write lock by a reader) or by another owner: from its first attempt to its lease, BLPOP included, without the holder's release (its latency does include that release).",
+    "One client, warm script cache, each operation called on its own name (setup and clean-up not counted). The acquire after a wait is a waiter kept out by the other side (a read lock by a writer, a write lock by a reader) or by another owner: from its first attempt to its lease, BLPOP included, without the holder's release (its latency does include that release). The semaphores are set to 1 permit (`trySetPermits(1)`, not counted); their waiter waits for the permit another client holds, and that client's release (`release()`, `lease.release()`) ends the wait. The permit-expirable semaphore's permits are taken with `leaseTime` 10 000 ms (no keep-alive timer). The latch's `countDown` and `getCount` run on a latch set to 2, `await, open` on a latch that is not set (count 0), and the waiter woken by the last `countDown` on a latch set to 1, counted down by another client (not counted, as the holder's release above).",
     "",
     table(["lock", "operation", "HTTP requests", "p50 ms"], rows),
     "",
   ];
+}
+
+const SEMAPHORE_NAMES: Record<SemaphoreLibraryName, string> = {
+  "edgelock-semaphore": "edgelock semaphore",
+  "edgelock-permit-semaphore": "edgelock permit-expirable semaphore",
+  "redis-semaphore": "redis-semaphore Semaphore (TCP)",
+};
+
+function semaphoreRow(label: string, e: SemaphoreResult): string[] {
+  return [
+    label,
+    e.transport.toUpperCase(),
+    f(e.throughputPerSec, 1),
+    f(e.throughputRatio),
+    f(e.requestsPerAcquisition),
+    f(e.handoffP50Ms),
+    f(e.handoffP99Ms),
+    `${e.fairnessMin} / ${f(e.fairnessMean, 1)} / ${e.fairnessMax}`,
+    f(e.fairnessMinOverMean),
+    f(e.gaveUp, 0),
+    f(e.meanHoldMs),
+    f(e.clientCpuBusy),
+    f(e.bridgeCpuBusy),
+    `${e.maxInside}${e.errors ? ` (${e.errors} errors: ${e.firstError ?? ""})` : ""}`,
+  ];
+}
+
+function semaphore(r: BenchResults): string[] {
+  const sem = r.semaphore;
+  if (!sem) return [];
+  const c = r.config;
+  const entries = Object.entries(sem.byLibrary) as [SemaphoreLibraryName, SemaphoreResult][];
+  const libs = semaphoreLibraries().filter((l) => l.name in sem.byLibrary);
+  const out = [
+    `## 3e. Semaphore: ${sem.clients} clients, ${sem.permits} permits`,
+    "",
+    `${sem.clients} clients, each its own isolate or process as in section 3, contend for one semaphore of ${sem.permits} permits. Each loops: take one permit with the library's own waiting (a wait budget of ${WAIT_BUDGET_MS} ms, as in section 3) → hold it ${sem.holdMs} ms (a timer) → release it → ask again at once. After ${c.warmMs} ms of run-in, a ${c.measureMs} ms window is measured; each library runs ${c.contendedRounds} ${c.contendedRounds === 1 ? "time" : "times"} in rotating order, on a fresh semaphore each time, and the rounds are pooled. edgelock's semaphores are set with \`trySetPermits(${sem.permits})\` before the round (not counted); redis-semaphore takes the limit in its constructor. redis-semaphore runs over **TCP** (ioredis straight to Redis), a different and much faster transport: compare it with the TCP limit of section 1, not with the HTTP rows' milliseconds.`,
+    "",
+    `- **throughput**: permits taken in the window per second; **/ ideal**: throughput × hold / permits (ideal = ${sem.permits} / ${sem.holdMs} ms = ${f(sem.idealPerSec, 0)} / s).`,
+    "- **requests / acq**: HTTP requests served by the bridge, or commands the ioredis clients sent, in the window, per permit taken: busy attempts, blocks (BLPOP), polls and releases included. The floor is 2.",
+    "- **hand-off**: how long a permit stays free: a permit taken − the moment a holder left its critical section (called release), each acquisition paired with the permit freed earliest and not yet taken.",
+    "- **fairness**: permits taken per client in the window (min / mean / max over every client of every round) and min / mean. None of the three semaphores is fair: a client that asks again right after its release can take the permit before a waiter.",
+    "- **mean hold**: the measured critical section (timer overshoot included). **max inside**: most clients holding a permit at once, counted in the client process from the acquire's answer to just before the release is sent, which never counts more holders than Redis has; the run fails if it ever exceeds the permits (a correctness check, like section 3's overlaps).",
+    "",
+    table(
+      ["implementation", "transport", "settings"],
+      libs.map((l) => [SEMAPHORE_NAMES[l.name], l.transport.toUpperCase(), l.settings]),
+    ),
+    "",
+    table(
+      [
+        "implementation",
+        "transport",
+        "throughput / s",
+        "/ ideal",
+        "requests / acq",
+        "hand-off p50 ms",
+        "hand-off p99 ms",
+        "per client min / mean / max",
+        "min / mean",
+        "gave up",
+        "mean hold ms",
+        "client CPU busy",
+        "bridge CPU busy",
+        "max inside",
+      ],
+      entries.map(([name, e]) => semaphoreRow(SEMAPHORE_NAMES[name], e)),
+    ),
+    "",
+  ];
+  const why = semaphoreWhy(r);
+  if (why) out.push(why, "");
+  return out;
+}
+
+/** What this run's data say about the distance of the HTTP semaphores from the ideal. */
+function semaphoreWhy(r: BenchResults): string {
+  const sem = r.semaphore;
+  const edge = sem?.byLibrary["edgelock-semaphore"] ?? sem?.byLibrary["edgelock-permit-semaphore"];
+  if (!sem || !edge || edge.throughputRatio === null || edge.throughputRatio >= 0.85) return "";
+  const pes = sem.byLibrary["edgelock-permit-semaphore"];
+  const tcp = sem.byLibrary["redis-semaphore"];
+  const lock = r.contended?.[String(sem.clients)]?.edgelock;
+  const pair = r.limit?.pingPairAfterPauseP50Ms ?? null;
+  const hold = sem.holdMs;
+  const parts = [
+    `**Why the HTTP semaphores are far from ideal.** Every permit that changes hands costs a hand-off: the release's round trip, then the woken waiter's BLPOP answer and its attempt (or the releaser's own next attempt, which may take the permit first). Here a freed permit stays free ${f(edge.handoffP50Ms)} ms at the median (p99 ${f(edge.handoffP99Ms)} ms)${pes && pes !== edge ? `, ${f(pes.handoffP50Ms)} ms for the permit-expirable semaphore` : ""}${tcp ? `, against ${f(tcp.handoffP50Ms)} ms for redis-semaphore over TCP` : ""}. Summed over the window, the permits sat free ${f((edge.idleShare ?? 0) * 100, 0)} % of the time${tcp ? ` (redis-semaphore: ${f((tcp.idleShare ?? 0) * 100, 0)} %)` : ""}, and the rest of the loss is the holds themselves running long (below).`,
+  ];
+  if (pair !== null) {
+    parts.push(
+      `Two HTTP round trips after a ${hold} ms pause take ${f(pair, 3)} ms in this run (section 1), so a hand-off is at best about that long.`,
+    );
+  }
+  if (lock) {
+    parts.push(
+      `The reentrant lock, the same loop with a single "permit" (section 3, ${sem.clients} clients), has a hand-off p50 of ${f(lock.handoffP50Ms)} ms and reaches ${f(lock.throughputRatio)} of its ideal in this run.`,
+    );
+  }
+  parts.push(
+    `With ${sem.permits} permits the one client process and the one bridge serve ${sem.permits} times the hand-offs per second: the client process was ${f((edge.clientCpuBusy ?? 0) * 100, 0)} % busy and the bridge ${f((edge.bridgeCpuBusy ?? 0) * 100, 0)} % (${f(edge.cpuMicrosPerAcquisition, 0)} µs and ${f(edge.bridgeCpuMicrosPerAcquisition, 0)} µs of CPU per permit taken), and the ${hold} ms hold timers overshoot to ${f(edge.meanHoldMs)} ms on average, on ${r.machine.cores} cores that also run Redis.`,
+  );
+  return parts.join(" ");
 }
 
 function footprint(r: BenchResults): string[] {
@@ -553,7 +661,7 @@ function scale(r: BenchResults): string[] {
     "",
     `The issue also asks for fair-lock acquire with 1 → 1 000 queued waiters and the permit-expirable semaphore with 1 → 10 000 permits. ${
       prim.fairLock || prim.permitExpirableSemaphore
-        ? `edgelock now has ${[prim.fairLock && "getFairLock", prim.permitExpirableSemaphore && "getPermitExpirableSemaphore"].filter(Boolean).join(" and ")}, but this benchmark does not measure ${prim.fairLock && prim.permitExpirableSemaphore ? "them" : "it"} yet.`
+        ? `edgelock now has ${[prim.fairLock && "getFairLock", prim.permitExpirableSemaphore && "getPermitExpirableSemaphore"].filter(Boolean).join(" and ")}, but this benchmark does not measure ${prim.fairLock && prim.permitExpirableSemaphore ? "them" : "it"} at those sizes yet${prim.permitExpirableSemaphore && r.semaphore ? ` (section 3e runs the permit-expirable semaphore with ${r.semaphore.permits} permits)` : ""}.`
         : "Neither primitive exists in edgelock yet (only the reentrant lock does), so those rows are not measured."
     }`,
     "",
@@ -592,6 +700,22 @@ function reproduce(): string[] {
     "```",
     "",
     "Needs `redis-server` on PATH (`apt-get install -y redis-server`).",
+    "",
+  ];
+}
+
+/** Section 6: RedLock(5) acquire latency against the 3rd-fastest endpoint's round trip. */
+function redlock(r: BenchResults): string[] {
+  const x = r.redlock;
+  if (!x) return [];
+  return [
+    "## 6. RedLock over 5 endpoints",
+    "",
+    `Five independent endpoints, each its own \`redis-server\` and bridge process on this machine (the run's own plus four more), each with its own \`@upstash/redis\` client. Per trial, on fresh names: the 5 endpoints' single-lock acquires are sent at once and each is timed (a quorum of 3 cannot be faster than the 3rd-fastest of them), then \`new RedLock(5 locks).tryLock({ leaseTime: 10 000 })\` is timed; releases are not timed, and the two alternate which goes first. ${x.trials} measured trials after 20 untimed ones. RedLock decides as soon as 3 endpoints granted (the other grants join the lease when they arrive), so its acquire should cost about one round trip of the 3rd-fastest endpoint: the goal is a p50 ratio of at most 1.3.`,
+    "",
+    "| endpoints | trials | RedLock acquire p50 / p99, ms | 3rd-fastest endpoint p50, ms | ratio (goal ≤ 1.3) |",
+    "| --- | --- | --- | --- | --- |",
+    `| ${x.endpoints} | ${x.trials} | ${x.acquireP50Ms} / ${x.acquireP99Ms} | ${x.thirdFastestP50Ms} | ${x.ratio} |`,
     "",
   ];
 }

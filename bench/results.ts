@@ -10,7 +10,9 @@ import type { BundleEntry, CoreBreakdown } from "./scenarios/bundle.js";
 import type { BackoffVariant, ContendedEntry } from "./scenarios/contended.js";
 import type { FootprintResult } from "./scenarios/footprint.js";
 import type { OperationsResult } from "./scenarios/operations.js";
+import type { RedlockResult } from "./scenarios/redlock.js";
 import type { ScaleResult } from "./scenarios/scale.js";
+import type { SemaphoreScenarioResult } from "./scenarios/semaphore.js";
 import type { LimitResult, UncontendedResult } from "./scenarios/uncontended.js";
 
 /** Everything one run measured; scenarios not run are `null`. */
@@ -29,6 +31,10 @@ export interface BenchResults {
   footprint: FootprintResult | null;
   /** Requests and latency per operation of each lock kind (scenario 3d). */
   operations: OperationsResult | null;
+  /** Clients contending for a semaphore (scenario 3e): edgelock's two and redis-semaphore's. */
+  semaphore: SemaphoreScenarioResult | null;
+  /** RedLock(5) acquire latency against the 3rd-fastest endpoint (scenario 6). */
+  redlock: RedlockResult | null;
   scale: ScaleResult | null;
   /** Keyed by entry: ".", "/hono", "/cloudflare", "/vercel". */
   bundle: Record<string, BundleEntry> | null;

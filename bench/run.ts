@@ -20,7 +20,9 @@ import { coreBreakdown, runBundle } from "./scenarios/bundle.js";
 import { runContended } from "./scenarios/contended.js";
 import { runFootprint } from "./scenarios/footprint.js";
 import { runOperations } from "./scenarios/operations.js";
+import { runRedlock } from "./scenarios/redlock.js";
 import { runScale } from "./scenarios/scale.js";
+import { runSemaphore, semaphoreLibraries } from "./scenarios/semaphore.js";
 import { runUncontended } from "./scenarios/uncontended.js";
 import { now } from "./stats.js";
 
@@ -68,6 +70,8 @@ let partial: Pick<
   | "longHold"
   | "footprint"
   | "operations"
+  | "semaphore"
+  | "redlock"
   | "scale"
   | "bundle"
   | "bundlePeers"
@@ -87,6 +91,8 @@ try {
     longHold: null,
     footprint: null,
     operations: null,
+    semaphore: null,
+    redlock: null,
     scale: null,
     bundle: null,
     bundlePeers: null,
@@ -158,6 +164,29 @@ try {
       { repeats: options.operationRepeats, prefix },
       log,
     );
+  }
+  if (has("semaphore")) {
+    log("scenario 3e: semaphore");
+    partial.semaphore = await runSemaphore(
+      env,
+      {
+        clients: options.semaphoreClients,
+        permits: options.semaphorePermits,
+        holdMs: options.holdMs,
+        warmMs: options.warmMs,
+        measureMs: options.measureMs,
+        rounds: options.contendedRounds,
+        prefix,
+        libs: semaphoreLibraries().filter(
+          (lib) => !options.libraries || options.libraries.includes(lib.library),
+        ),
+      },
+      log,
+    );
+  }
+  if (has("redlock")) {
+    log("scenario 6: RedLock over 5 endpoints");
+    partial.redlock = await runRedlock(env, { trials: options.redlockTrials, prefix }, log);
   }
   if (has("footprint")) {
     log("scenario 5: footprint");

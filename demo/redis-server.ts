@@ -22,18 +22,28 @@ const NOT_FOUND =
 const READY_LINE = "Ready to accept connections";
 const START_TIMEOUT_MS = 10_000;
 
+/** Options of {@link startRedisServer}. */
+export interface RedisServerOptions {
+  /**
+   * More `redis-server` arguments after the defaults, e.g. `["--cluster-enabled", "yes"]`.
+   * Default: none.
+   */
+  args?: readonly string[];
+}
+
 /**
- * Starts `redis-server --port P --bind 127.0.0.1 --save '' --appendonly no` on a free port and
- * resolves once it answers PING. Retries with another port if the chosen one was taken meanwhile.
+ * Starts `redis-server --port P --bind 127.0.0.1 --save '' --appendonly no` (plus
+ * `options.args`) on a free port and resolves once it answers PING. Retries with another port if
+ * the chosen one was taken meanwhile.
  *
  * @throws Error `redis-server not found on PATH: ...` when the binary is missing.
  */
-export async function startRedisServer(): Promise<RedisServer> {
+export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
   let lastError: unknown;
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = await freePort();
     try {
-      return await launch(port);
+      return await launch(port, options.args ?? []);
     } catch (error) {
       if (error instanceof Error && error.message === NOT_FOUND) throw error;
       lastError = error;
@@ -42,10 +52,10 @@ export async function startRedisServer(): Promise<RedisServer> {
   throw lastError;
 }
 
-async function launch(port: number): Promise<RedisServer> {
+async function launch(port: number, args: readonly string[]): Promise<RedisServer> {
   const child = spawn(
     "redis-server",
-    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", ...args],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));

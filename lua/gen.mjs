@@ -47,6 +47,32 @@ export function expand(source) {
 }
 
 /**
+ * The script without the library functions it never calls: a library is pasted whole, but each
+ * script uses a few of its functions, and every byte ships in the bundle and in each EVAL. A
+ * function is a top-level `local function <name>(` block ending at the next `end` at column 0;
+ * it goes when its name appears nowhere else, until nothing more goes.
+ */
+export function pruneUnused(source) {
+  let lines = source.split("\n");
+  for (;;) {
+    const blocks = [];
+    for (let i = 0; i < lines.length; i++) {
+      const m = /^local function ([A-Za-z_][A-Za-z0-9_]*)\(/.exec(lines[i]);
+      if (!m) continue;
+      const end = lines.indexOf("end", i + 1);
+      if (end < 0) throw new Error(`lua: no column-0 \`end\` closes function ${m[1]}`);
+      blocks.push({ name: m[1], start: i, end });
+    }
+    const unused = blocks.find(({ name, start, end }) => {
+      const rest = [...lines.slice(0, start), ...lines.slice(end + 1)].join("\n");
+      return !new RegExp(`\\b${name}\\b`).test(rest);
+    });
+    if (!unused) return lines.join("\n");
+    lines = [...lines.slice(0, unused.start), ...lines.slice(unused.end + 1)];
+  }
+}
+
+/**
  * What is shipped and sent to Redis: the script without comment lines, indentation or blank
  * lines. Comments stay in lua/ for readers; they would only cost bundle bytes and request bytes.
  */
@@ -75,7 +101,7 @@ function render() {
   ];
   for (const file of listLua(luaDir)) {
     const rel = relative(luaDir, file).split(sep).join("/");
-    const source = compact(expand(readFileSync(file, "utf8")));
+    const source = compact(pruneUnused(expand(readFileSync(file, "utf8"))));
     const sha1 = createHash("sha1").update(source, "utf8").digest("hex");
     const name = rel.replace(/\.lua$/, "");
     lines.push(`/** lua/${rel} */`);

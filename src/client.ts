@@ -24,6 +24,7 @@ import { FairLock } from "./locks/fair-lock/index.js";
 import { FencedLock } from "./locks/fenced-lock/index.js";
 import { IdempotencyKey } from "./locks/idempotency/index.js";
 import { type LeaseToRenew, ReentrantLock, renewLeases } from "./locks/lock/index.js";
+import { checkMembers, type LockLike, MultiLock } from "./locks/multi-lock/index.js";
 import { PermitExpirableSemaphore } from "./locks/permit-expirable-semaphore/index.js";
 import { ReadWriteLock, renewReadWriteHold } from "./locks/read-write-lock/index.js";
 import { Semaphore } from "./locks/semaphore/index.js";
@@ -87,6 +88,14 @@ export interface EdgeLockOptions {
    * @default none: the work runs as a detached promise
    */
   waitUntil?: (promise: Promise<unknown>) => void;
+  /**
+   * The Redis behind the REST API is a Redis Cluster. Every script of a primitive touches keys
+   * of one hash slot only (all its keys carry the name as hash tag, `{<name>}`), so only requests
+   * spanning several names change: the batched renewal of many leases (the `LeaseKeeper` alarm)
+   * is split into one request per hash slot of the names, instead of one request that Redis
+   * Cluster would refuse with CROSSSLOT. @default false
+   */
+  cluster?: boolean;
 }
 
 /** Options of {@link EdgeLock.withLock}. */
@@ -141,6 +150,7 @@ export class EdgeLock {
       "keeper",
       "onEvent",
       "waitUntil",
+      "cluster",
     ]);
     const redis = o.redis as Partial<RedisLike> | undefined;
     if (!redis || typeof redis.eval !== "function" || typeof redis.evalsha !== "function") {
@@ -175,6 +185,9 @@ export class EdgeLock {
       throw new TypeError('`wait` must be "block" or "poll"');
     }
     const wait = o.wait ?? "block";
+    if (o.cluster !== undefined && typeof o.cluster !== "boolean") {
+      throw new TypeError("`cluster` must be a boolean");
+    }
     this.#ctx = {
       runner: new ScriptRunner(redis as RedisLike, this.requestTimeout),
       clientId: this.clientId,
@@ -183,6 +196,7 @@ export class EdgeLock {
       backoff,
       wait,
       keeper: o.keeper,
+      cluster: o.cluster ?? false,
       emit: (event: LockEvent) => {
         try {
           onEvent?.(event);
@@ -246,6 +260,17 @@ export class EdgeLock {
    */
   getCountDownLatch(name: string): CountDownLatch {
     return new CountDownLatch(this.#ctx, checkName(name));
+  }
+
+  /**
+   * Several locks taken as one, all or none (Redisson RedissonMultiLock): members may come from
+   * different EdgeLock clients (different databases) and be of different kinds. See
+   * {@link MultiLock}.
+   * @param locks the member locks, in acquisition order (at least one).
+   * @throws TypeError / RangeError when a member is not a lock or none is given.
+   */
+  getMultiLock(...locks: LockLike[]): MultiLock {
+    return new MultiLock(this.#ctx, checkMembers(locks, "getMultiLock"));
   }
 
   /**
@@ -405,8 +430,8 @@ export async function renewLeaseOf(
 }
 
 /**
- * Internal (the `LeaseKeeper` alarm): renews many leases in one HTTP request. Each lease is
- * renewed only if its owner still holds it.
+ * Internal (the `LeaseKeeper` alarm): renews many leases in one HTTP request (one per hash slot
+ * of their names with `cluster: true`). Each lease is renewed only if its owner still holds it.
  * @returns per lease, true when renewed, false when no longer held.
  * @throws TypeError / RangeError for a bad lease, before any request.
  * @throws {TransportError} when Redis could not be reached.

@@ -83,6 +83,13 @@ export {
   type ReentrantLock,
   type TryLockOptions,
 } from "./locks/lock/index.js";
+export type {
+  CompositeLease,
+  LockLike,
+  MemberRelease,
+  MultiLock,
+  MultiLockOptions,
+} from "./locks/multi-lock/index.js";
 export {
   MAX_INSPECT_PERMITS,
   MAX_PERMITS_PER_ACQUIRE,
@@ -99,6 +106,18 @@ export type {
   ReadWriteLockInspection,
   WriteLock,
 } from "./locks/read-write-lock/index.js";
+export {
+  CLOCK_DRIFT_FACTOR,
+  DEFAULT_ENDPOINT_TIMEOUT_MS,
+  DEFAULT_REDLOCK_LEASE_MS,
+  DEFAULT_RETRY_DELAY_MS,
+  driftOf,
+  MIN_REDLOCK_LEASE_MS,
+  quorumOf,
+  RedLock,
+  type RedLockAcquireOptions,
+  type RedLockOptions,
+} from "./locks/redlock/index.js";
 export type {
   Semaphore,
   SemaphoreAcquireOptions,

@@ -12,7 +12,7 @@ import {
   type LeaseKeeperBinding,
   type LeaseKeeperStub,
 } from "./keeper.js";
-import type { LeaseKind } from "./lease-json.js";
+import type { HostKind } from "./lease.js";
 import { renewalPeriod, reschedule, retryDelay } from "./renewal.js";
 import { checkMs, checkName, checkOptions } from "./validate.js";
 
@@ -47,7 +47,7 @@ export type KeepAlive = "none" | "timer" | KeeperKeepAlive;
 /** What a keep-alive strategy may see and do of its lease. Internal. */
 export interface KeptLease {
   /** Which primitive issued the lease. */
-  readonly kind: LeaseKind;
+  readonly kind: HostKind;
   /** Permit ids (permit leases). */
   readonly permitIds?: readonly string[] | undefined;
   readonly name: string;

@@ -22,15 +22,27 @@ export { type LeaseKind, parseSerializedLease, type SerializedLease } from "./le
 /** What `lease.release()` found: see {@link Lease.release}. */
 export type ReleaseResult = "released" | "still-held" | "expired" | "not-owner";
 
+/**
+ * Which primitive issued a lease: a serializable {@link LeaseKind}, or a lease on several locks
+ * (which overrides `toJSON`).
+ */
+export type HostKind = LeaseKind | "multi-lock" | "redlock";
+
 /** What a lease needs from the primitive that issued it (see locks/protocol.ts). Internal. */
 export interface LeaseHost {
   /** Which primitive issued the lease (serialized with it). */
-  readonly kind: LeaseKind;
+  readonly kind: HostKind;
   /**
    * Makes the TTL at least `leaseTime` if still held, within `timeout` ms when given; false
-   * when the owner no longer holds it.
+   * when the owner no longer holds it. A host whose hold runs shorter than `leaseTime` from
+   * when the renewal was sent (a RedLock's validity) answers the expiry instead of true.
    */
-  renew(lease: Lease, leaseTime: number, by: "call" | "timer", timeout?: number): Promise<boolean>;
+  renew(
+    lease: Lease,
+    leaseTime: number,
+    by: "call" | "timer",
+    timeout?: number,
+  ): Promise<boolean | { expiresAt: number }>;
   /** Releases this lease's hold once (replay-safe through the lease id). */
   release(lease: Lease): Promise<ReleaseResult>;
   /** Reports that the lease was found lost. */
@@ -186,7 +198,8 @@ export class Lease {
   toJSON(): SerializedLease {
     const out: SerializedLease = {
       v: 1,
-      kind: this.#host.kind,
+      // Composite kinds override toJSON.
+      kind: this.#host.kind as LeaseKind,
       name: this.name,
       owner: this.owner,
       id: this.id,
@@ -250,12 +263,13 @@ export class Lease {
     const renewed = await this.#host.renew(this, leaseTime, by, timeout);
     if (renewed) {
       this.#leaseTime = leaseTime;
-      // The TTL is now at least leaseTime from when Redis applied it (it is never shortened).
-      this.#extendTo(sentAt + leaseTime);
+      // The TTL is now at least leaseTime from when Redis applied it (it is never shortened),
+      // unless the host knows a shorter validity.
+      this.#extendTo(renewed === true ? sentAt + leaseTime : renewed.expiresAt);
     } else {
       this.markLost();
     }
-    return renewed;
+    return renewed !== false;
   }
 
   /** Moves `expiresAt` later (never earlier) and re-arms the expiry timer. */

@@ -16,6 +16,14 @@ export const retryDelay = (leaseTime: number): number => Math.max(1, Math.floor(
  */
 export const renewalTimeout = (leaseTime: number): number => Math.max(1, Math.ceil(leaseTime / 6));
 
+/**
+ * Reads the `LeaseKeeper`'s `EDGELOCK_REDIS_CLUSTER` variable: `"true"` or `"1"` (any case,
+ * surrounding spaces ignored) mean the Redis behind the REST API is a Redis Cluster, so batched
+ * renewals go out per hash slot; anything else, or unset, means it is not.
+ */
+export const isClusterFlag = (value: unknown): boolean =>
+  typeof value === "string" && /^(?:true|1)$/i.test(value.trim());
+
 /** A lease id: the 128-bit request id of the acquire, in hex. */
 export const isLeaseId = (value: unknown): value is string =>
   typeof value === "string" && /^[0-9a-f]{32}$/.test(value);

@@ -1,6 +1,7 @@
 /**
  * Smoke test of `npm run bench`: a tiny run of scenarios 1–3 in its own process (it starts its
- * own redis-server and bridge) must print the Bench JSON of DESIGN.md as its last stdout line.
+ * own redis-server and bridge) must print the Bench JSON of DESIGN.md as its last stdout line;
+ * and a tiny run of scenarios 3d and 3e must report the semaphores' and the latch's rows.
  */
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
@@ -67,5 +68,84 @@ describe("npm run bench", () => {
     expect(r.uncontended["upstash-lock"].requestsPerCycleCold).toBe(2);
     expect(r.bundle).toBeNull();
     expect(r.targets.map((t: { id: string }) => t.id)).toContain("coreBundle");
+  });
+
+  it("runs the semaphore scenario and the new operations rows", { timeout: 60_000 }, async () => {
+    const { stdout } = await run(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        "bench/run.ts",
+        "--quick",
+        "--json",
+        "--no-write",
+        "--only",
+        "semaphore,operations",
+        "--measure",
+        "200",
+      ],
+      { cwd: new URL("..", import.meta.url), maxBuffer: 16 * 1024 * 1024 },
+    );
+    const r = JSON.parse(stdout.trim().split("\n").at(-1) ?? "");
+
+    expect(r.semaphore).toMatchObject({ clients: 16, permits: 3, idealPerSec: 300 });
+    for (const name of ["edgelock-semaphore", "edgelock-permit-semaphore", "redis-semaphore"]) {
+      const e = r.semaphore.byLibrary[name];
+      expect(e).toMatchObject({
+        throughputRatio: expect.any(Number),
+        requestsPerAcquisition: expect.any(Number),
+        fairnessMin: expect.any(Number),
+        errors: 0,
+      });
+      // The scenario fails the run above the permits; this checks that it counted at all.
+      expect(e.maxInside).toBeGreaterThanOrEqual(1);
+      expect(e.maxInside).toBeLessThanOrEqual(3);
+    }
+    expect(r.semaphore.byLibrary["redis-semaphore"].transport).toBe("tcp");
+    // One request per operation; three for a wait a release (or the last countDown) ends: the
+    // busy attempt, the BLPOP and the attempt (the other party's request is not counted).
+    const ops = r.operations as Record<string, { requests: number }>;
+    const single = [
+      "semaphore: tryAcquire, permit available",
+      "semaphore: release",
+      "permit-expirable semaphore: tryAcquire, permit available",
+      "permit-expirable semaphore: lease.renew()",
+      "permit-expirable semaphore: lease.release()",
+      "count-down latch: trySetCount",
+      "count-down latch: countDown",
+      "count-down latch: getCount",
+      "count-down latch: await, open",
+    ];
+    for (const label of single) expect(ops[label]?.requests, label).toBe(1);
+    const woken = [
+      "reentrant lock: acquire after a wait (woken by the release)",
+      "semaphore: tryAcquire after a wait (woken by the release)",
+      "permit-expirable semaphore: acquire after a wait (woken by the release)",
+      "count-down latch: await woken by the last countDown",
+    ];
+    for (const label of woken) {
+      expect(ops[label]?.requests, label).toBeGreaterThanOrEqual(3);
+      expect(ops[label]?.requests, label).toBeLessThan(3.5);
+    }
+  });
+
+  it("runs the RedLock scenario: 5 endpoints, acquire latency against the 3rd-fastest", {
+    timeout: 60_000,
+  }, async () => {
+    const { stdout } = await run(
+      process.execPath,
+      ["--import", "tsx", "bench/run.ts", "--quick", "--json", "--no-write", "--only", "redlock"],
+      { cwd: new URL("..", import.meta.url), maxBuffer: 16 * 1024 * 1024 },
+    );
+    const r = JSON.parse(stdout.trim().split("\n").at(-1) ?? "");
+    expect(r.redlock).toMatchObject({
+      endpoints: 5,
+      trials: 10,
+      acquireP50Ms: expect.any(Number),
+      thirdFastestP50Ms: expect.any(Number),
+      ratio: expect.any(Number),
+    });
+    expect(r.redlock.acquireP50Ms).toBeGreaterThan(0);
   });
 });

@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
+import { pruneUnused } from "../lua/gen.mjs";
 import * as scripts from "../src/lua.gen.js";
 import { useRawRedis } from "./support/env.js";
 import { replayKeys } from "./support/locks.js";
@@ -33,7 +34,8 @@ describe("lua scripts", () => {
           return m ? readFile(new URL(`../lua/${m[1]}`, import.meta.url), "utf8") : line;
         }),
       );
-      const text = parts.join("\n");
+      // Library functions the script never calls are left out (gen.mjs pruneUnused).
+      const text = pruneUnused(parts.join("\n"));
       const code = text
         .split("\n")
         .map((l) => l.trim())
@@ -47,6 +49,33 @@ describe("lua scripts", () => {
       expect(header, script.name).toMatch(/KEYS\[/);
       expect(header, script.name).toMatch(/Returns/);
     }
+  });
+
+  it("library functions a script never calls are left out, transitively; used ones stay", () => {
+    const source = [
+      "local function a()",
+      "  return b()",
+      "end",
+      "local function b()",
+      "  return 1",
+      "end",
+      "local function c()",
+      "  return d()",
+      "end",
+      "local function d()",
+      "  return 2",
+      "end",
+      "return a()",
+    ].join("\n");
+    const pruned = pruneUnused(source);
+    expect(pruned).toContain("local function a()");
+    expect(pruned).toContain("local function b()");
+    expect(pruned).not.toContain("local function c()");
+    expect(pruned).not.toContain("local function d()"); // used only by c, which went
+    expect(() => pruneUnused("local function e()\n  return 1\n  end")).toThrow(/`end`/);
+    // The shipped lock acquire keeps what it calls and drops what it does not.
+    expect(scripts.lockAcquire.source).toContain("waiting_add");
+    expect(scripts.lockAcquire.source).not.toContain("wake_all");
   });
 
   it("gen.mjs --check passes on the tree and fails on a stale file", async () => {

@@ -173,6 +173,7 @@ describe("EdgeLock options", () => {
     ["bad backoff", { redis, backoff: { maxDelay: 0 } }, RangeError, /backoff.maxDelay/],
     ["bad onEvent", { redis, onEvent: "log" }, TypeError, /`onEvent` must be a function/],
     ["bad waitUntil", { redis, waitUntil: 1 }, TypeError, /`waitUntil` must be a function/],
+    ["non-boolean cluster", { redis, cluster: "yes" }, TypeError, /`cluster` must be a boolean/],
     ["bad keeper", { redis, keeper: {} }, TypeError, /`keeper`/],
     ["unknown option", { redis, leaseMs: 5 }, TypeError, /unknown option `leaseMs`/],
   ])("%s", (_, options, type, message) => {

@@ -23,7 +23,13 @@ import type {
   KeeperStatus,
 } from "../src/keeper.js";
 import { DEFAULT_REQUEST_TIMEOUT_MS, MIN_REQUEST_TIMEOUT_MS } from "../src/limits.js";
-import { isLeaseId, renewalPeriod, renewalTimeout, retryDelay } from "../src/renewal.js";
+import {
+  isClusterFlag,
+  isLeaseId,
+  renewalPeriod,
+  renewalTimeout,
+  retryDelay,
+} from "../src/renewal.js";
 import { checkMs, checkName, checkOwner } from "../src/validate.js";
 
 /** The bindings `LeaseKeeper` reads from its environment. */
@@ -32,6 +38,11 @@ export interface LeaseKeeperEnv {
   UPSTASH_REDIS_REST_URL?: string;
   /** Its REST token: store it as a secret (`wrangler secret put`). */
   UPSTASH_REDIS_REST_TOKEN?: string;
+  /**
+   * `"true"` when that Redis is a Redis Cluster: the alarm's batched renewal then sends one
+   * request per hash slot of the leases' names (EdgeLock's `cluster` option). Default: not.
+   */
+  EDGELOCK_REDIS_CLUSTER?: string;
 }
 
 /** Smallest `leaseTime` the keeper accepts, in ms: alarms are not meant to fire every few ms. */
@@ -302,6 +313,7 @@ export class LeaseKeeper extends DurableObject<LeaseKeeperEnv> {
     });
     return new EdgeLock({
       redis,
+      cluster: isClusterFlag(this.env.EDGELOCK_REDIS_CLUSTER),
       requestTimeout: Math.max(
         MIN_REQUEST_TIMEOUT_MS,
         Math.min(DEFAULT_REQUEST_TIMEOUT_MS, timeout),

@@ -5,6 +5,7 @@
  * ```
  * edgelock-bridge --token dev [--redis-url redis://127.0.0.1:6379] [--port 8079] [--host 127.0.0.1]
  *                 [--blocking-connections 64] [--log]
+ * edgelock-bridge --token dev --cluster-node redis://127.0.0.1:7000 [--cluster-node ...] ...
  * ```
  *
  * Exit codes: 0 after SIGTERM/SIGINT, 1 when Redis is unreachable at start (or the port cannot
@@ -23,7 +24,7 @@ import {
 } from "./index.js";
 
 const USAGE =
-  "usage: edgelock-bridge --token <token> [--redis-url <url>] [--port <port>] [--host <host>] [--blocking-connections <n>] [--log] (env: EDGELOCK_BRIDGE_TOKEN, REDIS_URL, PORT)";
+  "usage: edgelock-bridge --token <token> [--redis-url <url> | --cluster-node <url> ...] [--port <port>] [--host <host>] [--blocking-connections <n>] [--log] (env: EDGELOCK_BRIDGE_TOKEN, REDIS_URL, PORT)";
 
 const HELP = `${USAGE}
 
@@ -31,6 +32,11 @@ Serves the Upstash REST protocol (POST /, /pipeline, /multi-exec) over a Redis s
 
   --token <token>     bearer token clients must send (env EDGELOCK_BRIDGE_TOKEN; required)
   --redis-url <url>   Redis to forward to (env REDIS_URL; default redis://127.0.0.1:6379)
+  --cluster-node <url>
+                      front a Redis Cluster instead: a node to discover it from (repeat the
+                      flag for more nodes; credentials and rediss:// of the first apply to all).
+                      Commands go to the node owning their first key; a multi-exec whose keys
+                      span hash slots gets 400 (CROSSSLOT). Not with --redis-url
   --port <port>       port to listen on, 0 for any free port (env PORT; default 8079)
   --host <host>       interface to bind (default 127.0.0.1)
   --blocking-connections <n>
@@ -46,7 +52,8 @@ Control endpoints (same token): GET /__bridge/stats, POST /__bridge/stats/reset,
 POST /__bridge/faults (JSON FaultConfig), DELETE /__bridge/faults.`;
 
 interface CliConfig {
-  redisUrl: string;
+  redisUrl?: string;
+  cluster?: { rootNodes: string[] };
   token: string;
   port: number;
   host: string;
@@ -85,9 +92,20 @@ function readConfig(argv: string[], env: NodeJS.ProcessEnv): CliConfig | number 
     );
     return 2;
   }
+  const rootNodes = values["cluster-node"] ?? [];
+  if (rootNodes.length > 0 && values["redis-url"] !== undefined) {
+    process.stderr.write(
+      `edgelock-bridge: --redis-url and --cluster-node exclude each other. ${USAGE}\n`,
+    );
+    return 2;
+  }
   const redisUrl = values["redis-url"] ?? env.REDIS_URL ?? "redis://127.0.0.1:6379";
   try {
-    checkRedisUrl(redisUrl, values["redis-url"] === undefined ? "REDIS_URL" : "--redis-url");
+    if (rootNodes.length > 0) {
+      for (const url of rootNodes) checkRedisUrl(url, "--cluster-node");
+    } else {
+      checkRedisUrl(redisUrl, values["redis-url"] === undefined ? "REDIS_URL" : "--redis-url");
+    }
   } catch (error) {
     process.stderr.write(`edgelock-bridge: ${(error as Error).message} ${USAGE}\n`);
     return 2;
@@ -95,7 +113,7 @@ function readConfig(argv: string[], env: NodeJS.ProcessEnv): CliConfig | number 
   return {
     token,
     port,
-    redisUrl,
+    ...(rootNodes.length > 0 ? { cluster: { rootNodes } } : { redisUrl }),
     host: values.host ?? "127.0.0.1",
     blockingConnections: Number(blockingText),
     log: values.log === true,
@@ -109,6 +127,7 @@ function parse(argv: string[]) {
     allowPositionals: false,
     options: {
       "redis-url": { type: "string" },
+      "cluster-node": { type: "string", multiple: true },
       token: { type: "string" },
       port: { type: "string" },
       host: { type: "string" },
@@ -153,9 +172,12 @@ async function main(): Promise<number | undefined> {
     const { log, ...options } = config;
     bridge = await startBridge(log ? { ...options, log: printLogLine } : options);
   } catch (error) {
+    const redis = config.cluster
+      ? `the Redis Cluster at ${config.cluster.rootNodes.map(redact).join(", ")}`
+      : `Redis at ${redact(config.redisUrl ?? "")}`;
     const target =
       error instanceof RedisUnavailableError
-        ? `cannot reach Redis at ${redact(config.redisUrl)}`
+        ? `cannot reach ${redis}`
         : `cannot listen on ${config.host}:${config.port}`;
     process.stderr.write(`edgelock-bridge: ${target}: ${describe(error)}\n`);
     return 1;

@@ -19,10 +19,11 @@
 
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
+import { ClusterBackend } from "./cluster.js";
 import type { FaultConfig } from "./faults.js";
 import { FaultInjector } from "./faults.js";
 import type { RequestLogEntry } from "./log.js";
-import { DEFAULT_BLOCKING_CONNECTIONS, RedisBackend } from "./redis.js";
+import { type Backend, DEFAULT_BLOCKING_CONNECTIONS, RedisBackend } from "./redis.js";
 import { createBridgeApp } from "./server.js";
 import type { BridgeStats } from "./stats.js";
 import { StatsRecorder } from "./stats.js";
@@ -33,10 +34,34 @@ export type { BlockingPoolStats } from "./redis.js";
 export { DEFAULT_BLOCKING_CONNECTIONS, RedisUnavailableError } from "./redis.js";
 export type { BridgeStats } from "./stats.js";
 
+/** Where a bridge in front of a Redis Cluster finds it: see {@link BridgeOptions.cluster}. */
+export interface BridgeClusterOptions {
+  /**
+   * URLs of some nodes of the cluster (one is enough, all is safer), e.g.
+   * `["redis://127.0.0.1:7000", "redis://127.0.0.1:7001"]`: the bridge discovers the others
+   * from them. Username, password and `rediss://` (TLS) of the first apply to every node.
+   */
+  rootNodes: string[];
+}
+
 /** Options of {@link startBridge}. */
 export interface BridgeOptions {
-  /** Redis to forward to, e.g. `redis://127.0.0.1:6379` (password and db in the URL work). */
-  redisUrl: string;
+  /**
+   * Redis to forward to, e.g. `redis://127.0.0.1:6379` (password and db in the URL work).
+   * Required unless {@link BridgeOptions.cluster} is given (never both).
+   */
+  redisUrl?: string;
+  /**
+   * Front a Redis Cluster instead of one server (`@redis/client`'s cluster client, RESP2). Each
+   * command goes to the master owning its first key's slot (`EVAL`/`EVALSHA`: the first of their
+   * keys); commands without keys go where the cluster client routes them (`SCRIPT LOAD` and
+   * `SCRIPT FLUSH` to every master). A `/multi-exec` whose keys span slots is answered 400
+   * (`CROSSSLOT ...`) without reaching Redis, and so is a request holding a blocking command
+   * whose keys live on several nodes; a blocking command otherwise runs on a pooled connection
+   * to its key's node. Each master has its own script cache, so `EVALSHA` may answer `NOSCRIPT`
+   * on one node after another ran the script. Faults and stats work as on one server.
+   */
+  cluster?: BridgeClusterOptions;
   /** Bearer token clients must present (`Authorization: Bearer <token>` or `?_token=`). */
   token: string;
   /** TCP port to listen on. Default: `0`, a free port chosen by the OS (see {@link Bridge.port}). */
@@ -82,6 +107,21 @@ export function checkRedisUrl(url: string, what = "redisUrl"): string {
   throw new TypeError(`${what} must be a redis:// or rediss:// URL${hint}`);
 }
 
+/** The Redis URL, or the cluster's root node URLs, after checking that exactly one is given. */
+function checkTarget(options: BridgeOptions): string | string[] {
+  const { redisUrl, cluster } = options;
+  if (cluster === undefined) {
+    if (redisUrl === undefined) throw new TypeError("`redisUrl` or `cluster` is required");
+    return checkRedisUrl(redisUrl);
+  }
+  if (redisUrl !== undefined) throw new TypeError("pass `redisUrl` or `cluster`, not both");
+  const rootNodes: unknown = cluster?.rootNodes;
+  if (!Array.isArray(rootNodes) || rootNodes.length === 0) {
+    throw new TypeError("`cluster.rootNodes` must be a non-empty array of redis:// URLs");
+  }
+  return rootNodes.map((url, i) => checkRedisUrl(String(url), `cluster.rootNodes[${i}]`));
+}
+
 /** A running bridge. */
 export interface Bridge {
   /** Base URL for `new Redis({ url })`, e.g. `http://127.0.0.1:41234` (no trailing slash). */
@@ -104,14 +144,16 @@ export interface Bridge {
 }
 
 /**
- * Connects to Redis, then starts the HTTP server.
+ * Connects to Redis (or to a Redis Cluster), then starts the HTTP server.
  *
- * @throws RedisUnavailableError when Redis cannot be reached at start.
- * @throws TypeError when `options.redisUrl` is not a `redis://`/`rediss://` URL, or
- * `options.faults`, `options.log` or `options.blockingConnections` is invalid.
+ * @throws RedisUnavailableError when Redis cannot be reached at start (with `cluster`: when no
+ * root node answers).
+ * @throws TypeError when `options.redisUrl` (or a root node) is not a `redis://`/`rediss://`
+ * URL, when neither or both of `redisUrl` and `cluster` are given, or when `options.faults`,
+ * `options.log` or `options.blockingConnections` is invalid.
  */
 export async function startBridge(options: BridgeOptions): Promise<Bridge> {
-  checkRedisUrl(options.redisUrl);
+  const target = checkTarget(options);
   if (options.log !== undefined && typeof options.log !== "function") {
     throw new TypeError("`log` must be a function");
   }
@@ -121,10 +163,11 @@ export async function startBridge(options: BridgeOptions): Promise<Bridge> {
   }
   const faults = new FaultInjector(options.faults ?? {});
   const stats = new StatsRecorder();
-  const redis = await RedisBackend.connect(options.redisUrl, {
-    max: options.blockingConnections ?? DEFAULT_BLOCKING_CONNECTIONS,
-    idleMs: 30_000,
-  });
+  const pool = { max: options.blockingConnections ?? DEFAULT_BLOCKING_CONNECTIONS, idleMs: 30_000 };
+  const redis: Backend =
+    typeof target === "string"
+      ? await RedisBackend.connect(target, pool)
+      : await ClusterBackend.connect(target, pool);
   const closing = new AbortController();
   const app = createBridgeApp({
     token: options.token,

@@ -1,7 +1,8 @@
 /**
  * The Redis side of the bridge: two RESP2 connections through `@redis/client` plus a bounded pool
  * of connections for blocking commands, raw `sendCommand` (no reply transformers) and bulk
- * strings kept as `Buffer`.
+ * strings kept as `Buffer`. (A Redis Cluster is fronted by ./cluster.ts, behind the same
+ * {@link Backend} interface.)
  *
  * @module
  */
@@ -26,6 +27,41 @@ export type RawReply = unknown;
 
 /** Outcome of a `/multi-exec` request. */
 export type TransactionResult = { ok: true; replies: RawReply[] } | { ok: false; error: string };
+
+/**
+ * Thrown when the bridge refuses a request as sent (it answers 400 with the message): nothing
+ * reached Redis. E.g. a pipeline holding a blocking command whose keys live on several nodes of
+ * a cluster.
+ */
+export class CommandRefusedError extends Error {
+  /** @param message the error sent to the client, e.g. `ERR bridge: ...`. */
+  constructor(message: string) {
+    super(message);
+    this.name = "CommandRefusedError";
+  }
+}
+
+/**
+ * What the HTTP side needs from the Redis side: one server ({@link RedisBackend}) or a cluster
+ * (./cluster.ts). Error replies are returned as {@link ErrorReply} values, never thrown.
+ */
+export interface Backend {
+  /** The pool {@link Backend.blocking} runs on. */
+  readonly blockingPool: BlockingPool;
+  /** Sends one command. @throws RedisUnavailableError when it got no reply. */
+  single(command: Command): Promise<RawReply>;
+  /** Sends a pipeline, in order, not atomically. @throws RedisUnavailableError */
+  pipeline(commands: readonly Command[]): Promise<RawReply[]>;
+  /** Runs the commands in MULTI/EXEC. @throws RedisUnavailableError */
+  transaction(commands: readonly Command[]): Promise<TransactionResult>;
+  /**
+   * Sends a request holding a blocking command on a pooled connection of its own.
+   * @throws BlockingPoolBusyError, RedisUnavailableError, CommandRefusedError
+   */
+  blocking(commands: readonly Command[], signal?: AbortSignal): Promise<RawReply[]>;
+  /** Closes every connection. */
+  close(): Promise<void>;
+}
 
 /**
  * Thrown when a request with a blocking command finds every connection of the blocking pool in
@@ -70,7 +106,8 @@ export interface BlockingPoolOptions {
 
 /**
  * Connections for blocking commands, one request at a time each, so that a `BLPOP` waiting for
- * seconds never delays the requests behind it on the shared connection.
+ * seconds never delays the requests behind it on the shared connection. In front of a cluster the
+ * pool opens connections to whichever node a request's keys live on; `max` counts them all.
  *
  * - Connections open on demand, up to `max`, and close after `idleMs` unused.
  * - A request that finds all `max` in use is refused at once ({@link BlockingPoolBusyError}):
@@ -85,7 +122,8 @@ export interface BlockingPoolOptions {
 export class BlockingPool {
   readonly #url: string;
   readonly #options: BlockingPoolOptions;
-  readonly #idle: { connection: Connection; timer: NodeJS.Timeout }[] = [];
+  /** Idle connections by the URL they are connected to. */
+  readonly #idle = new Map<string, { connection: Connection; timer: NodeJS.Timeout }[]>();
   readonly #busy = new Set<Connection>();
   /** Slots taken, counting connections still opening. */
   #taken = 0;
@@ -93,7 +131,8 @@ export class BlockingPool {
   #closed = false;
 
   /**
-   * @param url Redis URL, e.g. `redis://127.0.0.1:6379`.
+   * @param url Redis URL, e.g. `redis://127.0.0.1:6379`: where {@link BlockingPool.run} connects
+   * unless told otherwise.
    * @param options see {@link BlockingPoolOptions}.
    */
   constructor(url: string, options: BlockingPoolOptions) {
@@ -108,9 +147,11 @@ export class BlockingPool {
 
   /** Current gauges and the refusal counter. */
   stats(): BlockingPoolStats {
+    let idle = 0;
+    for (const entries of this.#idle.values()) idle += entries.length;
     return {
       inUse: this.#taken,
-      open: this.#taken + this.#idle.length,
+      open: this.#taken + idle,
       max: this.#options.max,
       refused: this.#refused,
     };
@@ -122,13 +163,18 @@ export class BlockingPool {
   }
 
   /**
-   * Sends `commands` in order on one pooled connection and resolves with their replies.
+   * Sends `commands` in order on one pooled connection to `url` (default: the pool's URL) and
+   * resolves with their replies.
    *
    * @throws BlockingPoolBusyError when every connection is in use (nothing was sent).
    * @throws RedisUnavailableError when no connection could be opened or it dropped, when the
    * pool is closed, or when `signal` aborted while the commands were pending.
    */
-  async run(commands: readonly Command[], signal?: AbortSignal): Promise<RawReply[]> {
+  async run(
+    commands: readonly Command[],
+    signal?: AbortSignal,
+    url: string = this.#url,
+  ): Promise<RawReply[]> {
     if (this.#closed) throw new RedisUnavailableError(new Error("bridge closing"));
     if (signal?.aborted) throw new RedisUnavailableError(signal.reason);
     if (this.#taken >= this.#options.max) {
@@ -138,7 +184,7 @@ export class BlockingPool {
     this.#taken += 1;
     let connection: Connection;
     try {
-      connection = await this.#take();
+      connection = await this.#take(url);
     } catch (error) {
       this.#taken -= 1;
       throw error;
@@ -164,50 +210,55 @@ export class BlockingPool {
       signal?.removeEventListener("abort", abandon);
       this.#taken -= 1;
       this.#busy.delete(connection);
-      if (reusable) this.#giveBack(connection);
+      if (reusable) this.#giveBack(url, connection);
       else connection.destroy();
     }
   }
 
-  /** An idle ready connection, or a new one. */
-  async #take(): Promise<Connection> {
-    for (let idle = this.#idle.pop(); idle; idle = this.#idle.pop()) {
-      clearTimeout(idle.timer);
-      if (idle.connection.isReady()) return idle.connection;
-      idle.connection.destroy();
+  /** An idle ready connection to `url`, or a new one. */
+  async #take(url: string): Promise<Connection> {
+    const idle = this.#idle.get(url) ?? [];
+    for (let entry = idle.pop(); entry; entry = idle.pop()) {
+      clearTimeout(entry.timer);
+      if (entry.connection.isReady()) return entry.connection;
+      entry.connection.destroy();
     }
     try {
       // No background reconnection: a pooled connection that drops is dropped from the pool.
-      return await openConnection(this.#url, false);
+      return await openConnection(url, false);
     } catch (error) {
       throw new RedisUnavailableError(error);
     }
   }
 
-  #giveBack(connection: Connection): void {
+  #giveBack(url: string, connection: Connection): void {
     if (this.#closed || !connection.isReady()) {
       connection.destroy();
       return;
     }
+    const list = this.#idle.get(url) ?? [];
+    this.#idle.set(url, list);
     const entry = {
       connection,
       timer: setTimeout(() => {
-        const at = this.#idle.indexOf(entry);
-        if (at >= 0) this.#idle.splice(at, 1);
+        const at = list.indexOf(entry);
+        if (at >= 0) list.splice(at, 1);
         connection.destroy();
       }, this.#options.idleMs),
     };
     // Idle connections never keep the process alive.
     entry.timer.unref();
-    this.#idle.push(entry);
+    list.push(entry);
   }
 
   /** Destroys every connection, busy ones included (their requests fail); later runs fail. */
   close(): void {
     this.#closed = true;
-    for (const { connection, timer } of this.#idle.splice(0)) {
-      clearTimeout(timer);
-      connection.destroy();
+    for (const idle of this.#idle.values()) {
+      for (const { connection, timer } of idle.splice(0)) {
+        clearTimeout(timer);
+        connection.destroy();
+      }
     }
     for (const connection of this.#busy) connection.destroy();
     this.#busy.clear();
@@ -219,7 +270,7 @@ export class BlockingPool {
  * pipelines concurrent commands on it), and a dedicated one for transactions; plus a
  * {@link BlockingPool} for requests with a blocking command.
  */
-export class RedisBackend {
+export class RedisBackend implements Backend {
   readonly #shared: Connection;
   readonly #tx: Connection;
   readonly #blocking: BlockingPool;
@@ -295,19 +346,8 @@ export class RedisBackend {
     return result;
   }
 
-  async #runTransaction(commands: readonly Command[]): Promise<TransactionResult> {
-    const sent = [
-      settle(this.#tx.sendCommand(["MULTI"])),
-      ...commands.map((command) => settle(this.#tx.sendCommand(command))),
-      settle(this.#tx.sendCommand(["EXEC"])),
-    ];
-    const replies = await Promise.all(sent);
-    const exec = replies.at(-1);
-    if (Array.isArray(exec)) return { ok: true, replies: exec };
-    const firstError = replies.slice(0, -1).find((reply) => reply instanceof ErrorReply);
-    const execMessage = exec instanceof ErrorReply ? exec.message : "ERR transaction aborted";
-    const detail = firstError instanceof ErrorReply ? ` First error: ${firstError.message}` : "";
-    return { ok: false, error: `${execMessage}${detail}` };
+  #runTransaction(commands: readonly Command[]): Promise<TransactionResult> {
+    return runTransaction((args) => this.#tx.sendCommand(args), commands);
   }
 
   /**
@@ -328,8 +368,32 @@ export class RedisBackend {
   }
 }
 
+/**
+ * Writes `MULTI`, the commands and `EXEC` through `send` in one synchronous step (so nothing else
+ * sent on that connection lands in between) and reads the outcome: EXEC's replies, or
+ * `{ ok: false }` with EXEC's message plus the first queueing error when Redis discarded the
+ * transaction. Rejects with {@link RedisUnavailableError} if a reply is missing.
+ */
+export async function runTransaction(
+  send: (args: Command) => Promise<unknown>,
+  commands: readonly Command[],
+): Promise<TransactionResult> {
+  const sent = [
+    settle(send(["MULTI"])),
+    ...commands.map((command) => settle(send(command))),
+    settle(send(["EXEC"])),
+  ];
+  const replies = await Promise.all(sent);
+  const exec = replies.at(-1);
+  if (Array.isArray(exec)) return { ok: true, replies: exec };
+  const firstError = replies.slice(0, -1).find((reply) => reply instanceof ErrorReply);
+  const execMessage = exec instanceof ErrorReply ? exec.message : "ERR transaction aborted";
+  const detail = firstError instanceof ErrorReply ? ` First error: ${firstError.message}` : "";
+  return { ok: false, error: `${execMessage}${detail}` };
+}
+
 /** Resolves error replies as values; turns connection failures into RedisUnavailableError. */
-async function settle(pending: Promise<unknown>): Promise<RawReply> {
+export async function settle(pending: Promise<unknown>): Promise<RawReply> {
   try {
     return await pending;
   } catch (error) {

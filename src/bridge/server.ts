@@ -15,16 +15,16 @@ import { isErrorReply, toJsonReply, toReplyEntry } from "./encode.js";
 import type { FaultDecision, FaultInjector } from "./faults.js";
 import { parseFaultConfig } from "./faults.js";
 import type { RequestLogEntry } from "./log.js";
-import type { RedisBackend } from "./redis.js";
-import { BlockingPoolBusyError, RedisUnavailableError } from "./redis.js";
+import type { Backend } from "./redis.js";
+import { BlockingPoolBusyError, CommandRefusedError, RedisUnavailableError } from "./redis.js";
 import type { Route, StatsRecorder } from "./stats.js";
 
 /** What the app needs from the running bridge. */
 export interface BridgeState {
   /** Bearer token every request except `GET /` must present. */
   token: string;
-  /** The Redis connections. */
-  redis: RedisBackend;
+  /** The Redis connections (one server or a cluster). */
+  redis: Backend;
   /** Active fault rules. */
   faults: FaultInjector;
   /** Request counters. */
@@ -177,6 +177,8 @@ async function handleData(c: BridgeContext, state: BridgeState, route: Route): P
   } catch (error) {
     if (error instanceof BlockingPoolBusyError) {
       answer = { status: 503, body: { error: error.message }, headers: { "retry-after": "1" } };
+    } else if (error instanceof CommandRefusedError) {
+      answer = { status: 400, body: { error: error.message } };
     } else if (error instanceof RedisUnavailableError) {
       answer = { status: 500, body: REDIS_UNAVAILABLE };
     } else {
@@ -195,7 +197,7 @@ async function handleData(c: BridgeContext, state: BridgeState, route: Route): P
  * connection of the blocking pool, given up when `pooled` aborts.
  */
 async function execute(
-  redis: RedisBackend,
+  redis: Backend,
   route: Route,
   commands: string[][],
   base64: boolean,

@@ -14,6 +14,11 @@ export interface LockContext {
   /** How waiters that can wait for a wake-up do so: BLPOP on their wake list, or polling. */
   readonly wait: "block" | "poll";
   readonly keeper: LeaseKeeperBinding | undefined;
+  /**
+   * The Redis behind the REST API is a Redis Cluster: a request touching several names (the
+   * batched renewal) is split into one request per hash slot. Absent: false.
+   */
+  readonly cluster?: boolean;
   /** Delivers an event to `onEvent`, ignoring listener errors. */
   emit(event: LockEvent): void;
   /** Keeps a background task (e.g. cancelling an unanswered acquire) alive: `waitUntil`. */

@@ -88,7 +88,7 @@ export function bridgeControl(endpoint: BridgeEndpoint = sharedBridge()): Bridge
 }
 
 /** Opens a direct RESP2 client (bulk strings as `Buffer`) on the shared redis-server. */
-async function connectRaw(url: string) {
+export async function connectRaw(url: string) {
   const client = createClient({ url, RESP: 2, disableClientInfo: true }).withTypeMapping({
     [RESP_TYPES.BLOB_STRING]: Buffer,
   });

@@ -7,6 +7,7 @@
  */
 
 import { lockRenew } from "../../lua.gen.js";
+import { keySlot } from "../../slot.js";
 import type { RequestCounter } from "../../transport/index.js";
 import { asIntegers } from "../../transport/index.js";
 import type { LockContext } from "../context.js";
@@ -52,9 +53,17 @@ export interface LeaseToRenew {
   leaseTime: number;
 }
 
+/** How many slot groups of one batched renewal on a cluster are renewed at once. */
+const SLOT_GROUPS_IN_FLIGHT = 8;
+
 /**
- * Renews many leases in one request (Redisson LockRenewalScheduler's batched renewal).
- * @returns per lease, true when renewed, false when no longer held.
+ * Renews many leases in one request (Redisson LockRenewalScheduler's batched renewal). On a
+ * Redis Cluster (`ctx.cluster`) the leases are grouped by the hash slot of their name, one
+ * request per group (at most {@link SLOT_GROUPS_IN_FLIGHT} at once): a script may only touch
+ * keys of one slot. Every group is tried even when another fails.
+ * @returns per lease, in the order given, true when renewed, false when no longer held.
+ * @throws {TransportError} when a request failed (the first such error, after every group
+ * settled; the other groups' leases may have been renewed).
  */
 export async function renewLeases(
   ctx: LockContext,
@@ -62,6 +71,41 @@ export async function renewLeases(
   counter: RequestCounter,
 ): Promise<boolean[]> {
   if (leases.length === 0) return [];
+  if (!ctx.cluster) return renewBatch(ctx, leases, counter);
+  const bySlot = new Map<number, number[]>();
+  for (const [index, lease] of leases.entries()) {
+    const slot = keySlot(lease.name);
+    const group = bySlot.get(slot);
+    if (group) group.push(index);
+    else bySlot.set(slot, [index]);
+  }
+  if (bySlot.size === 1) return renewBatch(ctx, leases, counter);
+  const groups = [...bySlot.values()];
+  const renewed = new Array<boolean>(leases.length).fill(false);
+  const failures: unknown[] = [];
+  let next = 0;
+  const worker = async () => {
+    for (let group = groups[next++]; group; group = groups[next++]) {
+      try {
+        const members = group.map((i) => leases[i] as LeaseToRenew);
+        const reply = await renewBatch(ctx, members, counter);
+        for (const [k, i] of group.entries()) renewed[i] = reply[k] === true;
+      } catch (error) {
+        failures.push(error);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(SLOT_GROUPS_IN_FLIGHT, groups.length) }, worker));
+  if (failures.length > 0) throw failures[0];
+  return renewed;
+}
+
+/** One renewal request (renew.lua) for leases whose names share a hash slot, or any Redis. */
+async function renewBatch(
+  ctx: LockContext,
+  leases: readonly LeaseToRenew[],
+  counter: RequestCounter,
+): Promise<boolean[]> {
   const reply = await ctx.runner.run(
     {
       script: lockRenew,

@@ -1,0 +1,7 @@
+// Types of what the tests import from gen.mjs.
+/** A script's text with every `-- @include lib/<file>.lua` line replaced by that file. */
+export function expand(source: string): string;
+/** The script without the library functions it never calls. */
+export function pruneUnused(source: string): string;
+/** The script without comment lines, indentation or blank lines. */
+export function compact(source: string): string;
