@@ -46,18 +46,19 @@ export async function runRedlock(
     const trial = async (i: number, measured: boolean) => {
       // Alternate which goes first, so neither always meets warmer connections.
       const single = async () => {
-        const times = await Promise.all(
+        // Every acquire is timed before any release is sent: a release must not load the
+        // endpoints while slower acquires are still on their way.
+        const held = await Promise.all(
           clients.map(async (c, k) => {
             const started = now();
             const lease = await c.getLock(`${options.prefix}single:${i}:${k}`).tryLock({
               leaseTime: LEASE_MS,
             });
-            const ms = now() - started;
-            await lease?.release();
-            return ms;
+            return { ms: now() - started, lease };
           }),
         );
-        times.sort((a, b) => a - b);
+        await Promise.all(held.map((h) => h.lease?.release()));
+        const times = held.map((h) => h.ms).sort((a, b) => a - b);
         if (measured) thirds.push(times[2] ?? Number.NaN);
       };
       const quorum = async () => {
