@@ -29,10 +29,12 @@ import {
   type LeaseKind,
   type ReleaseResult,
 } from "../lease.js";
+import { lockLeave } from "../lua.gen.js";
 import type { RequestCounter } from "../transport/index.js";
+import { asInteger } from "../transport/index.js";
 import { checkLeaseTime, checkOwner, checkSignal } from "../validate.js";
 import type { AttemptOutcome } from "../wait.js";
-import type { LockContext } from "./context.js";
+import { keys, type LockContext } from "./context.js";
 import { waitFor } from "./waiting.js";
 
 /** Acquire options every hold-based primitive accepts. */
@@ -238,6 +240,21 @@ export function inBackground(
   ctx.background(
     task(counter).catch((error: unknown) =>
       reportError(ctx, name, operation, error, counter.requests, started),
+    ),
+  );
+}
+
+/**
+ * Unregisters a waiter that gave up or was aborted (lua/lock/leave.lua), in the background:
+ * left alone, its registration would lapse by itself after waking nobody at most once. Every
+ * primitive with waiters keeps them under the same keys (`keys.waiting`, `keys.wake`).
+ */
+export function unregisterWaiter(ctx: LockContext, name: string, waiter: string): void {
+  inBackground(ctx, name, "cancel", (counter) =>
+    ctx.runner.run(
+      { script: lockLeave, name, keys: [keys.waiting(name), keys.wake(name)], args: [waiter] },
+      asInteger,
+      counter,
     ),
   );
 }

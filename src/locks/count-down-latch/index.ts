@@ -19,13 +19,12 @@ import {
   countDownLatchDelete,
   countDownLatchInspect,
   countDownLatchTrySetCount,
-  lockLeave,
 } from "../../lua.gen.js";
 import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
 import { checkOptions, checkSignal, checkWaitTime } from "../../validate.js";
 import type { AttemptOutcome } from "../../wait.js";
 import { keys, type LockContext } from "../context.js";
-import { inBackground } from "../protocol.js";
+import { inBackground, unregisterWaiter } from "../protocol.js";
 import { waitFor } from "../waiting.js";
 
 /** Options of {@link CountDownLatch.await}. Times in integer ms. */
@@ -301,13 +300,7 @@ export class CountDownLatch implements Inspectable<CountDownLatchInspection> {
    * in the background: left alone, its registration would lapse by itself within 30 s.
    */
   #unregister(waiter: string): void {
-    inBackground(this.#ctx, this.name, "cancel", (counter) =>
-      this.#ctx.runner.run(
-        { script: lockLeave, name: this.name, keys: this.#wakeKeys(), args: [waiter] },
-        asInteger,
-        counter,
-      ),
-    );
+    unregisterWaiter(this.#ctx, this.name, waiter);
   }
 
   /** The registered waiters and the prefix of their own wake lists. */

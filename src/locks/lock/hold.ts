@@ -15,7 +15,6 @@ import {
   lockCancel,
   lockForceUnlock,
   lockHolders,
-  lockLeave,
   lockRelease,
   lockRenew,
 } from "../../lua.gen.js";
@@ -32,6 +31,7 @@ import {
   type HoldRef,
   type HoldSettings,
   inBackground,
+  unregisterWaiter,
 } from "../protocol.js";
 import {
   decodeHolders,
@@ -187,13 +187,7 @@ export class LockHolds implements HoldProtocol {
    * its registration would lapse by itself, after waking nobody at most once.
    */
   unregister(waiter: string): void {
-    inBackground(this.#ctx, this.name, "cancel", (counter) =>
-      this.#ctx.runner.run(
-        { script: lockLeave, name: this.name, keys: this.#wakeKeys(), args: [waiter] },
-        asInteger,
-        counter,
-      ),
-    );
+    unregisterWaiter(this.#ctx, this.name, waiter);
   }
 
   /** Makes sure an acquire whose answer never arrived leaves no hold behind (cancel.lua). */

@@ -13,7 +13,6 @@ import type { Holder, Inspectable, Inspection } from "../../inspect.js";
 import { type KeepAlive, Lease, type LeaseHost, type SerializedLease } from "../../lease.js";
 import { LOCK_WAITER_SLOT_MS } from "../../limits.js";
 import {
-  lockLeave,
   permitExpirableSemaphoreAcquire,
   permitExpirableSemaphoreCancel,
   permitExpirableSemaphoreDelete,
@@ -25,7 +24,13 @@ import { isLeaseId } from "../../renewal.js";
 import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
 import { checkMs, checkOptions, checkWaitTime } from "../../validate.js";
 import { keys, type LockContext } from "../context.js";
-import { emitAcquire, holdSettings, inBackground, reportError } from "../protocol.js";
+import {
+  emitAcquire,
+  holdSettings,
+  inBackground,
+  reportError,
+  unregisterWaiter,
+} from "../protocol.js";
 import { checkPermits, limitKey, Semaphore, semaphoreChannel } from "../semaphore/index.js";
 import { waitFor } from "../waiting.js";
 
@@ -477,18 +482,7 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
   }
 
   #unregister(waiter: string): void {
-    inBackground(this.#ctx, this.name, "cancel", (counter) =>
-      this.#ctx.runner.run(
-        {
-          script: lockLeave,
-          name: this.name,
-          keys: [keys.waiting(this.name), keys.wake(this.name)],
-          args: [waiter],
-        },
-        asInteger,
-        counter,
-      ),
-    );
+    unregisterWaiter(this.#ctx, this.name, waiter);
   }
 
   async #inspect(listed: number): Promise<PermitExpirableSemaphoreInspection> {

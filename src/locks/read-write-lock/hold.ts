@@ -11,7 +11,6 @@ import type { ReleaseResult } from "../../lease.js";
 import { LOCK_WAITER_SLOT_MS } from "../../limits.js";
 import {
   lockHolders,
-  lockLeave,
   readWriteLockAcquire,
   readWriteLockCancel,
   readWriteLockForceUnlock,
@@ -29,6 +28,7 @@ import {
   type HoldRef,
   type HoldSettings,
   inBackground,
+  unregisterWaiter,
 } from "../protocol.js";
 import type { ReadWriteLockInspection } from "./inspect.js";
 
@@ -112,13 +112,7 @@ export class ReadWriteHolds implements HoldProtocol {
 
   /** Unregisters a waiter that gave up (lua/lock/leave.lua: same waiter keys), in the background. */
   unregister(waiter: string): void {
-    inBackground(this.#ctx, this.name, "cancel", (counter) =>
-      this.#ctx.runner.run(
-        { script: lockLeave, name: this.name, keys: this.#wakeKeys(), args: [waiter] },
-        asInteger,
-        counter,
-      ),
-    );
+    unregisterWaiter(this.#ctx, this.name, waiter);
   }
 
   /** Makes sure an acquire whose answer never arrived leaves no hold behind (cancel.lua). */

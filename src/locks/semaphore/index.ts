@@ -10,7 +10,6 @@ import { randomHex } from "../../ids.js";
 import type { Inspectable, Inspection } from "../../inspect.js";
 import { LOCK_WAITER_SLOT_MS, MAX_PERMITS } from "../../limits.js";
 import {
-  lockLeave,
   semaphoreAcquire,
   semaphoreAddPermits,
   semaphoreCancel,
@@ -23,7 +22,7 @@ import {
 import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
 import { checkOptions, checkSignal, checkWaitTime } from "../../validate.js";
 import { keys, type LockContext } from "../context.js";
-import { emitAcquire, inBackground } from "../protocol.js";
+import { emitAcquire, inBackground, unregisterWaiter } from "../protocol.js";
 import { waitFor } from "../waiting.js";
 
 /** Options of {@link Semaphore.tryAcquire}. */
@@ -334,18 +333,7 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
   }
 
   #unregister(waiter: string): void {
-    inBackground(this.#ctx, this.name, "cancel", (counter) =>
-      this.#ctx.runner.run(
-        {
-          script: lockLeave,
-          name: this.name,
-          keys: [keys.waiting(this.name), keys.wake(this.name)],
-          args: [waiter],
-        },
-        asInteger,
-        counter,
-      ),
-    );
+    unregisterWaiter(this.#ctx, this.name, waiter);
   }
 
   #replayKeys(): string[] {
