@@ -85,6 +85,7 @@ describe("RedLock", () => {
     const started = Date.now();
     const lease = await redlockOn(name).tryLock({ leaseTime: 5_000 });
     if (!lease) throw new Error("not acquired");
+    await expect.poll(() => lease.members.length).toBe(5); // the late grants joined
     expect(lease.expiresAt).toBeLessThanOrEqual(started + 5_000 - driftOf(5_000) + 5);
     expect(lease.expiresAt).toBeGreaterThan(Date.now() + 4_000);
     for (const node of nodes) {
@@ -120,6 +121,7 @@ describe("RedLock", () => {
     const name = `${prefix}renew`;
     const lease = await redlockOn(name).tryLock({ leaseTime: 2_000 });
     if (!lease) throw new Error("not acquired");
+    await expect.poll(() => lease.members.length).toBe(5); // the late grants joined
     await nodes[0]?.raw.del(name);
     await nodes[1]?.raw.del(name);
     const before = lease.expiresAt;
