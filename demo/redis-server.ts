@@ -15,6 +15,8 @@ export interface RedisServer {
   port: number;
   /** Terminates the server and waits for the process to exit. Idempotent. */
   stop(): Promise<void>;
+  /** `kill -9`: no shutdown, no save; resolves when the process is gone. Idempotent. */
+  kill9(): Promise<void>;
 }
 
 const NOT_FOUND =
@@ -29,6 +31,8 @@ export interface RedisServerOptions {
    * Default: none.
    */
   args?: readonly string[];
+  /** Start on exactly this port (e.g. again after `kill9()`), without retrying another. */
+  port?: number;
 }
 
 /**
@@ -39,6 +43,7 @@ export interface RedisServerOptions {
  * @throws Error `redis-server not found on PATH: ...` when the binary is missing.
  */
 export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
+  if (options.port !== undefined) return launch(options.port, options.args ?? []);
   let lastError: unknown;
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = await freePort();
@@ -102,14 +107,22 @@ async function launch(port: number, args: readonly string[]): Promise<RedisServe
       stopped ??= kill(child, exited);
       return stopped;
     },
+    kill9: () => {
+      stopped ??= kill(child, exited, "SIGKILL");
+      return stopped;
+    },
   };
 }
 
-async function kill(child: ChildProcess, exited: Promise<void>): Promise<void> {
+async function kill(
+  child: ChildProcess,
+  exited: Promise<void>,
+  signal: NodeJS.Signals = "SIGTERM",
+): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) {
     return;
   }
-  child.kill("SIGTERM");
+  child.kill(signal);
   await exited;
 }
 

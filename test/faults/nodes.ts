@@ -3,43 +3,28 @@
  * SIGKILL and restarted on the same port, and a bridge in front of it. Raw access (SCAN, PTTL,
  * GET/SET of the unguarded counter) goes over TCP, behind the bridge's back.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { once } from "node:events";
-import { createServer } from "node:net";
 import { createClient } from "@redis/client";
 import { Redis, type RedisConfigNodejs } from "@upstash/redis";
+import { type RedisServer, startRedisServer } from "../../demo/redis-server.js";
 import { type Bridge, startBridge } from "../../src/bridge/index.js";
 import type { KeyEntry } from "./checkers.js";
-
-const READY_LINE = "Ready to accept connections";
-const START_TIMEOUT_MS = 10_000;
 
 /** A redis-server process that can be killed and restarted on its port. */
 export class RedisNode {
   readonly port: number;
-  #child: ChildProcess | undefined;
-  #exited: Promise<void> = Promise.resolve();
+  #server: RedisServer | undefined;
   /** SIGKILLs so far. */
   kills = 0;
 
-  private constructor(port: number) {
-    this.port = port;
+  private constructor(server: RedisServer) {
+    this.port = server.port;
+    this.#server = server;
   }
 
   /** Starts a redis-server on a free loopback port (retrying another port if it was taken). */
   static async start(): Promise<RedisNode> {
-    let lastError: unknown;
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const node = new RedisNode(await freePort());
-      try {
-        await node.#launch();
-        return node;
-      } catch (error) {
-        lastError = error;
-      }
-    }
-    throw lastError;
+    return new RedisNode(await startRedisServer());
   }
 
   /** `redis://127.0.0.1:<port>` */
@@ -49,26 +34,25 @@ export class RedisNode {
 
   /** True while the process runs. */
   get running(): boolean {
-    return this.#child !== undefined;
+    return this.#server !== undefined;
   }
 
   /** `kill -9`: no shutdown, no save; resolves when the process is gone. */
   async kill9(): Promise<void> {
-    const child = this.#child;
-    if (!child) return;
-    this.#child = undefined;
+    const server = this.#server;
+    if (!server) return;
+    this.#server = undefined;
     this.kills += 1;
-    child.kill("SIGKILL");
-    await this.#exited;
+    await server.kill9();
   }
 
   /** Starts the server again on the same port, empty (no persistence); resolves when ready. */
   async restart(): Promise<void> {
-    if (this.#child) return;
+    if (this.#server) return;
     let lastError: unknown;
     for (let attempt = 0; attempt < 20; attempt++) {
       try {
-        await this.#launch();
+        this.#server = await startRedisServer({ port: this.port });
         return;
       } catch (error) {
         // The port can stay busy for a moment after SIGKILL; try again shortly.
@@ -81,55 +65,9 @@ export class RedisNode {
 
   /** Terminates the server (SIGTERM) and waits for it. Idempotent. */
   async stop(): Promise<void> {
-    const child = this.#child;
-    if (!child) return;
-    this.#child = undefined;
-    child.kill("SIGTERM");
-    await this.#exited;
-  }
-
-  async #launch(): Promise<void> {
-    const child = spawn(
-      "redis-server",
-      ["--port", String(this.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-      { stdio: ["ignore", "pipe", "pipe"] },
-    );
-    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-    let output = "";
-    try {
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(
-          () => reject(new Error(`redis-server did not start within ${START_TIMEOUT_MS} ms`)),
-          START_TIMEOUT_MS,
-        );
-        const settle = (error?: Error) => {
-          clearTimeout(timer);
-          child.stdout?.off("data", onData);
-          child.off("error", onError);
-          child.off("exit", onExit);
-          if (error) reject(error);
-          else resolve();
-        };
-        const onData = (chunk: Buffer) => {
-          output += chunk.toString("utf8");
-          if (output.includes(READY_LINE)) settle();
-        };
-        const onError = (error: Error) => settle(error);
-        const onExit = (code: number | null) =>
-          settle(new Error(`redis-server exited early (code ${code}): ${output.trim()}`));
-        child.stdout?.on("data", onData);
-        child.on("error", onError);
-        child.on("exit", onExit);
-      });
-    } catch (error) {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-      await exited;
-      throw error;
-    }
-    child.stdout?.resume();
-    child.stderr?.resume();
-    this.#child = child;
-    this.#exited = exited;
+    const server = this.#server;
+    this.#server = undefined;
+    await server?.stop();
   }
 }
 
@@ -201,15 +139,4 @@ export async function startPair(): Promise<Pair> {
       await node.stop();
     },
   };
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const address = server.address();
-  server.close();
-  await once(server, "close");
-  if (address === null || typeof address === "string") throw new Error("no TCP address");
-  return address.port;
 }
