@@ -150,8 +150,6 @@ export async function acquire(
         return reply.status === "acquired" ? { acquired: reply.grant } : { pttl: reply.pttl };
       },
       unregister: protocol.unregister?.bind(protocol),
-      onSleep: (delayMs, attempt) =>
-        ctx.emit({ type: "wait", name: protocol.name, requests: 0, durationMs: delayMs, attempt }),
     });
     attempts = polled.attempts;
     if (polled.value === null) return { lease: null, attempts, holderTtl: polled.pttl };

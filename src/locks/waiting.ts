@@ -37,8 +37,6 @@ export interface WaitSpec<T> {
   attempt(waiter: string): Promise<AttemptOutcome<T>>;
   /** Unregisters a waiter that gives up (in the background). */
   unregister?(waiter: string): void;
-  /** Reports each sleep or block before it starts (ms, attempt number). */
-  onSleep?(delayMs: number, attempt: number): void;
 }
 
 /**
@@ -82,7 +80,9 @@ export async function waitFor<T>(
         policy: ctx.backoff,
         block: blocking ? block : undefined,
         blockCap: LOCK_WAITER_SLOT_MS / 2,
-        onSleep: spec.onSleep,
+        // Every sleep or block is reported as a `wait` event before it starts.
+        onSleep: (delayMs, attempt) =>
+          ctx.emit({ type: "wait", name: spec.name, requests: 0, durationMs: delayMs, attempt }),
       },
     );
   } finally {

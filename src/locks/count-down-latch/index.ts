@@ -239,8 +239,6 @@ export class CountDownLatch implements Inspectable<CountDownLatchInspection> {
         return count > 0 ? { pttl } : { acquired: true };
       },
       unregister: (waiter) => this.#unregister(waiter),
-      onSleep: (delayMs, attempt) =>
-        ctx.emit({ type: "wait", name: this.name, requests: 0, durationMs: delayMs, attempt }),
     });
     return polled.value !== null;
   }

@@ -301,14 +301,6 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
           return "pttl" in grant ? grant : { acquired: grant };
         },
         unregister: (waiter) => this.#unregister(waiter),
-        onSleep: (delayMs, attempt) =>
-          this.#ctx.emit({
-            type: "wait",
-            name: this.name,
-            requests: 0,
-            durationMs: delayMs,
-            attempt,
-          }),
       });
       attempts = polled.attempts;
       if (polled.value === null) return null;

@@ -264,14 +264,6 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
             ? { acquired: true }
             : { pttl: -1 },
         unregister: (waiter) => this.#unregister(waiter),
-        onSleep: (delayMs, attempt) =>
-          this.#ctx.emit({
-            type: "wait",
-            name: this.name,
-            requests: 0,
-            durationMs: delayMs,
-            attempt,
-          }),
       });
       attempts = polled.attempts;
       acquired = polled.value !== null;
