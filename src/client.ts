@@ -9,6 +9,7 @@ import { randomHex } from "./ids.js";
 import type { KeeperLeaseKind, LeaseKeeperBinding } from "./keeper.js";
 import { type KeepAlive, type Lease, parseSerializedLease, type SerializedLease } from "./lease.js";
 import {
+  DEFAULT_MAX_SUBSCRIPTIONS,
   DEFAULT_REPLAY_WINDOW_MS,
   DEFAULT_REQUEST_TIMEOUT_MS,
   DEFAULT_WATCHDOG_TIMEOUT_MS,
@@ -28,6 +29,7 @@ import { checkMembers, type LockLike, MultiLock } from "./locks/multi-lock/index
 import { PermitExpirableSemaphore } from "./locks/permit-expirable-semaphore/index.js";
 import { ReadWriteLock, renewReadWriteHold } from "./locks/read-write-lock/index.js";
 import { Semaphore } from "./locks/semaphore/index.js";
+import { WakeHub } from "./locks/wakes.js";
 import { type RedisLike, ScriptRunner } from "./transport/index.js";
 import {
   checkFunction,
@@ -69,13 +71,28 @@ export interface EdgeLockOptions {
    */
   replayWindow?: number;
   /**
-   * How waiters wait between attempts: `"block"` on a wake list (BLPOP through `redis.exec`,
-   * held open by the REST API until the release that frees the lock, or hands a fair lock on,
-   * pushes a token), or `"poll"` (sleep with `backoff`). A client without `exec` always polls,
-   * and a BLPOP that fails is followed by a backoff sleep. Blocking costs one request per wait
-   * (at most 15 s each) instead of one per poll. @default "block"
+   * How waiters wait between attempts:
+   * - `"subscribe"`: for a release's message over pub/sub (`redis.subscribe()`, which the REST
+   *   API serves as Server-Sent Events): a busy attempt registers the waiter and the release
+   *   that frees the lock (or hands a fair lock on, or frees permits, or opens a latch) wakes
+   *   exactly the waiters it can serve. One subscription per client and name, shared by its
+   *   waits, open while they wait and 1 s after; each wait is still
+   *   bounded by the holder's TTL and the time left. Throws at construction if the client has no
+   *   `subscribe`.
+   * - `"poll"`: sleep with `backoff` between attempts (bounded by the holder's TTL).
+   * - `"auto"`: `"subscribe"` where the client has `subscribe` (`@upstash/redis` ≥ 1.35), else
+   *   `"poll"`. A wait that finds `maxSubscriptions` open, or whose subscription fails, polls.
+   * - `"block"`: deprecated, the same as `"auto"` (waiters no longer use BLPOP, which the Upstash
+   *   REST API lists as not supported).
+   * @default "auto"
    */
-  wait?: "block" | "poll";
+  wait?: "auto" | "subscribe" | "poll" | "block";
+  /**
+   * Most wake-up subscriptions (each one long-lived HTTP request) this client keeps open at
+   * once, integer ≥ 0; a wait beyond it polls. A Worker invocation may keep 6 connections open.
+   * 0 = never subscribe. @default 4
+   */
+  maxSubscriptions?: number;
   /** Backoff between acquire attempts while waiting. See {@link BackoffOptions}. */
   backoff?: BackoffOptions;
   /** Default `LeaseKeeper` Durable Object namespace for `keepAlive: { maxHoldTime }`. */
@@ -151,6 +168,7 @@ export class EdgeLock {
       "onEvent",
       "waitUntil",
       "cluster",
+      "maxSubscriptions",
     ]);
     const redis = o.redis as Partial<RedisLike> | undefined;
     if (!redis || typeof redis.eval !== "function" || typeof redis.evalsha !== "function") {
@@ -181,20 +199,33 @@ export class EdgeLock {
         ? Math.max(DEFAULT_REPLAY_WINDOW_MS, 10 * this.requestTimeout)
         : checkMs(o.replayWindow, "replayWindow", MIN_REPLAY_WINDOW_MS);
     const backoff = resolveBackoff(o.backoff);
-    if (o.wait !== undefined && o.wait !== "block" && o.wait !== "poll") {
-      throw new TypeError('`wait` must be "block" or "poll"');
+    const waitOption = o.wait ?? "auto";
+    if (!["auto", "subscribe", "poll", "block"].includes(waitOption)) {
+      throw new TypeError('`wait` must be "auto", "subscribe" or "poll"');
     }
-    const wait = o.wait ?? "block";
+    const wait = waitOption === "block" ? "auto" : waitOption;
+    if (wait === "subscribe" && typeof (redis as RedisLike).subscribe !== "function") {
+      throw new TypeError(
+        '`wait: "subscribe"` needs a Redis client with subscribe() (@upstash/redis >= 1.35)',
+      );
+    }
+    const maxSubscriptions = o.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS;
+    if (!Number.isSafeInteger(maxSubscriptions) || maxSubscriptions < 0) {
+      throw new RangeError("`maxSubscriptions` must be an integer >= 0");
+    }
     if (o.cluster !== undefined && typeof o.cluster !== "boolean") {
       throw new TypeError("`cluster` must be a boolean");
     }
+    const runner = new ScriptRunner(redis as RedisLike, this.requestTimeout);
     this.#ctx = {
-      runner: new ScriptRunner(redis as RedisLike, this.requestTimeout),
+      runner,
       clientId: this.clientId,
       watchdogTimeout: this.watchdogTimeout,
       replayWindow: this.replayWindow,
       backoff,
       wait,
+      wakes: new WakeHub(runner, maxSubscriptions),
+      maxSubscriptions,
       keeper: o.keeper,
       cluster: o.cluster ?? false,
       emit: (event: LockEvent) => {

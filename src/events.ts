@@ -28,6 +28,18 @@ export interface WaitEvent extends EventBase {
   /** The attempt that just failed (1-based). */
   attempt: number;
 }
+/**
+ * A waiter changed how it waits, once per wait at most: `strategy` is what it does from now on.
+ * `"subscribe"`: it subscribed (one request, counted in its `acquire` event) and waits for a
+ * release's message;
+ * `"poll"`: it sleeps with backoff, because its client cannot subscribe, `maxSubscriptions`
+ * are open, or the subscription failed or was not confirmed (`reason`).
+ */
+export interface WaitStrategyEvent extends EventBase {
+  type: "wait-strategy";
+  strategy: "subscribe" | "poll";
+  reason?: "limit" | "failed" | "lost";
+}
 /** A lease was renewed (or found lost while renewing). */
 export interface RenewEvent extends EventBase {
   type: "renew";
@@ -70,6 +82,7 @@ export interface ErrorEvent extends EventBase {
 export type LockEvent =
   | AcquireEvent
   | WaitEvent
+  | WaitStrategyEvent
   | RenewEvent
   | ReleaseEvent
   | LostEvent

@@ -56,3 +56,5 @@ export const LOCK_WAITER_SLOT_MS = 30_000;
 export const DEFAULT_WITH_LOCK_WAIT_MS = 10_000;
 /** Most permits a semaphore call takes, gives or sets at once (2^31 − 1, Redisson's int). */
 export const MAX_PERMITS = 2_147_483_647;
+/** Default most wake-up subscriptions a client keeps open (a Worker invocation may keep 6). */
+export const DEFAULT_MAX_SUBSCRIPTIONS = 4;

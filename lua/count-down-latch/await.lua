@@ -5,7 +5,7 @@
 -- (its own wake list goes with it).
 -- KEYS[1]  latch name: STRING, the count (Redisson layout)
 -- KEYS[2]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
--- KEYS[3]  wake lists "edgelock_wake:{<name>}" (prefix: one LIST per waiter)
+-- KEYS[3]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
 -- ARGV[1]  waiter id of a call that blocks for a wake-up between attempts ('' = none)
 -- ARGV[2]  with a waiter id: how long its registration lasts, in ms
 -- Returns  {count, pttl}: count 0 = open (no key, or a count <= 0 that Redisson's trySetCount(0)

@@ -9,7 +9,7 @@
 -- KEYS[3]  replay records "edgelock_replay:{<name>}" (HASH request id -> state)
 -- KEYS[4]  older replay records "edgelock_replay:{<name>}:old"
 -- KEYS[5]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
--- KEYS[6]  wake lists "edgelock_wake:{<name>}" (prefix: one LIST per waiter)
+-- KEYS[6]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
 -- ARGV[1]  replay window in ms
 -- ARGV[2]  request id (32 hex characters)
 -- Returns  the count left: > 0 still closed | 0 open (it reached zero now, or did not exist)

@@ -1,10 +1,11 @@
 -- Acquire, re-enter, confirm a hand-off, or queue for a fair lock: Redisson
 -- RedissonFairLock#tryLockInnerAsync with server time (TIME) instead of client clocks, and
 -- replay-safe like the reentrant lock. Protocol of a waiter: this script (which enqueues it),
--- then BLPOP on its wake list "edgelock_wake:{<name>}:<owner>" for at most min(time left, the
--- holder's PTTL, half its slot); whatever BLPOP answers, this script again: it confirms a
--- hand-off made by a release (or a lapsed one it finds), or refreshes the waiter's slot. Where
--- blocking is unavailable the waiter sleeps instead of BLPOP; the scripts are the same. The
+-- then a wait for the release's message on its wake channel (lib/fair.lua) for at most
+-- min(time left, the holder's PTTL, half its slot): the message carries the epoch of the
+-- hand-off, which makes the lock the waiter's without another request; otherwise this script
+-- again: it confirms a hand-off (or a lapsed one it finds), or refreshes the waiter's slot.
+-- Where it cannot subscribe the waiter sleeps instead; the scripts are the same. The
 -- waiter second in line comes back at least every claim window, so a hand-off to a first waiter
 -- that died meanwhile costs it at most about two claim windows.
 -- KEYS[1]  lock name: HASH, field = owner, value = hold count (+ epoch and grant fields)
@@ -63,7 +64,6 @@ local e
 if redis.call('hget', name, GRANT) == waiter then
   -- A release handed the lock to this waiter: take it for the whole lease.
   redis.call('hdel', name, GRANT)
-  redis.call('del', wake_key(owner))
   e = epoch()
 elseif redis.call('hexists', name, owner) == 1 then
   redis.call('hincrby', name, owner, 1)

@@ -12,7 +12,7 @@
 -- KEYS[2]  replay records "edgelock_replay:{<name>}" (HASH request id -> state)
 -- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
 -- KEYS[4]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
--- KEYS[5]  wake lists "edgelock_wake:{<name>}" (prefix: one LIST per waiter)
+-- KEYS[5]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
 -- KEYS[6]  token "redisson_lock_token:{<name>}" (STRING integer, no TTL, as Redisson's)
 -- ARGV[1]  leaseTime in ms (the lock's TTL becomes at least this; it is never shortened)
 -- ARGV[2]  owner field "<clientId>:<taskId>"

@@ -6,9 +6,9 @@
 --   waiters   "edgelock_waiters:{<name>}"      HASH owner -> waiter id, of our queued owners (KEYS)
 --   channel   "redisson_lock__channel:{<name>}" prefix of Redisson's per-waiter channels (KEYS)
 --   claimMs   how long a hand-off waits for its waiter to confirm, in ms (ARGV)
--- Our waiters block on their own wake list "edgelock_wake:{<name>}:<owner>" (same hash slot as
--- the name). Redisson waiters in the same queue are woken on their channel instead, and take the
--- lock with their own script.
+-- Our waiter "<client>:<wait>" listens on its client's wake channel "edgelock_wake:{<name>}:<client>"
+-- (lib/wake.lua). Redisson waiters in the same queue are woken on their channel instead, and
+-- take the lock with their own script.
 local GRANT = 'edgelock:grant'
 
 local function now_ms()
@@ -16,8 +16,8 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
-local function wake_key(owner)
-  return 'edgelock_wake:{' .. name .. '}:' .. owner
+local function fair_wake_channel(waiter)
+  return 'edgelock_wake:{' .. name .. '}:' .. (string.match(waiter, '^([^:]*):') or waiter)
 end
 
 -- Takes `owner` out of the queue, wherever it stands.
@@ -25,7 +25,6 @@ local function leave(owner)
   redis.call('lrem', queue, 0, owner)
   redis.call('zrem', slots, owner)
   redis.call('hdel', waiters, owner)
-  redis.call('del', wake_key(owner))
 end
 
 -- Drops dead waiters (slot lapsed, or no slot) from the head of the queue.
@@ -73,9 +72,9 @@ local function queue_up(owner, waiter, now, lapses)
 end
 
 -- The lock is free: give it to the first live waiter. One of ours gets the lock for a claim
--- window, marked with its waiter id (GRANT), and the new epoch as its wake token: it holds the
--- lock from then on, and makes the TTL its lease with its first renewal (or its next attempt
--- confirms the grant). A Redisson waiter is woken on its channel and takes the lock itself.
+-- window, marked with its waiter id (GRANT), and is sent "<waiter>|<epoch>": it holds the lock
+-- from then on, and makes the TTL its lease with its first renewal (or its next attempt confirms
+-- the grant). A Redisson waiter is woken on its channel and takes the lock itself.
 local function hand_off(now)
   prune(now)
   local head = redis.call('lindex', queue, 0)
@@ -91,7 +90,5 @@ local function hand_off(now)
   redis.call('hset', name, head, 1, GRANT, waiter)
   local e = new_epoch()
   redis.call('pexpire', name, claimMs)
-  local wake = wake_key(head)
-  redis.call('rpush', wake, e)
-  redis.call('pexpire', wake, claimMs)
+  redis.call('publish', fair_wake_channel(waiter), waiter .. '|' .. e)
 end

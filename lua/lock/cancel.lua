@@ -7,7 +7,7 @@
 -- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
 -- KEYS[4]  Redisson unlock channel "redisson_lock__channel:{<name>}"
 -- KEYS[5]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
--- KEYS[6]  wake lists "edgelock_wake:{<name>}" (prefix: one LIST per waiter)
+-- KEYS[6]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
 -- ARGV[1]  owner field of that acquire
 -- ARGV[2]  replay window in ms
 -- ARGV[3]  request id of that acquire

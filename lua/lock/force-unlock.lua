@@ -3,7 +3,7 @@
 -- KEYS[1]  lock name (HASH)
 -- KEYS[2]  Redisson unlock channel "redisson_lock__channel:{<name>}"
 -- KEYS[3]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
--- KEYS[4]  wake lists "edgelock_wake:{<name>}" (prefix: one LIST per waiter)
+-- KEYS[4]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
 -- Returns  1 a lock was deleted | 0 there was none
 local waiting = KEYS[3]
 local wake = KEYS[4]

@@ -1,7 +1,7 @@
 -- A waiting call of a reentrant lock gives up or is aborted: unregister it, so no release wakes
 -- it and nothing of it stays in Redis (see lib/wake.lua).
 -- KEYS[1]  registered waiters "edgelock_waiting:{<name>}" (ZSET)
--- KEYS[2]  wake lists "edgelock_wake:{<name>}" (prefix: one LIST per waiter)
+-- KEYS[2]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
 -- ARGV[1]  waiter id of the call
 -- Returns  1
 local waiting = KEYS[1]

@@ -9,7 +9,7 @@
 -- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
 -- KEYS[4]  Redisson unlock channel "redisson_lock__channel:{<name>}" (wakes JVM waiters)
 -- KEYS[5]  registered waiters "edgelock_waiting:{<name>}" (ZSET)
--- KEYS[6]  wake lists "edgelock_wake:{<name>}" (prefix: one LIST per waiter)
+-- KEYS[6]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
 -- KEYS[7]  optional completion marker "edgelock_done:{<name>}": STRING "1"
 -- ARGV[1]  owner field
 -- ARGV[2]  leaseTime in ms to restore on a partial release, never shortening (0 = keep the TTL)

@@ -10,7 +10,7 @@
 -- KEYS[4]  older replay records "edgelock_replay:{<name>}:old"
 -- KEYS[5]  Redisson channel "redisson_sc:{<name>}"
 -- KEYS[6]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
--- KEYS[7]  waiters' wake lists "edgelock_wake:{<name>}" (prefix: one LIST per waiter)
+-- KEYS[7]  waiters' wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
 -- ARGV[1]  lease of each permit in ms
 -- ARGV[2]  replay window in ms
 -- ARGV[3]  request id (32 hex characters)

@@ -7,7 +7,7 @@
 -- KEYS[4]  older replay records "edgelock_replay:{<name>}:old"
 -- KEYS[5]  Redisson channel "redisson_sc:{<name>}"
 -- KEYS[6]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
--- KEYS[7]  waiters' wake lists "edgelock_wake:{<name>}" (prefix: one LIST per waiter)
+-- KEYS[7]  waiters' wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
 -- ARGV[1]  replay window in ms
 -- ARGV[2]  request id of this release (a lease's release reuses its lease id)
 -- ARGV[3…] permit ids, 32 hex characters each

@@ -6,7 +6,7 @@
 -- KEYS[2]  permit leases "{<name>}:timeout" (ZSET id bytes -> expiry ms)
 -- KEYS[3]  Redisson channel "redisson_sc:{<name>}"
 -- KEYS[4]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
--- KEYS[5]  waiters' wake lists "edgelock_wake:{<name>}" (prefix: one LIST per waiter)
+-- KEYS[5]  waiters' wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
 -- ARGV[1]  lease in ms (each permit's expiry becomes at least now + this)
 -- ARGV[2…] permit ids, 32 hex characters each
 -- Returns  how many of the permits are still held (all of them renewed)

@@ -8,7 +8,7 @@
 -- KEYS[2]  replay records "edgelock_replay:{<name>}"
 -- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
 -- KEYS[4]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
--- KEYS[5]  wake lists "edgelock_wake:{<name>}" (prefix: one LIST per waiter)
+-- KEYS[5]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
 -- KEYS[6]  timeout key prefix "{<name>}" (read holds' keys "{<name>}:<owner>:rwlock_timeout:<k>")
 -- ARGV[1]  'read' | 'write'
 -- ARGV[2]  leaseTime in ms

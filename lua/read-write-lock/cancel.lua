@@ -6,7 +6,7 @@
 -- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
 -- KEYS[4]  Redisson's channel "redisson_rwlock:{<name>}"
 -- KEYS[5]  registered waiters "edgelock_waiting:{<name>}" (ZSET)
--- KEYS[6]  wake lists "edgelock_wake:{<name>}" (prefix: one LIST per waiter)
+-- KEYS[6]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
 -- KEYS[7]  timeout key prefix "{<name>}"
 -- ARGV[1]  'read' | 'write'
 -- ARGV[2]  owner of that acquire

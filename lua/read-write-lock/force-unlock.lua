@@ -4,7 +4,7 @@
 -- KEYS[1]  lock name (HASH, see lib/rw.lua)
 -- KEYS[2]  Redisson's channel "redisson_rwlock:{<name>}"
 -- KEYS[3]  registered waiters "edgelock_waiting:{<name>}" (ZSET)
--- KEYS[4]  wake lists "edgelock_wake:{<name>}" (prefix: one LIST per waiter)
+-- KEYS[4]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
 -- ARGV[1]  'read' | 'write'
 -- Returns  1 deleted | 0 not locked in that mode
 local waiting = KEYS[3]

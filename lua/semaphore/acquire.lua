@@ -6,7 +6,7 @@
 -- KEYS[2]  replay records "edgelock_replay:{<name>}" (HASH request id -> state)
 -- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
 -- KEYS[4]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
--- KEYS[5]  wake lists "edgelock_wake:{<name>}" (prefix: one LIST per waiter)
+-- KEYS[5]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
 -- ARGV[1]  permits to take (integer >= 1)
 -- ARGV[2]  replay window in ms
 -- ARGV[3]  request id (32 hex characters)

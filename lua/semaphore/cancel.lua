@@ -6,7 +6,7 @@
 -- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
 -- KEYS[4]  Redisson channel "redisson_sc:{<name>}"
 -- KEYS[5]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
--- KEYS[6]  wake lists "edgelock_wake:{<name>}" (prefix: one LIST per waiter)
+-- KEYS[6]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
 -- ARGV[1]  replay window in ms
 -- ARGV[2]  request id of that acquire
 -- Returns  0 cancelled before it applied (a tombstone makes a late acquire a no-op)

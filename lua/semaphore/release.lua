@@ -7,7 +7,7 @@
 -- KEYS[4]  older replay records "edgelock_replay:{<name>}:old"
 -- KEYS[5]  Redisson channel "redisson_sc:{<name>}"
 -- KEYS[6]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
--- KEYS[7]  wake lists "edgelock_wake:{<name>}" (prefix: one LIST per waiter)
+-- KEYS[7]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
 -- ARGV[1]  permits to give back (integer >= 1)
 -- ARGV[2]  '1' allows a release beyond the permits set (Redisson's unbounded release), else '0'
 -- ARGV[3]  replay window in ms

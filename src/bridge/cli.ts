@@ -4,7 +4,8 @@
  *
  * ```
  * edgelock-bridge --token dev [--redis-url redis://127.0.0.1:6379] [--port 8079] [--host 127.0.0.1]
- *                 [--blocking-connections 64] [--log]
+ *                 [--blocking refuse|instant|block] [--blocking-connections 64]
+ *                 [--max-subscriptions 256] [--log]
  * edgelock-bridge --token dev --cluster-node redis://127.0.0.1:7000 [--cluster-node ...] ...
  * ```
  *
@@ -15,20 +16,23 @@
  */
 
 import { parseArgs } from "node:util";
-import type { Bridge, RequestLogEntry } from "./index.js";
+import type { BlockingMode, Bridge, RequestLogEntry } from "./index.js";
 import {
   checkRedisUrl,
   DEFAULT_BLOCKING_CONNECTIONS,
+  DEFAULT_MAX_SUBSCRIPTIONS,
   RedisUnavailableError,
   startBridge,
 } from "./index.js";
 
 const USAGE =
-  "usage: edgelock-bridge --token <token> [--redis-url <url> | --cluster-node <url> ...] [--port <port>] [--host <host>] [--blocking-connections <n>] [--log] (env: EDGELOCK_BRIDGE_TOKEN, REDIS_URL, PORT)";
+  "usage: edgelock-bridge --token <token> [--redis-url <url> | --cluster-node <url> ...] [--port <port>] [--host <host>] [--blocking refuse|instant|block] [--blocking-connections <n>] [--max-subscriptions <n>] [--log] (env: EDGELOCK_BRIDGE_TOKEN, REDIS_URL, PORT)";
 
 const HELP = `${USAGE}
 
-Serves the Upstash REST protocol (POST /, /pipeline, /multi-exec) over a Redis server.
+Serves the Upstash REST protocol (POST /, /pipeline, /multi-exec, and pub/sub as Server-Sent
+Events: POST /subscribe/<channel>, /psubscribe/<pattern>, /publish/<channel>/<message>) over a
+Redis server.
 
   --token <token>     bearer token clients must send (env EDGELOCK_BRIDGE_TOKEN; required)
   --redis-url <url>   Redis to forward to (env REDIS_URL; default redis://127.0.0.1:6379)
@@ -39,17 +43,25 @@ Serves the Upstash REST protocol (POST /, /pipeline, /multi-exec) over a Redis s
                       span hash slots gets 400 (CROSSSLOT). Not with --redis-url
   --port <port>       port to listen on, 0 for any free port (env PORT; default 8079)
   --host <host>       interface to bind (default 127.0.0.1)
+  --blocking <mode>   how blocking commands (BLPOP, BRPOP, XREAD ... BLOCK, WAIT, ...) are
+                      answered: refuse (400, as the Upstash REST API lists them as not
+                      supported), instant (at once: the element or null), block (held open)
+                      (default refuse)
   --blocking-connections <n>
                       most Redis connections serving blocking commands (BLPOP, BRPOP, BLMOVE,
                       BZPOPMIN, XREAD ... BLOCK, WAIT, ...) at once, each request on its own so
                       none stalls the others; a request finding all busy gets 503; 0 refuses
-                      blocking commands with 400 (default 64)
+                      blocking commands with 400 (default 64; used with --blocking block)
+  --max-subscriptions <n>
+                      most pub/sub subscriptions open at once, each an SSE stream on a Redis
+                      connection of its own; one more gets 503 (default 256)
   --log               print one line per request to stdout: time, method, route, status,
                       duration and command names (never the token or command arguments)
   --help              print this help
 
 Control endpoints (same token): GET /__bridge/stats, POST /__bridge/stats/reset,
-POST /__bridge/faults (JSON FaultConfig), DELETE /__bridge/faults.`;
+POST /__bridge/faults (JSON FaultConfig), DELETE /__bridge/faults, POST /__bridge/blocking
+({"mode": "refuse" | "instant" | "block"}), POST /__bridge/subscriptions/drop.`;
 
 interface CliConfig {
   redisUrl?: string;
@@ -58,6 +70,8 @@ interface CliConfig {
   port: number;
   host: string;
   blockingConnections: number;
+  blocking: BlockingMode;
+  maxSubscriptions: number;
   log: boolean;
 }
 
@@ -92,6 +106,20 @@ function readConfig(argv: string[], env: NodeJS.ProcessEnv): CliConfig | number 
     );
     return 2;
   }
+  const blocking = values.blocking ?? "refuse";
+  if (blocking !== "refuse" && blocking !== "instant" && blocking !== "block") {
+    process.stderr.write(
+      `edgelock-bridge: invalid --blocking "${blocking}" (refuse, instant or block). ${USAGE}\n`,
+    );
+    return 2;
+  }
+  const subscriptionsText = values["max-subscriptions"] ?? String(DEFAULT_MAX_SUBSCRIPTIONS);
+  if (!/^\d{1,6}$/.test(subscriptionsText)) {
+    process.stderr.write(
+      `edgelock-bridge: invalid --max-subscriptions "${subscriptionsText}" (an integer >= 0). ${USAGE}\n`,
+    );
+    return 2;
+  }
   const rootNodes = values["cluster-node"] ?? [];
   if (rootNodes.length > 0 && values["redis-url"] !== undefined) {
     process.stderr.write(
@@ -116,6 +144,8 @@ function readConfig(argv: string[], env: NodeJS.ProcessEnv): CliConfig | number 
     ...(rootNodes.length > 0 ? { cluster: { rootNodes } } : { redisUrl }),
     host: values.host ?? "127.0.0.1",
     blockingConnections: Number(blockingText),
+    blocking,
+    maxSubscriptions: Number(subscriptionsText),
     log: values.log === true,
   };
 }
@@ -132,6 +162,8 @@ function parse(argv: string[]) {
       port: { type: "string" },
       host: { type: "string" },
       "blocking-connections": { type: "string" },
+      blocking: { type: "string" },
+      "max-subscriptions": { type: "string" },
       log: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },

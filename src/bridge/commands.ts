@@ -57,6 +57,32 @@ const BLOCKING_TIMEOUT_INDEX = new Map<string, number>([
 ]);
 
 /**
+ * How the bridge answers blocking commands (see {@link isBlocking}): `"refuse"` with 400, as the
+ * Upstash REST API lists them as not supported; `"instant"` at once, as their non-blocking forms
+ * would (the element, or null); `"block"` held open until they return, on the blocking pool.
+ */
+export type BlockingMode = "refuse" | "instant" | "block";
+
+/**
+ * The command with its timeout cut to the shortest Redis accepts (1 ms), so that it answers at
+ * once: what a server that does not hold blocking commands open would answer.
+ */
+export function instantForm(command: Command): Command {
+  const name = commandName(command);
+  const out = [...command];
+  const at = BLOCKING_TIMEOUT_INDEX.get(name);
+  if (at !== undefined) {
+    const i = at < 0 ? out.length + at : at + 1;
+    // Seconds for the pops, ms for WAIT/WAITAOF.
+    out[i] = name === "wait" || name === "waitaof" ? "1" : "0.001";
+    return out;
+  }
+  const blockAt = out.findIndex((arg, i) => i > 0 && arg.toLowerCase() === "block");
+  if (blockAt > 0) out[blockAt + 1] = "1";
+  return out;
+}
+
+/**
  * Whether a command can hold its connection (a blocking list/sorted-set pop, `WAIT`/`WAITAOF`,
  * or `XREAD`/`XREADGROUP` with `BLOCK`): such commands run on a connection of their own, taken
  * from the blocking pool, so that they never stall the shared connection.

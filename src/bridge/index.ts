@@ -20,16 +20,20 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { ClusterBackend } from "./cluster.js";
+import type { BlockingMode } from "./commands.js";
 import type { FaultConfig } from "./faults.js";
 import { FaultInjector } from "./faults.js";
 import type { RequestLogEntry } from "./log.js";
+import { DEFAULT_MAX_SUBSCRIPTIONS, Subscriptions } from "./pubsub.js";
 import { type Backend, DEFAULT_BLOCKING_CONNECTIONS, RedisBackend } from "./redis.js";
 import { createBridgeApp } from "./server.js";
 import type { BridgeStats } from "./stats.js";
 import { StatsRecorder } from "./stats.js";
 
+export type { BlockingMode } from "./commands.js";
 export type { FaultConfig, FaultRule } from "./faults.js";
 export type { RequestLogEntry } from "./log.js";
+export { DEFAULT_MAX_SUBSCRIPTIONS } from "./pubsub.js";
 export type { BlockingPoolStats } from "./redis.js";
 export { DEFAULT_BLOCKING_CONNECTIONS, RedisUnavailableError } from "./redis.js";
 export type { BridgeStats } from "./stats.js";
@@ -83,6 +87,20 @@ export interface BridgeOptions {
    */
   blockingConnections?: number;
   /**
+   * How blocking commands (see {@link BridgeOptions.blockingConnections}) are answered:
+   * `"refuse"` with 400, as the Upstash REST API lists them as not supported over REST;
+   * `"instant"` at once, as their non-blocking forms would (the element, or null); `"block"` held
+   * open until they return. Changeable at run time ({@link Bridge.setBlocking}).
+   * Default: `"refuse"`.
+   */
+  blocking?: BlockingMode;
+  /**
+   * The most pub/sub subscriptions (`POST /subscribe/<channel>`, `/psubscribe/<pattern>`, each
+   * a Server-Sent Events stream on a Redis connection of its own) open at once; one more is
+   * answered 503. Default: {@link DEFAULT_MAX_SUBSCRIPTIONS} (256).
+   */
+  maxSubscriptions?: number;
+  /**
    * Request log: called once per answered request with its route, status, duration and command
    * names (never the token, the query string or command arguments). Default: no log.
    */
@@ -132,6 +150,10 @@ export interface Bridge {
   setFaults(faults: FaultConfig): void;
   /** Removes every fault rule and the added latency. */
   clearFaults(): void;
+  /** Changes how blocking commands are answered (see {@link BridgeOptions.blocking}). */
+  setBlocking(mode: BlockingMode): void;
+  /** Ends every open subscription stream, as a lost connection to Redis would. */
+  dropSubscriptions(): void;
   /** Counters since start or the last {@link Bridge.resetStats}. */
   stats(): BridgeStats;
   /** Sets every counter (including `faultsInjected`) back to zero. */
@@ -161,6 +183,15 @@ export async function startBridge(options: BridgeOptions): Promise<Bridge> {
   if (blocking !== undefined && !(Number.isSafeInteger(blocking) && blocking >= 0)) {
     throw new TypeError("`blockingConnections` must be an integer >= 0");
   }
+  const mode = options.blocking ?? "refuse";
+  if (mode !== "refuse" && mode !== "instant" && mode !== "block") {
+    throw new TypeError('`blocking` must be "refuse", "instant" or "block"');
+  }
+  const maxSubscriptions = options.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS;
+  if (!(Number.isSafeInteger(maxSubscriptions) && maxSubscriptions >= 0)) {
+    throw new TypeError("`maxSubscriptions` must be an integer >= 0");
+  }
+  const blockingState = { mode };
   const faults = new FaultInjector(options.faults ?? {});
   const stats = new StatsRecorder();
   const pool = { max: options.blockingConnections ?? DEFAULT_BLOCKING_CONNECTIONS, idleMs: 30_000 };
@@ -169,9 +200,15 @@ export async function startBridge(options: BridgeOptions): Promise<Bridge> {
       ? await RedisBackend.connect(target, pool)
       : await ClusterBackend.connect(target, pool);
   const closing = new AbortController();
+  const subscriptions = new Subscriptions(
+    typeof target === "string" ? target : (target[0] as string),
+    maxSubscriptions,
+  );
   const app = createBridgeApp({
     token: options.token,
     redis,
+    subscriptions,
+    blocking: blockingState,
     faults,
     stats,
     closing: closing.signal,
@@ -204,6 +241,7 @@ export async function startBridge(options: BridgeOptions): Promise<Bridge> {
   let closed: Promise<void> | undefined;
   const close = async (): Promise<void> => {
     closing.abort();
+    subscriptions.close();
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
       if ("closeAllConnections" in server) server.closeAllConnections();
@@ -216,7 +254,18 @@ export async function startBridge(options: BridgeOptions): Promise<Bridge> {
     port,
     setFaults: (config) => faults.set(config),
     clearFaults: () => faults.clear(),
-    stats: () => stats.snapshot(faults.injected, redis.blockingPool.stats()),
+    setBlocking: (next) => {
+      if (next !== "refuse" && next !== "instant" && next !== "block") {
+        throw new TypeError('mode must be "refuse", "instant" or "block"');
+      }
+      blockingState.mode = next;
+    },
+    dropSubscriptions: () => subscriptions.dropAll(),
+    stats: () =>
+      stats.snapshot(faults.injected, redis.blockingPool.stats(), {
+        open: subscriptions.open,
+        max: subscriptions.max,
+      }),
     resetStats: () => {
       stats.reset();
       faults.resetCount();

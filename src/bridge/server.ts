@@ -10,11 +10,20 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { HttpBindings } from "@hono/node-server";
 import type { Context } from "hono";
 import { Hono } from "hono";
-import { commandName, isBlocking, parseBatchBody, parseSingleBody } from "./commands.js";
+import { streamSSE } from "hono/streaming";
+import {
+  type BlockingMode,
+  commandName,
+  instantForm,
+  isBlocking,
+  parseBatchBody,
+  parseSingleBody,
+} from "./commands.js";
 import { isErrorReply, toJsonReply, toReplyEntry } from "./encode.js";
 import type { FaultDecision, FaultInjector } from "./faults.js";
 import { parseFaultConfig } from "./faults.js";
 import type { RequestLogEntry } from "./log.js";
+import { type SubscriptionKind, SubscriptionLimitError, type Subscriptions } from "./pubsub.js";
 import type { Backend } from "./redis.js";
 import { BlockingPoolBusyError, CommandRefusedError, RedisUnavailableError } from "./redis.js";
 import type { Route, StatsRecorder } from "./stats.js";
@@ -29,6 +38,10 @@ export interface BridgeState {
   faults: FaultInjector;
   /** Request counters. */
   stats: StatsRecorder;
+  /** Open pub/sub subscriptions (`/subscribe`, `/psubscribe`). */
+  subscriptions: Subscriptions;
+  /** How blocking commands are answered now (see {@link BlockingMode}); changeable at run time. */
+  blocking: { mode: BlockingMode };
   /** Aborted when the bridge closes: cuts injected delays short. */
   closing: AbortSignal;
   /** Receives one entry per answered request (opt-in request log). */
@@ -68,6 +81,11 @@ const REDIS_UNAVAILABLE = { error: "bridge: redis unavailable" };
  * `{"error":"Unauthorized"}`):
  * - `GET /` -> `{"result":"edgelock-bridge"}`;
  * - `POST /`, `POST /pipeline`, `POST /multi-exec` -> the Upstash REST protocol;
+ * - `POST /subscribe/<channel>`, `POST /psubscribe/<pattern>` -> a Server-Sent Events stream
+ *   (Upstash's pub/sub over REST); `POST /publish/<channel>/<message>` -> `{"result": n}`;
+ * - `POST /__bridge/blocking` (body `{"mode": "refuse" | "instant" | "block"}`),
+ *   `POST /__bridge/subscriptions/drop` (ends every open subscription stream, as a lost
+ *   connection would);
  * - `GET /__bridge/stats`, `POST /__bridge/stats/reset`, `POST /__bridge/faults` (body: a
  *   FaultConfig, replaces the current one), `DELETE /__bridge/faults`.
  */
@@ -105,9 +123,38 @@ export function createBridgeApp(state: BridgeState): Hono<BridgeEnv> {
   app.post("/pipeline", (c) => handleData(c, state, "pipeline"));
   app.post("/multi-exec", (c) => handleData(c, state, "multiExec"));
 
-  app.get("/__bridge/stats", (c) =>
-    c.json(state.stats.snapshot(state.faults.injected, state.redis.blockingPool.stats())),
-  );
+  app.post("/subscribe/:channel", (c) => handleSubscribe(c, state, "subscribe"));
+  app.post("/psubscribe/:pattern", (c) => handleSubscribe(c, state, "psubscribe"));
+  app.post("/publish/:channel/:message", async (c) => {
+    state.stats.request("publish");
+    state.stats.commands(["publish"]);
+    const reply = await state.redis.single([
+      "PUBLISH",
+      c.req.param("channel"),
+      c.req.param("message"),
+    ]);
+    if (isErrorReply(reply)) return c.json({ error: reply.message }, 400);
+    return c.json({ result: toJsonReply(reply, { base64: false }) });
+  });
+
+  app.get("/__bridge/stats", (c) => c.json(snapshot(state)));
+  app.post("/__bridge/blocking", async (c) => {
+    let mode: unknown;
+    try {
+      mode = (JSON.parse(await c.req.text()) as { mode?: unknown }).mode;
+    } catch {
+      mode = undefined;
+    }
+    if (mode !== "refuse" && mode !== "instant" && mode !== "block") {
+      return c.json({ error: 'bridge: mode must be "refuse", "instant" or "block"' }, 400);
+    }
+    state.blocking.mode = mode;
+    return c.json({ result: "OK" });
+  });
+  app.post("/__bridge/subscriptions/drop", (c) => {
+    state.subscriptions.dropAll();
+    return c.json({ result: "OK" });
+  });
   app.post("/__bridge/stats/reset", (c) => {
     state.stats.reset();
     state.faults.resetCount();
@@ -135,7 +182,14 @@ export function createBridgeApp(state: BridgeState): Hono<BridgeEnv> {
   return app;
 }
 
-async function handleData(c: BridgeContext, state: BridgeState, route: Route): Promise<Response> {
+/** The routes of the REST protocol's command requests. */
+type DataRoute = Extract<Route, "single" | "pipeline" | "multiExec">;
+
+async function handleData(
+  c: BridgeContext,
+  state: BridgeState,
+  route: DataRoute,
+): Promise<Response> {
   state.stats.request(route);
   let body: unknown;
   try {
@@ -150,6 +204,13 @@ async function handleData(c: BridgeContext, state: BridgeState, route: Route): P
   c.set("commands", names);
   // Inside MULTI Redis never blocks, so a transaction stays on its own connection.
   const blocking = route !== "multiExec" && parsed.commands.some(isBlocking);
+  if (blocking && state.blocking.mode === "refuse") {
+    const name = names.find((_, i) => isBlocking(parsed.commands[i] ?? []));
+    return c.json({ error: `ERR blocking command '${name}' is not supported over REST` }, 400);
+  }
+  if (blocking && state.blocking.mode === "instant") {
+    parsed.commands = parsed.commands.map(instantForm);
+  }
   if (blocking && state.redis.blockingPool.max === 0) {
     return c.json(
       { error: "ERR bridge: blocking commands are disabled (blockingConnections: 0)" },
@@ -190,6 +251,83 @@ async function handleData(c: BridgeContext, state: BridgeState, route: Route): P
 }
 
 /**
+ * Answers a subscription: 503 when the limit is reached, else the SSE stream, which ends when the
+ * client leaves (its subscription and Redis connection closed with it) or the connection to
+ * Redis drops.
+ */
+async function handleSubscribe(
+  c: BridgeContext,
+  state: BridgeState,
+  kind: SubscriptionKind,
+): Promise<Response> {
+  state.stats.request(kind === "subscribe" ? "subscribe" : "psubscribe");
+  state.stats.commands([kind]);
+  const target = c.req.param(kind === "subscribe" ? "channel" : "pattern") ?? "";
+  const queue: string[] = [];
+  let wakeUp: (() => void) | undefined;
+  let ended = false;
+  const notify = () => {
+    const w = wakeUp;
+    wakeUp = undefined;
+    w?.();
+  };
+  let subscription: { close(): void };
+  try {
+    subscription = await state.subscriptions.subscribe(
+      kind,
+      target,
+      (channel, message) => {
+        queue.push(
+          kind === "subscribe"
+            ? `message,${channel},${message}`
+            : `pmessage,${target},${channel},${message}`,
+        );
+        notify();
+      },
+      () => {
+        ended = true;
+        notify();
+      },
+    );
+  } catch (error) {
+    if (error instanceof SubscriptionLimitError) {
+      return c.json({ error: error.message }, 503, { "retry-after": "1" });
+    }
+    throw error;
+  }
+  const request = c.req.raw.signal;
+  const leave = () => {
+    ended = true;
+    notify();
+  };
+  request.addEventListener("abort", leave, { once: true });
+  return streamSSE(c, async (stream) => {
+    stream.onAbort(leave);
+    try {
+      await stream.writeSSE({ data: `${kind},${target},1` });
+      while (!ended && !stream.aborted) {
+        while (queue.length > 0) await stream.writeSSE({ data: queue.shift() as string });
+        if (ended) break;
+        await new Promise<void>((resolve) => {
+          wakeUp = resolve;
+        });
+      }
+    } finally {
+      request.removeEventListener("abort", leave);
+      subscription.close();
+    }
+  });
+}
+
+/** The counters with the gauges that live elsewhere. */
+function snapshot(state: BridgeState) {
+  return state.stats.snapshot(state.faults.injected, state.redis.blockingPool.stats(), {
+    open: state.subscriptions.open,
+    max: state.subscriptions.max,
+  });
+}
+
+/**
  * Runs the commands of one data request. A single command whose reply is an error answers 400
  * `{"error"}`; pipelines always answer 200 with one entry per command; a transaction answers 200
  * with one entry per command, or 400 `{"error"}` when Redis discarded it (EXECABORT). With
@@ -198,7 +336,7 @@ async function handleData(c: BridgeContext, state: BridgeState, route: Route): P
  */
 async function execute(
   redis: Backend,
-  route: Route,
+  route: DataRoute,
   commands: string[][],
   base64: boolean,
   pooled: AbortSignal | undefined,

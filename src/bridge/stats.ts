@@ -8,10 +8,20 @@ import type { BlockingPoolStats } from "./redis.js";
 
 /** Counters since the bridge started or since the last reset. Control endpoints never count. */
 export interface BridgeStats {
-  /** Authenticated data requests (`POST /`, `/pipeline`, `/multi-exec`), faulted ones included. */
+  /**
+   * Authenticated data requests (`POST /`, `/pipeline`, `/multi-exec`, `/subscribe`,
+   * `/psubscribe`, `/publish`), faulted ones included.
+   */
   requests: number;
   /** {@link BridgeStats.requests} split by route. */
-  byRoute: { single: number; pipeline: number; multiExec: number };
+  byRoute: {
+    single: number;
+    pipeline: number;
+    multiExec: number;
+    subscribe: number;
+    psubscribe: number;
+    publish: number;
+  };
   /** Commands in data requests whose body was valid (a pipeline of 3 counts 3). */
   commands: number;
   /** {@link BridgeStats.commands} by lower-cased command name, e.g. `{ "evalsha": 2 }`. */
@@ -23,6 +33,8 @@ export interface BridgeStats {
    * `refused` requests answered 503 because all `max` were in use (reset with the counters).
    */
   blocking: BlockingPoolStats;
+  /** Pub/sub subscriptions (`/subscribe`, `/psubscribe`) open now, and the most allowed. */
+  subscriptions: { open: number; max: number };
 }
 
 /** The data routes of the REST protocol. */
@@ -31,7 +43,7 @@ export type Route = keyof BridgeStats["byRoute"];
 /** Mutable counters behind {@link BridgeStats}. */
 export class StatsRecorder {
   #requests = 0;
-  #byRoute: BridgeStats["byRoute"] = { single: 0, pipeline: 0, multiExec: 0 };
+  #byRoute: BridgeStats["byRoute"] = emptyRoutes();
   #commands = 0;
   #byCommand = new Map<string, number>();
 
@@ -48,10 +60,14 @@ export class StatsRecorder {
   }
 
   /**
-   * A snapshot; `faultsInjected` and `blocking` are supplied by the caller (they live with the
-   * fault rules and the blocking pool).
+   * A snapshot; `faultsInjected`, `blocking` and `subscriptions` are supplied by the caller
+   * (they live with the fault rules, the blocking pool and the subscriptions).
    */
-  snapshot(faultsInjected: number, blocking: BlockingPoolStats): BridgeStats {
+  snapshot(
+    faultsInjected: number,
+    blocking: BlockingPoolStats,
+    subscriptions: BridgeStats["subscriptions"],
+  ): BridgeStats {
     return {
       requests: this.#requests,
       byRoute: { ...this.#byRoute },
@@ -59,14 +75,19 @@ export class StatsRecorder {
       byCommand: Object.fromEntries(this.#byCommand),
       faultsInjected,
       blocking,
+      subscriptions,
     };
   }
 
   /** Sets every counter back to zero. */
   reset(): void {
     this.#requests = 0;
-    this.#byRoute = { single: 0, pipeline: 0, multiExec: 0 };
+    this.#byRoute = emptyRoutes();
     this.#commands = 0;
     this.#byCommand.clear();
   }
+}
+
+function emptyRoutes(): BridgeStats["byRoute"] {
+  return { single: 0, pipeline: 0, multiExec: 0, subscribe: 0, psubscribe: 0, publish: 0 };
 }

@@ -2,6 +2,7 @@ import type { LockEvent } from "../events.js";
 import type { LeaseKeeperBinding } from "../keeper.js";
 import type { ScriptRunner } from "../transport/index.js";
 import type { BackoffPolicy } from "../wait.js";
+import type { WakeHub } from "./wakes.js";
 
 /** What every primitive gets from its EdgeLock. Internal. */
 export interface LockContext {
@@ -11,8 +12,12 @@ export interface LockContext {
   /** How long replay records live, in ms. */
   readonly replayWindow: number;
   readonly backoff: BackoffPolicy;
-  /** How waiters that can wait for a wake-up do so: BLPOP on their wake list, or polling. */
-  readonly wait: "block" | "poll";
+  /** How waiters wait: for a release's message where the client subscribes, or polling. */
+  readonly wait: "auto" | "subscribe" | "poll";
+  /** The client's wake-up subscriptions (./wakes.ts). */
+  readonly wakes: WakeHub;
+  /** Most subscriptions open at once. */
+  readonly maxSubscriptions: number;
   readonly keeper: LeaseKeeperBinding | undefined;
   /**
    * The Redis behind the REST API is a Redis Cluster: a request touching several names (the
@@ -35,6 +40,6 @@ export const keys = {
   replayOld: (name: string) => `edgelock_replay:{${name}}:old`,
   /** Registered waiters of a primitive (ZSET waiter id -> when it lapses): lua/lib/wake.lua. */
   waiting: (name: string) => `edgelock_waiting:{${name}}`,
-  /** Prefix of the waiters' own wake lists (`<prefix>:<waiter id>`): lua/lib/wake.lua. */
+  /** Prefix of the clients' wake channels (`<prefix>:<client>`): lua/lib/wake.lua. */
   wake: (name: string) => `edgelock_wake:{${name}}`,
 };

@@ -1,42 +1,149 @@
 /**
  * The wait loop every primitive with waiters shares (locks, semaphores, latches): attempts until
- * one succeeds or the wait budget is spent, and between attempts blocks on the primitive's wake
- * list (BLPOP), where the busy attempt registered this call as a waiter, so the script that frees
- * what it waits for wakes it at once; with `wait: "poll"`, a client that cannot block, a primitive
- * without a wake list, or a failed block, it sleeps with the PTTL-bounded backoff of wait.ts.
- * Redisson waits on pub/sub instead (RedissonLock#tryLock, RedissonSemaphore#tryAcquire,
- * RedissonCountDownLatch#await).
+ * one succeeds or the wait budget is spent, and between attempts waits for a wake-up published by
+ * the script that frees what it waits for (./wakes.ts: SUBSCRIBE over SSE, one subscription per
+ * client and name), where the busy attempt registered this call as a waiter; with `wait: "poll"`,
+ * a client that cannot subscribe, a primitive without wake-ups, or a failed subscription, it
+ * sleeps with the PTTL-bounded backoff of wait.ts. Between two requests of one wait there is
+ * always a wake-up that arrived or a sleep: it never spins. Redisson waits on pub/sub the same
+ * way (RedissonLock#tryLock, RedissonSemaphore#tryAcquire, RedissonCountDownLatch#await).
  * @module
  */
-import { randomHex } from "../ids.js";
 import { LOCK_WAITER_SLOT_MS } from "../limits.js";
 import type { RequestCounter } from "../transport/index.js";
 import { type AttemptOutcome, pollUntil } from "../wait.js";
 import type { LockContext } from "./context.js";
+import type { WakeSlot } from "./wakes.js";
 
 /** What {@link waitFor} waits on. */
 export interface WaitSpec<T> {
   /** Name of the primitive, for errors and events. */
   name: string;
   /**
-   * Prefix of the waiters' own wake lists (lua/lib/wake.lua): waiter `<id>` blocks on
-   * `<wakeKey>:<id>`. Absent when waiters can only poll.
+   * Prefix of the waiters' wake channels (lua/lib/wake.lua): `<wakeKey>:<client>`. Absent when
+   * waiters can only poll.
    */
   wakeKey: string | undefined;
   /** Wait budget in ms; `undefined` waits until `signal` aborts; 0 makes one attempt. */
   waitTime: number | undefined;
   signal: AbortSignal | undefined;
-  /** Every request of the wait (attempts and blocks) is added to it. */
+  /** Every request of the wait (attempts and the subscription) is added to it. */
   counter: RequestCounter;
   /**
-   * One attempt. `waiter` is this call's waiter id ('' when it does not block): a busy attempt
-   * registers it (as a waiter of the wake list) and an attempt that succeeds unregisters it.
-   * Returns `{ pttl }` when busy: how long until what it waits for frees itself at the latest
-   * (-1: unknown or never), which bounds the wait.
+   * One attempt. `waiter` is this call's waiter id ('' when it is not subscribed): a busy attempt
+   * registers it and an attempt that succeeds unregisters it. Returns `{ pttl }` when busy: how
+   * long until what it waits for frees itself at the latest (-1: unknown or never), which bounds
+   * the wait.
    */
   attempt(waiter: string): Promise<AttemptOutcome<T>>;
   /** Unregisters a waiter that gives up (in the background). */
   unregister?(waiter: string): void;
+}
+
+/**
+ * How a wait waits for wake-ups: subscribes on its first busy attempt (or uses an open
+ * subscription of its client from the start), falls back to polling for good when it cannot.
+ * Shared by {@link waitFor} and the fair lock's loop.
+ */
+export class Waker {
+  readonly #ctx: LockContext;
+  readonly #name: string;
+  readonly #prefix: string | undefined;
+  readonly #counter: RequestCounter;
+  readonly #signal: AbortSignal | undefined;
+  /** This wait's id (`<client>:<wait>`), which a subscribed wait's attempts register. */
+  readonly id: string;
+  #slot: WakeSlot | undefined;
+  /** No subscription from now on (tried, failed, or not wanted). */
+  #polling: boolean;
+
+  constructor(
+    ctx: LockContext,
+    name: string,
+    prefix: string | undefined,
+    counter: RequestCounter,
+    signal: AbortSignal | undefined,
+  ) {
+    this.#ctx = ctx;
+    this.#name = name;
+    this.#prefix = prefix;
+    this.#counter = counter;
+    this.#signal = signal;
+    this.id = ctx.wakes.waitId();
+    this.#polling = prefix === undefined || ctx.wait === "poll" || !ctx.wakes.enabled;
+    this.#slot =
+      this.#polling || prefix === undefined ? undefined : ctx.wakes.joinOpen(prefix, this.id);
+  }
+
+  /** The id the next attempt registers ('' when not subscribed). */
+  get waiter(): string {
+    return this.#slot ? this.id : "";
+  }
+
+  /** Whether the wait polls (sleeps with backoff) instead of waiting for messages. */
+  get polling(): boolean {
+    return this.#polling;
+  }
+
+  /**
+   * Waits after a busy attempt for at most `ms`: for a wake-up when subscribed; subscribing
+   * first when not yet (then the caller attempts again at once, so a release between its last
+   * attempt and the subscription is not missed).
+   * @returns `{ again: true, payload? }` to attempt at once (woken, timed out, just subscribed,
+   * or the subscription was lost: a wake-up may have gone with it), `{ again: false }` when the
+   * caller must sleep its backoff instead (polling).
+   * @throws signal.reason when aborted.
+   */
+  async wait(ms: number): Promise<{ again: boolean; payload?: string }> {
+    if (this.#polling || this.#prefix === undefined) return { again: false };
+    if (!this.#slot) {
+      const joined = await this.#ctx.wakes.join(
+        this.#name,
+        this.#prefix,
+        this.id,
+        this.#counter,
+        this.#signal,
+      );
+      if (!joined) {
+        const full = this.#ctx.wakes.open >= this.#ctx.maxSubscriptions;
+        return this.#poll(full ? "limit" : "failed");
+      }
+      this.#slot = joined;
+      this.#emit("subscribe");
+      return { again: true };
+    }
+    const outcome = await this.#slot.next(ms, this.#signal);
+    if (outcome.woke) return { again: true, payload: outcome.payload };
+    if (outcome.lost) {
+      this.#poll("lost");
+      return { again: true };
+    }
+    return { again: true };
+  }
+
+  /** Gives the subscription up (the wait ended). Idempotent. */
+  close(): void {
+    this.#slot?.leave();
+    this.#slot = undefined;
+  }
+
+  #poll(reason: "limit" | "failed" | "lost"): { again: false } {
+    this.close();
+    this.#polling = true;
+    this.#emit("poll", reason);
+    return { again: false };
+  }
+
+  #emit(strategy: "subscribe" | "poll", reason?: "limit" | "failed" | "lost"): void {
+    this.#ctx.emit({
+      type: "wait-strategy",
+      name: this.#name,
+      requests: 0,
+      durationMs: 0,
+      strategy,
+      ...(reason ? { reason } : {}),
+    });
+  }
 }
 
 /**
@@ -50,42 +157,43 @@ export async function waitFor<T>(
   ctx: LockContext,
   spec: WaitSpec<T>,
 ): Promise<{ value: T; attempts: number } | { value: null; attempts: number; pttl: number }> {
-  const { wakeKey, signal, counter } = spec;
-  const blocking =
-    wakeKey !== undefined && spec.waitTime !== 0 && ctx.wait === "block" && ctx.runner.canBlock;
-  // This call's registration as a waiter ("" = none), made by its busy attempts; a successful
-  // attempt ends it, and so does giving up or aborting (one background request).
-  const waiter = blocking ? randomHex() : "";
-  let registered = false;
-  const block = async (ms: number): Promise<boolean> => {
-    try {
-      await ctx.runner.block(spec.name, `${wakeKey}:${waiter}`, ms, signal, counter);
-      return true;
-    } catch (error) {
-      if (signal?.aborted && error === signal.reason) throw error;
-      // A failed wait costs a backoff sleep; the next attempt reports a real outage.
-      return false;
-    }
-  };
+  const { signal, counter } = spec;
+  const waker = new Waker(
+    ctx,
+    spec.name,
+    spec.waitTime === 0 ? undefined : spec.wakeKey,
+    counter,
+    signal,
+  );
+  // The id the last busy attempt registered ('' = none): a successful attempt ends the
+  // registration, and so does giving up or aborting (one background request).
+  let registered = "";
   try {
     return await pollUntil(
       async (): Promise<AttemptOutcome<T>> => {
+        const waiter = waker.waiter;
         const outcome = await spec.attempt(waiter);
-        registered = waiter !== "" && !("acquired" in outcome);
+        registered = "acquired" in outcome ? "" : waiter;
         return outcome;
       },
       {
         waitTime: spec.waitTime,
         signal,
         policy: ctx.backoff,
-        block: blocking ? block : undefined,
+        block: waker.polling
+          ? undefined
+          : async (ms) => {
+              const { again } = await waker.wait(ms);
+              return again;
+            },
         blockCap: LOCK_WAITER_SLOT_MS / 2,
-        // Every sleep or block is reported as a `wait` event before it starts.
+        // Every sleep or wait is reported as a `wait` event before it starts.
         onSleep: (delayMs, attempt) =>
           ctx.emit({ type: "wait", name: spec.name, requests: 0, durationMs: delayMs, attempt }),
       },
     );
   } finally {
-    if (registered) spec.unregister?.(waiter);
+    waker.close();
+    if (registered !== "") spec.unregister?.(registered);
   }
 }

@@ -20,7 +20,7 @@ import {
   toTransportError,
 } from "./scrub.js";
 
-export type { RedisLike } from "./redis.js";
+export type { RedisLike, SubscriberLike } from "./redis.js";
 export { isNoScriptError } from "./scrub.js";
 
 /** One script call: what to run and on behalf of which named object. */
@@ -133,52 +133,73 @@ export class ScriptRunner {
     }
   }
 
-  /** True when the client can send a blocking command (`redis.exec`). */
-  get canBlock(): boolean {
-    return typeof this.#redis.exec === "function";
+  /** True when the client can subscribe to a channel (`redis.subscribe`, over SSE). */
+  get canSubscribe(): boolean {
+    return typeof this.#redis.subscribe === "function";
   }
 
   /**
-   * Blocks on the list `key` for at most `ms` (BLPOP; one HTTP request, held open by the REST
-   * API until a token arrives or the time is up), limited locally to `ms + requestTimeout`.
-   * @returns the token that arrived (as the client decoded it), or `null` on timeout.
-   * @throws signal.reason when `signal` aborts first.
-   * @throws {TransportError} on failure, or when the client cannot block (see `canBlock`).
+   * Subscribes to `channel` (one long-lived HTTP request, counted in `counter`). `ready`
+   * resolves once the REST API confirmed the subscription, so a PUBLISH from then on reaches
+   * `onMessage`; it rejects with a {@link TransportError} when the subscription fails or is not
+   * confirmed within `requestTimeout`. `onLost` is called once if the request fails after that.
+   * (A stream that the server ends without an error is not reported by `@upstash/redis`: waits
+   * on it are bounded as every wait is.)
+   * @throws {TransportError} when the client cannot subscribe (see `canSubscribe`).
    */
-  async block(
+  subscribe(
     name: string,
-    key: string,
-    ms: number,
-    signal: AbortSignal | undefined,
+    channel: string,
+    onMessage: (message: string) => void,
+    onLost: (error: TransportError) => void,
     counter: RequestCounter,
-  ): Promise<unknown> {
-    signal?.throwIfAborted();
-    const exec = this.#redis.exec;
-    if (typeof exec !== "function") {
-      throw new TransportError(name, "the Redis client has no exec(): it cannot block", false);
-    }
-    // Redis reads the timeout in seconds (fractions allowed); 0 would mean forever.
-    const seconds = (Math.max(10, Math.ceil(ms)) / 1000).toFixed(3);
-    const limit = Math.max(10, Math.ceil(ms)) + this.requestTimeout;
-    const deadline = new AbortController();
-    const onAbort = () => deadline.abort(signal?.reason);
-    signal?.addEventListener("abort", onAbort, { once: true });
-    const timer = setTimeout(() => deadline.abort(timedOut(name, limit)), limit);
-    counter.requests += 1;
-    try {
-      const reply = await raceAbort(
-        exec.call(this.#redis, ["BLPOP", key, seconds]),
-        deadline.signal,
+  ): { ready: Promise<void>; close(): void } {
+    const subscribe = this.#redis.subscribe;
+    if (typeof subscribe !== "function") {
+      throw new TransportError(
+        name,
+        "the Redis client has no subscribe(): it cannot subscribe",
+        false,
       );
-      // BLPOP answers [key, value], or null on timeout.
-      return Array.isArray(reply) ? reply[1] : null;
-    } catch (error) {
-      if (deadline.signal.aborted && error === deadline.signal.reason) throw error;
-      throw error instanceof TransportError ? error : toTransportError(error, name, [key]);
-    } finally {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
     }
+    counter.requests += 1;
+    const subscriber = subscribe.call(this.#redis, [channel]);
+    let confirmed = false;
+    let closed = false;
+    let settle: ((error?: TransportError) => void) | undefined;
+    const ready = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(
+        () => settle?.(timedOut(name, this.requestTimeout)),
+        this.requestTimeout,
+      );
+      settle = (error) => {
+        clearTimeout(timer);
+        settle = undefined;
+        if (error) reject(error);
+        else resolve();
+      };
+    });
+    subscriber.on("subscribe", () => {
+      confirmed = true;
+      settle?.();
+    });
+    subscriber.on("message", (data: { message?: unknown }) => {
+      if (!closed) onMessage(String(data.message));
+    });
+    subscriber.on("error", (error: unknown) => {
+      if (closed) return;
+      const failure = toTransportError(error, name, []);
+      if (confirmed) onLost(failure);
+      else settle?.(failure);
+    });
+    const close = () => {
+      if (closed) return;
+      closed = true;
+      settle?.(new TransportError(name, "subscription closed", false));
+      subscriber.unsubscribe().catch(() => undefined);
+    };
+    ready.catch(close);
+    return { ready, close };
   }
 
   #scrub(error: unknown, call: ScriptCall) {

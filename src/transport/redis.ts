@@ -12,4 +12,20 @@ export interface RedisLike {
    * waiters poll.
    */
   exec?(args: [string, ...(string | number)[]]): Promise<unknown>;
+  /**
+   * SUBSCRIBE over Server-Sent Events (`@upstash/redis` ≥ 1.35): one long-lived HTTP request per
+   * channel, on which releases wake waiters. Without it, waiters poll.
+   */
+  subscribe?(channels: string[]): SubscriberLike;
+}
+
+/** The part of `@upstash/redis`'s `Subscriber` edgelock uses. */
+export interface SubscriberLike {
+  /**
+   * `"subscribe"`: the subscription is confirmed (data: the count); `"message"`: a delivery
+   * (data: `{ channel, message }`); `"error"`: the request failed (data: the error).
+   */
+  on(type: "subscribe" | "message" | "error", listener: (data: never) => void): void;
+  /** Ends the subscription's request. */
+  unsubscribe(channels?: string[]): Promise<void>;
 }

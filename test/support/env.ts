@@ -8,7 +8,7 @@ import { createClient, RESP_TYPES } from "@redis/client";
 import type { RedisConfigNodejs } from "@upstash/redis";
 import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, inject } from "vitest";
-import type { Bridge, BridgeStats, FaultConfig } from "../../src/bridge/index.js";
+import type { Bridge, BridgeOptions, BridgeStats, FaultConfig } from "../../src/bridge/index.js";
 import { startBridge } from "../../src/bridge/index.js";
 
 /** Where a bridge listens and the token it wants. */
@@ -124,9 +124,12 @@ export interface PrivateBridge extends BridgeEndpoint {
  * Starts a second bridge in this worker on the shared redis-server, with a random token and
  * `faults` from the start. Close it in `afterAll`/`afterEach`.
  */
-export async function startPrivateBridge(faults?: FaultConfig): Promise<PrivateBridge> {
+export async function startPrivateBridge(
+  faults?: FaultConfig,
+  options: Partial<BridgeOptions> = {},
+): Promise<PrivateBridge> {
   const token = randomBytes(16).toString("hex");
-  const bridge = await startBridge({ redisUrl: inject("redisUrl"), token, faults });
+  const bridge = await startBridge({ redisUrl: inject("redisUrl"), token, faults, ...options });
   const endpoint = { url: bridge.url, token };
   return {
     ...endpoint,

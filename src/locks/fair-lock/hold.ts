@@ -1,7 +1,7 @@
 /**
  * The hold protocol of a fair lock (lua/fair-lock/*.lua): the reentrant lock's HASH plus
  * Redisson RedissonFairLock's queue (LIST) and slot (ZSET) keys, with the hand-off to the first
- * waiter inside the release script and a wake list per waiter.
+ * waiter inside the release script, which publishes it to the waiter (lua/lib/fair.lua).
  * @module
  */
 import { TransportError } from "../../errors.js";
@@ -35,8 +35,6 @@ export const fairKeys = {
   queue: (name: string) => `redisson_lock_queue:{${name}}`,
   slots: (name: string) => `redisson_lock_timeout:{${name}}`,
   waiters: (name: string) => `edgelock_waiters:{${name}}`,
-  /** The list a waiter blocks on; the release script pushes a token to it on a hand-off. */
-  wake: (name: string, owner: string) => `edgelock_wake:{${name}}:${owner}`,
 };
 
 /** What `fairLock.inspect()` reports: the holder as for a lock, and the waiting owners. */

@@ -12,10 +12,11 @@ import { randomHex } from "../../ids.js";
 import { FAIR_CLAIM_WINDOW_MS, FAIR_SLOT_MS } from "../../limits.js";
 import type { RequestCounter } from "../../transport/index.js";
 import { backoffDelay, blockBound } from "../../wait.js";
-import type { LockContext } from "../context.js";
+import { keys, type LockContext } from "../context.js";
 import { HashLock } from "../lock/base.js";
 import { type AcquireResult, emitAcquire, type HoldSettings, leaseFor } from "../protocol.js";
-import { FairLockHolds, type FairLockInspection, fairKeys } from "./hold.js";
+import { Waker } from "../waiting.js";
+import { FairLockHolds, type FairLockInspection } from "./hold.js";
 
 export type { FairLockInspection } from "./hold.js";
 
@@ -47,10 +48,16 @@ export class FairLock extends HashLock<FairLockInspection> {
     const deadline = waitTime === undefined ? Number.POSITIVE_INFINITY : started + waitTime;
     const queued = waitTime !== 0;
     const counter: RequestCounter = { requests: 0 };
-    const block = this.ctx.wait === "block" && this.ctx.runner.canBlock;
-    const wake = fairKeys.wake(this.name, s.owner);
-    // Marks this call's place in the queue and the hand-off made to it.
-    const waiter = randomHex();
+    // Marks this call's place in the queue and the hand-off made to it; wake-ups come as
+    // "<waiter>|<epoch>" on its client's wake channel (lua/lib/fair.lua).
+    const waker = new Waker(
+      this.ctx,
+      this.name,
+      queued ? keys.wake(this.name) : undefined,
+      counter,
+      s.signal,
+    );
+    const waiter = waker.id;
     let attempts = 0;
     let acquired = false;
     let lastId: string | undefined;
@@ -87,30 +94,29 @@ export class FairLock extends HashLock<FairLockInspection> {
           durationMs: Math.ceil(bound),
           attempt: attempts,
         });
-        if (block) {
-          const token = await this.ctx.runner
-            .block(this.name, wake, bound, s.signal, counter)
-            .catch((error: unknown) => {
-              // A failed wait costs nothing but the next attempt, which reports a real outage.
-              if (s.signal?.aborted && error === s.signal.reason) throw error;
-              return null;
-            });
-          // The token is the epoch of a hand-off to this owner: the lock is ours, held for the
-          // claim window from the hand-off, which came after this loop's last busy attempt.
-          const epoch = Number(token);
-          const claimEnds = sentAt + FAIR_CLAIM_WINDOW_MS;
-          if (token !== null && Number.isSafeInteger(epoch) && epoch > 0) {
-            if (claimEnds - Date.now() > FAIR_CLAIM_WINDOW_MS / 4) {
-              const grant = { id: randomHex(), sentAt, epoch, ttl: FAIR_CLAIM_WINDOW_MS };
-              const lease = await leaseFor(this.ctx, this.holds, s, grant);
-              acquired = true;
-              return { lease, attempts };
-            }
-            // Too little of the claim window is known to be left: the next attempt confirms.
-          }
-        } else {
+        if (waker.polling) {
           const delay = backoffDelay(this.ctx.backoff, attempts - 1, pttl, bound);
           await sleep(Math.min(delay, bound), s.signal);
+          continue;
+        }
+        const { again, payload } = await waker.wait(bound);
+        if (!again) {
+          const delay = backoffDelay(this.ctx.backoff, attempts - 1, pttl, bound);
+          await sleep(Math.min(delay, bound), s.signal);
+          continue;
+        }
+        // The payload is the epoch of a hand-off to this waiter: the lock is ours, held for the
+        // claim window from the hand-off, which came after this loop's last busy attempt.
+        const epoch = Number(payload);
+        const claimEnds = sentAt + FAIR_CLAIM_WINDOW_MS;
+        if (payload && Number.isSafeInteger(epoch) && epoch > 0) {
+          if (claimEnds - Date.now() > FAIR_CLAIM_WINDOW_MS / 4) {
+            const grant = { id: randomHex(), sentAt, epoch, ttl: FAIR_CLAIM_WINDOW_MS };
+            const lease = await leaseFor(this.ctx, this.holds, s, grant);
+            acquired = true;
+            return { lease, attempts };
+          }
+          // Too little of the claim window is known to be left: the next attempt confirms.
         }
       }
     } catch (error) {
@@ -120,6 +126,7 @@ export class FairLock extends HashLock<FairLockInspection> {
       }
       throw error;
     } finally {
+      waker.close();
       emitAcquire(this.ctx, this.name, started, counter, acquired, attempts);
     }
   }

@@ -1,9 +1,12 @@
 /**
- * Wake-ups of the reentrant lock's waiters: a busy attempt registers the waiter, the release that
- * frees the lock pushes one token, and the waiter blocked longest (BLPOP) attempts again at once.
- * The lock stays non-fair; what changes is the cost and latency of a wait.
+ * Wake-ups of the reentrant lock's waiters over pub/sub (SSE through the real `@upstash/redis`
+ * `subscribe()`): a busy attempt registers the waiter, the release that frees the lock publishes
+ * to exactly one registered waiter, and that waiter attempts again at once. The lock stays
+ * non-fair; what changes is the cost and latency of a wait. And no wait spins, whatever the
+ * server answers to blocking commands.
  */
 import { afterEach, describe, expect, it } from "vitest";
+import type { BlockingMode } from "../../../src/bridge/index.js";
 import { lockAcquire } from "../../../src/lua.gen.js";
 import {
   keyPrefix,
@@ -24,28 +27,40 @@ const wakeKeysOf = async (name: string) =>
     .map(String)
     .filter((k) => k !== name && !replayKeys(name).includes(k))
     .sort();
+const waits = (events: readonly { type: string }[]) =>
+  events.filter((e) => e.type === "wait").length;
 
 describe("reentrant lock wake-ups", () => {
-  it("a waiter behind a long hold is woken by the release: one attempt, one wait, one attempt", async () => {
+  it("a waiter behind a long hold subscribes, is woken by the release, and closes its subscription", async () => {
     const name = `${prefix}woken`;
     const holder = recordingEdgeLock();
     const held = await holder.edgelock.getLock(name).lock({ leaseTime: 20_000 });
     const waiter = recordingEdgeLock();
     const pending = waiter.edgelock.getLock(name).tryLock({ waitTime: 20_000, leaseTime: 5_000 });
-    await waiter.until((e) => e.type === "wait");
+    await waiter.until((_e, all) => waits(all) === 2);
     expect(await raw.zCard(waitingKey(name))).toBe(1);
+    expect(waiter.events.find((e) => e.type === "wait-strategy")).toMatchObject({
+      strategy: "subscribe",
+    });
     const released = Date.now();
     expect(await held.release()).toBe("released");
     const lease = await pending;
     // A poll would come back after up to a second; a wait that ran out, after 15 s.
     expect(Date.now() - released).toBeLessThan(1_000);
     expect(lease).not.toBeNull();
-    expect(waiter.requests("acquire")).toBe(3);
-    expect(waiter.events.filter((e) => e.type === "wait")).toHaveLength(1);
-    // The acquiring attempt unregistered the waiter, and its token was consumed.
+    // Busy attempt, subscription, registering attempt, acquiring attempt (Redisson's order).
+    expect(waiter.requests("acquire")).toBe(4);
     expect(await wakeKeysOf(name)).toEqual([]);
+    // A second wait of the same client soon after reuses the open subscription: it registers
+    // with its first attempt.
+    const again = waiter.edgelock.getLock(name).tryLock({ waitTime: 20_000, leaseTime: 5_000 });
+    await waiter.until((_e, all) => waits(all) === 3);
     await lease?.release();
-    expect(await wakeKeysOf(name)).toEqual([]);
+    const second = await again;
+    expect(second).not.toBeNull();
+    const acquires = waiter.events.filter((e) => e.type === "acquire");
+    expect(acquires.at(-1)?.requests).toBe(2);
+    await second?.release();
   });
 
   it("each release wakes one waiter, not all of them", async () => {
@@ -59,26 +74,26 @@ describe("reentrant lock wake-ups", () => {
     await expect.poll(() => raw.zCard(waitingKey(name)), { timeout: 3_000 }).toBe(3);
     await held.release();
     await Promise.all(done);
-    // A waiter woken for nothing would have attempted again and waited a second time.
+    // A waiter woken for nothing would have attempted again and waited a third time.
     for (const w of waiters) {
-      expect(w.events.filter((e) => e.type === "wait")).toHaveLength(1);
-      expect(w.requests("acquire")).toBe(3);
+      expect(waits(w.events)).toBe(2);
+      expect(w.requests("acquire")).toBe(4);
     }
     expect(await wakeKeysOf(name)).toEqual([]);
   });
 
   it("a holder that never releases wakes nobody: its waiter is back when the lease runs out", async () => {
     const name = `${prefix}crashed`;
-    await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 400 });
+    await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 600 });
     const waiter = recordingEdgeLock();
     const started = Date.now();
     const lease = await waiter.edgelock
       .getLock(name)
       .tryLock({ waitTime: 5_000, leaseTime: 5_000 });
     expect(lease).not.toBeNull();
-    expect(Date.now() - started).toBeGreaterThanOrEqual(350);
-    expect(Date.now() - started).toBeLessThan(2_000);
-    expect(waiter.requests("acquire")).toBe(3);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(500);
+    expect(Date.now() - started).toBeLessThan(2_500);
+    expect(waiter.requests("acquire")).toBe(4);
     await lease?.release();
   });
 
@@ -86,88 +101,65 @@ describe("reentrant lock wake-ups", () => {
     const name = `${prefix}gives-up`;
     const held = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
     const waiter = recordingEdgeLock();
-    expect(await waiter.edgelock.getLock(name).tryLock({ waitTime: 200 })).toBeNull();
+    expect(await waiter.edgelock.getLock(name).tryLock({ waitTime: 300 })).toBeNull();
     const controller = new AbortController();
     const reason = new Error("gone");
+    const before = waits(waiter.events);
     const aborted = waiter.edgelock.getLock(name).lock({ signal: controller.signal });
-    await waiter.until((_e, all) => all.filter((x) => x.type === "wait").length === 2);
+    await waiter.until((_e, all) => waits(all) === before + 1);
+    expect(await raw.zCard(waitingKey(name))).toBe(1);
     controller.abort(reason);
     await expect(aborted).rejects.toBe(reason);
-    expect(waiter.background).toHaveLength(2);
     await Promise.all(waiter.background);
     expect(await wakeKeysOf(name)).toEqual([]);
-    // With nobody registered, the release pushes no token.
     await held.release();
     expect(await wakeKeysOf(name)).toEqual([]);
   });
 
-  it("tokens never outnumber live waiters, and lapse with the registrations", async () => {
+  it("a registered waiter nobody listens for is skipped: the release wakes the next live one", async () => {
     const name = `${prefix}dead-waiter`;
     const holder = recordingEdgeLock();
     await holder.edgelock.getLock(name).lock({ leaseTime: 20_000, owner: "holder" });
-    // A waiter registers for 1.5 s with a busy attempt, then dies without blocking.
+    // A waiter registers with a busy attempt, then dies without subscribing.
     const reply = await raw.eval(lockAcquire.source, {
       keys: [name, ...replayKeys(name), waitingKey(name), wakeKey(name)],
-      arguments: ["5000", "dead", "30000", "a".repeat(32), "w".repeat(32), "1500"],
+      arguments: ["5000", "dead", "30000", "a".repeat(32), "dead0000:w", "30000"],
     });
     expect((reply as number[])[0]).toBe(0);
-    await holder.edgelock.getLock(name).unlock("holder");
-    for (let i = 0; i < 3; i++) {
-      const again = await holder.edgelock.getLock(name).lock({ leaseTime: 20_000 });
-      await again.release();
-    }
-    // One token, on the dead waiter's own list, lapsing with its registration.
-    const ownList = `${wakeKey(name)}:${"w".repeat(32)}`;
-    expect(await raw.lLen(ownList)).toBe(1);
-    const ttl = await raw.pTTL(ownList);
-    expect(ttl).toBeGreaterThan(0);
-    expect(ttl).toBeLessThanOrEqual(1_500);
-  });
-
-  it("a waiter aborted mid-block leaves no BLPOP behind that takes the next waiter's token", async () => {
-    const name = `${prefix}orphan`;
-    const held = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
-    const quitter = recordingEdgeLock();
-    const controller = new AbortController();
-    const quitting = quitter.edgelock.getLock(name).lock({ signal: controller.signal });
-    await quitter.until((e) => e.type === "wait");
-    controller.abort(new Error("gone"));
-    await expect(quitting).rejects.toThrow("gone");
-    await Promise.all(quitter.background);
-    // The quitter's BLPOP may still be open at Redis (its HTTP request outlives the abort).
     const waiter = recordingEdgeLock();
-    const started = Date.now();
     const pending = waiter.edgelock.getLock(name).tryLock({ waitTime: 20_000, leaseTime: 5_000 });
-    await waiter.until((e) => e.type === "wait");
-    await held.release();
+    await expect.poll(() => raw.zCard(waitingKey(name)), { timeout: 3_000 }).toBe(2);
+    const released = Date.now();
+    await holder.edgelock.getLock(name).unlock("holder");
     const lease = await pending;
     expect(lease).not.toBeNull();
-    expect(Date.now() - started).toBeLessThan(5_000); // not the 15 s of a stolen token
-    expect(waiter.requests("acquire")).toBe(3);
+    expect(Date.now() - released).toBeLessThan(1_000);
+    // The dead registration went with the PUBLISH that reached nobody.
+    expect(await raw.zCard(waitingKey(name))).toBe(0);
     await lease?.release();
   });
 
-  it('with wait: "poll" a waiter registers nothing and polls', async () => {
+  it('with wait: "poll" a waiter registers nothing, subscribes to nothing, and polls', async () => {
     const name = `${prefix}poll`;
     const held = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
     const waiter = recordingEdgeLock({ wait: "poll" });
     const pending = waiter.edgelock.getLock(name).lock({ leaseTime: 5_000 });
-    await waiter.until((_e, all) => all.filter((x) => x.type === "wait").length === 3);
+    await waiter.until((_e, all) => waits(all) === 3);
     expect(await wakeKeysOf(name)).toEqual([]);
     await held.release();
     await (await pending).release();
     expect(waiter.requests("acquire")).toBeGreaterThan(3);
+    expect(waiter.events.some((e) => e.type === "wait-strategy")).toBe(false);
   });
 
-  it("a blocked wait does not hold up the client's other requests (auto-pipelining on)", async () => {
+  it("a wait does not hold up the client's other requests (auto-pipelining on)", async () => {
     const rec = recordingEdgeLock();
     const blocker = await rec.edgelock.getLock(`${prefix}blocked`).lock({ leaseTime: 20_000 });
     const other = await rec.edgelock.getLock(`${prefix}other`).lock({ leaseTime: 20_000 });
     const pending = rec.edgelock
       .getLock(`${prefix}blocked`)
       .tryLock({ waitTime: 10_000, owner: "second" });
-    await rec.until((e) => e.type === "wait");
-    // The BLPOP is in flight on this client: a renewal shares no HTTP request with it.
+    await rec.until((_e, all) => waits(all) === 2);
     const started = Date.now();
     await other.renew();
     expect(Date.now() - started).toBeLessThan(1_000);
@@ -176,26 +168,95 @@ describe("reentrant lock wake-ups", () => {
     await other.release();
   });
 
-  describe("when a wait fails", () => {
-    let bridge: PrivateBridge;
+  describe("when subscribing is not possible", () => {
+    let bridge: PrivateBridge | undefined;
     afterEach(async () => {
       await bridge?.close();
+      bridge = undefined;
     });
 
-    it("a waiter whose BLPOP fails sleeps with backoff instead, and still acquires", async () => {
-      bridge = await startPrivateBridge({ rules: [{ action: "fail", match: "blpop" }] });
-      const name = `${prefix}blpop-fails`;
+    it("a subscription the server refuses (503) turns the wait to polling, once, and it still acquires", async () => {
+      bridge = await startPrivateBridge(undefined, { maxSubscriptions: 0 });
+      const name = `${prefix}refused`;
       const held = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
       const waiter = recordingEdgeLock({}, bridge.redis({ retry: { retries: 0 } }));
       const pending = waiter.edgelock.getLock(name).lock({ leaseTime: 5_000 });
-      // Failed waits do not turn into a hot loop of attempts: each is followed by a backoff
-      // sleep (a second, shorter `wait` event) before the next attempt.
-      await waiter.until((_e, all) => all.filter((x) => x.type === "wait").length === 6);
-      const waits = waiter.events.flatMap((e) => (e.type === "wait" ? [e.durationMs] : []));
-      expect(waits.filter((ms) => ms < 1_000)).toHaveLength(3);
-      expect(bridge.bridge.stats().byCommand.blpop).toBe(3);
+      await waiter.until((_e, all) => waits(all) === 4);
+      const strategies = waiter.events.filter((e) => e.type === "wait-strategy");
+      expect(strategies).toEqual([expect.objectContaining({ strategy: "poll", reason: "failed" })]);
+      // Polling registers nothing.
+      expect(await raw.zCard(waitingKey(name))).toBe(0);
       await held.release();
       await (await pending).release();
     });
+
+    it("a client at maxSubscriptions polls", async () => {
+      const name = `${prefix}limit`;
+      const held = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
+      const waiter = recordingEdgeLock({ maxSubscriptions: 1 });
+      const first = waiter.edgelock.getLock(name).lock({ leaseTime: 5_000 });
+      await waiter.until((e) => e.type === "wait-strategy");
+      const second = waiter.edgelock.getLock(`${prefix}limit-2`);
+      const blocker = await recordingEdgeLock()
+        .edgelock.getLock(`${prefix}limit-2`)
+        .lock({ leaseTime: 20_000 });
+      const pending = second.lock({ leaseTime: 5_000 });
+      await waiter.until((e) => e.type === "wait-strategy" && e.reason === "limit");
+      await held.release();
+      await blocker.release();
+      await (await first).release();
+      await (await pending).release();
+    });
+
+    it("a stream the server ends mid-wait costs no spin: the waiter is back by the holder's TTL", async () => {
+      bridge = await startPrivateBridge();
+      const name = `${prefix}dropped`;
+      const held = await recordingEdgeLock({}, bridge.redis())
+        .edgelock.getLock(name)
+        .lock({ leaseTime: 1_500 });
+      const waiter = recordingEdgeLock({}, bridge.redis());
+      const started = Date.now();
+      const pending = waiter.edgelock.getLock(name).tryLock({ waitTime: 10_000, leaseTime: 5_000 });
+      await waiter.until((_e, all) => waits(all) === 2);
+      bridge.bridge.dropSubscriptions();
+      expect(bridge.bridge.stats().subscriptions.open).toBe(0);
+      const lease = await pending;
+      expect(lease).not.toBeNull();
+      expect(Date.now() - started).toBeLessThan(4_000);
+      expect(waiter.requests("acquire")).toBeLessThanOrEqual(6);
+      await lease?.release();
+      void held;
+    });
   });
+});
+
+describe("no wait spins, whatever the server answers to blocking commands", () => {
+  const modes: BlockingMode[] = ["refuse", "instant", "block"];
+  let bridge: PrivateBridge | undefined;
+  afterEach(async () => {
+    await bridge?.close();
+    bridge = undefined;
+  });
+
+  for (const mode of modes) {
+    it(`blocking ${mode}: one waiter over a 2 s wait sends no more requests than polling`, async () => {
+      bridge = await startPrivateBridge(undefined, { blocking: mode });
+      const counts: Record<string, number> = {};
+      for (const wait of ["auto", "poll", "block"] as const) {
+        const name = `${prefix}spin-${mode}-${wait}`;
+        const holder = recordingEdgeLock({}, bridge.redis());
+        const held = await holder.edgelock.getLock(name).lock({ leaseTime: 20_000 });
+        const waiter = recordingEdgeLock({ wait }, bridge.redis());
+        const pending = waiter.edgelock.getLock(name).tryLock({ waitTime: 5_000 });
+        setTimeout(() => void held.release(), 2_000);
+        const lease = await pending;
+        expect(lease).not.toBeNull();
+        await lease?.release();
+        counts[wait] = waiter.requests("acquire");
+      }
+      expect(counts.auto).toBeLessThanOrEqual(counts.poll as number);
+      expect(counts.block).toBeLessThanOrEqual(counts.poll as number);
+      expect(bridge.bridge.stats().byCommand.blpop ?? 0).toBe(0);
+    });
+  }
 });

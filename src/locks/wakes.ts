@@ -1,0 +1,282 @@
+/**
+ * Wake-ups over pub/sub (SUBSCRIBE served as Server-Sent Events by the REST API), Redisson's
+ * wake path (RedissonLock#tryLock with LockPubSub) with one change: a release wakes exactly one
+ * waiter, not every subscriber. Each client has one subscription per primitive name, on its own
+ * channel `edgelock_wake:{<name>}:<hub id>`, shared by all its waits on that name; a busy attempt
+ * registers the wait's id `<hub id>:<wait>` (lua/lib/wake.lua), and the script that frees what
+ * it waits for publishes that id (with a payload after `|`, e.g. a fair lock's epoch) on that
+ * channel. Messages are dispatched locally by id; anything else on the channel is ignored.
+ *
+ * Order, so that no wake-up is lost (Redisson's): subscribe, wait for the confirmation, then
+ * attempt (which registers), then wait for a message or the wait's bound. A subscription stays
+ * open while a wait uses it and for {@link SUBSCRIPTION_IDLE_MS} after the last, so that a client
+ * that waits again soon registers with its first attempt instead of subscribing again.
+ * @module
+ */
+import { randomHex } from "../ids.js";
+import type { RequestCounter, ScriptRunner } from "../transport/index.js";
+
+/** How long an unused subscription stays open, in ms. */
+export const SUBSCRIPTION_IDLE_MS = 1_000;
+
+/** What one wait for a wake-up ended with. */
+export type WakeOutcome =
+  /** A release woke this wait; `payload` is what it sent after the id ('' when nothing). */
+  | { woke: true; payload: string }
+  /** The bound passed; `lost`: the subscription failed meanwhile (wait no more on this slot). */
+  | { woke: false; lost: boolean };
+
+/** One subscription, shared by the waits of one client on one name. */
+interface Shared {
+  readonly channel: string;
+  readonly slots: Map<string, WakeSlot>;
+  ready: Promise<boolean>;
+  confirmed: boolean;
+  lost: boolean;
+  idle: ReturnType<typeof setTimeout> | undefined;
+  close(): void;
+}
+
+/** One wait's place on a shared subscription. */
+export class WakeSlot {
+  /** The id a busy attempt registers (`<hub id>:<wait>`). */
+  readonly id: string;
+  readonly #shared: Shared;
+  readonly #release: (slot: WakeSlot) => void;
+  #pending: string | undefined;
+  #waiting: ((outcome: WakeOutcome) => void) | undefined;
+  #left = false;
+
+  /** Internal: see {@link WakeHub.join}. */
+  constructor(id: string, shared: Shared, release: (slot: WakeSlot) => void) {
+    this.id = id;
+    this.#shared = shared;
+    this.#release = release;
+  }
+
+  /** Whether the subscription failed: the wait polls from now on. */
+  get lost(): boolean {
+    return this.#shared.lost;
+  }
+
+  /** Internal: a message for this slot arrived. */
+  deliver(payload: string): void {
+    const waiting = this.#waiting;
+    if (waiting) {
+      this.#waiting = undefined;
+      waiting({ woke: true, payload });
+    } else {
+      // It arrived between an attempt and the wait after it: the next wait returns at once.
+      this.#pending = payload;
+    }
+  }
+
+  /** Internal: the subscription failed. */
+  fail(): void {
+    const waiting = this.#waiting;
+    this.#waiting = undefined;
+    waiting?.({ woke: false, lost: true });
+  }
+
+  /**
+   * Waits for this slot's wake-up for at most `ms`.
+   * @throws signal.reason when `signal` aborts first.
+   */
+  next(ms: number, signal: AbortSignal | undefined): Promise<WakeOutcome> {
+    signal?.throwIfAborted();
+    if (this.#pending !== undefined) {
+      const payload = this.#pending;
+      this.#pending = undefined;
+      return Promise.resolve({ woke: true, payload });
+    }
+    if (this.#shared.lost) return Promise.resolve({ woke: false, lost: true });
+    return new Promise<WakeOutcome>((resolve, reject) => {
+      const done = (outcome: WakeOutcome) => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+        resolve(outcome);
+      };
+      const onAbort = () => {
+        clearTimeout(timer);
+        this.#waiting = undefined;
+        reject(signal?.reason);
+      };
+      const timer = setTimeout(() => {
+        this.#waiting = undefined;
+        done({ woke: false, lost: false });
+      }, ms);
+      this.#waiting = done;
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
+  /** Gives the place up; the subscription closes once no wait uses it. Idempotent. */
+  leave(): void {
+    if (this.#left) return;
+    this.#left = true;
+    this.#release(this);
+  }
+}
+
+/**
+ * The subscriptions of one client (see the module documentation). At most `max` are open at
+ * once (a Worker invocation may keep 6 connections open); a wait that finds none free polls.
+ */
+export class WakeHub {
+  /** Prefix of every wait id of this client; hex, so it never holds `:` or `|`. */
+  readonly id = randomHex(8);
+  readonly #runner: ScriptRunner;
+  readonly #max: number;
+  readonly #shared = new Map<string, Shared>();
+
+  constructor(runner: ScriptRunner, max: number) {
+    this.#runner = runner;
+    this.#max = max;
+  }
+
+  /** Whether this client can be woken at all (its Redis client subscribes, `max` > 0). */
+  get enabled(): boolean {
+    return this.#max > 0 && this.#runner.canSubscribe;
+  }
+
+  /** Subscriptions open now. */
+  get open(): number {
+    return this.#shared.size;
+  }
+
+  /**
+   * A place for wait `id` ({@link waitId}) on `<prefix>:<hub id>` whose subscription is confirmed already, or
+   * `undefined` (none open yet: see {@link join}).
+   */
+  joinOpen(prefix: string, id: string): WakeSlot | undefined {
+    const shared = this.#shared.get(this.#channel(prefix));
+    if (!shared?.confirmed || shared.lost) return undefined;
+    return this.#slot(shared, id);
+  }
+
+  /** A new wait id of this client: `<hub id>:<random>`. */
+  waitId(): string {
+    return `${this.id}:${randomHex(8)}`;
+  }
+
+  /**
+   * A place for wait `id` ({@link waitId}) on `<prefix>:<hub id>`, subscribing first when needed (one request,
+   * added to `counter`) and resolving once the subscription is confirmed. `undefined` when the
+   * client cannot subscribe, `max` subscriptions are open, or the subscription failed: the wait
+   * then polls.
+   * @throws signal.reason when `signal` aborts first.
+   */
+  async join(
+    name: string,
+    prefix: string,
+    id: string,
+    counter: RequestCounter,
+    signal: AbortSignal | undefined,
+  ): Promise<WakeSlot | undefined> {
+    if (!this.enabled) return undefined;
+    const channel = this.#channel(prefix);
+    let shared = this.#shared.get(channel);
+    if (shared?.lost) shared = undefined;
+    if (!shared) {
+      if (this.#shared.size >= this.#max) return undefined;
+      shared = this.#subscribe(name, channel, counter);
+    }
+    const slot = this.#slot(shared, id);
+    let ok: boolean;
+    try {
+      ok = await raceSignal(shared.ready, signal);
+    } catch (error) {
+      slot.leave();
+      throw error;
+    }
+    if (!ok) {
+      slot.leave();
+      return undefined;
+    }
+    return slot;
+  }
+
+  #channel(prefix: string): string {
+    return `${prefix}:${this.id}`;
+  }
+
+  #slot(shared: Shared, id: string): WakeSlot {
+    clearTimeout(shared.idle);
+    shared.idle = undefined;
+    const slot = new WakeSlot(id, shared, (s) => {
+      shared.slots.delete(s.id);
+      if (shared.slots.size > 0 || shared.idle !== undefined) return;
+      if (shared.lost) {
+        shared.close();
+        return;
+      }
+      shared.idle = setTimeout(() => shared.close(), SUBSCRIPTION_IDLE_MS);
+    });
+    shared.slots.set(slot.id, slot);
+    return slot;
+  }
+
+  #subscribe(name: string, channel: string, counter: RequestCounter): Shared {
+    const slots = new Map<string, WakeSlot>();
+    const lose = () => {
+      shared.lost = true;
+      for (const slot of slots.values()) slot.fail();
+      if (slots.size === 0) shared.close();
+    };
+    const sub = this.#runner.subscribe(
+      name,
+      channel,
+      (message) => {
+        const bar = message.indexOf("|");
+        const id = bar < 0 ? message : message.slice(0, bar);
+        slots.get(id)?.deliver(bar < 0 ? "" : message.slice(bar + 1));
+      },
+      lose,
+      counter,
+    );
+    const shared: Shared = {
+      channel,
+      slots,
+      ready: sub.ready.then(
+        () => {
+          shared.confirmed = true;
+          return true;
+        },
+        () => {
+          lose();
+          return false;
+        },
+      ),
+      confirmed: false,
+      lost: false,
+      idle: undefined,
+      close: () => {
+        clearTimeout(shared.idle);
+        if (this.#shared.get(channel) === shared) this.#shared.delete(channel);
+        sub.close();
+      },
+    };
+    this.#shared.set(channel, shared);
+    return shared;
+  }
+}
+
+/** `promise`, or `signal.reason` when the signal aborts first. */
+function raceSignal<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  signal.throwIfAborted();
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
+}
