@@ -58,10 +58,12 @@ describe("fair lock", () => {
     const held = await recordingEdgeLock().edgelock.getFairLock(name).lock({ leaseTime: 10_000 });
     const waiter = recordingEdgeLock();
     const pending = waiter.edgelock.getFairLock(name).lock({ leaseTime: 10_000 });
-    await expect.poll(() => queueOf(name), { timeout: 3_000, interval: 10 }).toHaveLength(1);
+    // Queued, subscribed, and waiting for its message.
+    await waiter.until((_e, all) => all.filter((e) => e.type === "wait").length === 2);
     await held.release();
     const lease = await pending;
-    // Taken from the wake token: the TTL is still the claim window, and the lease knows it.
+    expect(waiter.requests("acquire")).toBe(3);
+    // Taken from the wake message: the TTL is still the claim window, and the lease knows it.
     expect(lease.expiresAt - Date.now()).toBeLessThanOrEqual(FAIR_CLAIM_WINDOW_MS);
     expect(Number(await raw.pTTL(name))).toBeLessThanOrEqual(FAIR_CLAIM_WINDOW_MS);
     // Halfway through the claim window the lease renews to its full lease time, once.

@@ -6,7 +6,7 @@
  * client). The primitive's behaviour end to end is in fair-lock.test.ts.
  */
 import { createClient } from "@redis/client";
-import { describe, expect, inject, it } from "vitest";
+import { afterEach, describe, expect, inject, it } from "vitest";
 import { randomHex } from "../../../src/ids.js";
 import {
   fairLockAcquire,
@@ -49,7 +49,6 @@ function fairLock(label: string) {
     redis.eval(script.source, all.slice(0, count), args) as Promise<T>;
   return {
     ...keys,
-    wakeKey: (owner: string) => `${keys.wake}:${owner}`,
     // Each owner here waits in one call at a time, so the owner doubles as its waiter id.
     acquire: (
       owner: string,
@@ -90,8 +89,6 @@ function fairLock(label: string) {
       Object.fromEntries(
         Object.entries(await raw.hGetAll(name)).map(([k, v]) => [k, String(v)]),
       ) as Record<string, string>,
-    /** Wake tokens waiting on owner's list. */
-    tokens: async (owner: string) => (await raw.lRange(`${keys.wake}:${owner}`, 0, -1)).map(String),
     /** Every key of this lock left in Redis, replay records aside. */
     leftovers: async () => {
       const found: string[] = [];
@@ -101,6 +98,27 @@ function fairLock(label: string) {
       if ((await raw.exists(name)) === 1) found.push(name);
       return found.filter((k) => k !== keys.replay && k !== keys.replayOld).sort();
     },
+  };
+}
+
+/**
+ * Every wake message published on the lock's wake channels ("<waiter>|<epoch>" for a hand-off),
+ * heard by a raw subscriber as a client of the waiters would.
+ */
+const listeners: (() => void)[] = [];
+afterEach(() => {
+  for (const close of listeners.splice(0)) close();
+});
+
+async function listen(name: string) {
+  const sub = raw.duplicate();
+  await sub.connect();
+  listeners.push(() => sub.destroy());
+  const heard: string[] = [];
+  await sub.pSubscribe(`edgelock_wake:{${name}}:*`, (message) => heard.push(String(message)));
+  return {
+    heard,
+    to: (waiter: string) => heard.filter((m) => m.startsWith(`${waiter}|`)),
   };
 }
 
@@ -118,8 +136,9 @@ const gone = (key: string) =>
   expect.poll(() => raw.exists(key), { timeout: 5_000, interval: 20 }).toBe(0);
 
 describe("fair lock scripts", () => {
-  it("grants five waiters in the order they queued, each woken on its own list", async () => {
+  it("grants five waiters in the order they queued, each woken by its own message", async () => {
     const f = fairLock("fifo");
+    const wakes = await listen(f.name);
     const [ok, count] = await f.acquire("h");
     expect([ok, count]).toEqual([1, 1]);
     const waiters = ["w1", "w2", "w3", "w4", "w5"];
@@ -133,11 +152,11 @@ describe("fair lock scripts", () => {
     let holder = "h";
     for (const [i, w] of waiters.entries()) {
       expect(await f.release(holder)).toBe(1);
-      // Granted to the first waiter only: hold count 1, a claim window, a token on its list.
+      // Granted to the first waiter only: hold count 1, a claim window, a message to it.
       expect(await f.hash()).toMatchObject({ [w]: "1", "edgelock:grant": w });
       expect(await raw.pTTL(f.name)).toBeLessThanOrEqual(CLAIM);
-      expect(await f.tokens(w)).toHaveLength(1);
-      for (const later of waiters.slice(i + 1)) expect(await f.tokens(later)).toEqual([]);
+      await expect.poll(() => wakes.to(w).length).toBe(1);
+      for (const later of waiters.slice(i + 1)) expect(wakes.to(later)).toEqual([]);
       expect(await f.queued()).toEqual(waiters.slice(i + 1));
       const next = waiters[i + 1];
       if (next) {
@@ -148,38 +167,32 @@ describe("fair lock scripts", () => {
       expect([confirmed, held]).toEqual([1, 1]);
       expect(await f.hash()).not.toHaveProperty("edgelock:grant");
       expect(await raw.pTTL(f.name)).toBeGreaterThan(LEASE - 5_000);
-      expect(await f.tokens(w)).toEqual([]);
       holder = w;
     }
     expect(await f.release(holder)).toBe(1);
     expect(await f.leftovers()).toEqual([]);
+    expect(wakes.heard).toHaveLength(waiters.length);
   });
 
-  it("the hand-off pushes a wake token that a waiter blocked in BLPOP receives", async () => {
+  it("the hand-off publishes the waiter's id and the epoch it was handed over in", async () => {
     const f = fairLock("wake");
+    const wakes = await listen(f.name);
     await f.acquire("h");
     expect((await f.acquire("w"))[0]).toBe(0);
-    // A client of its own: the BLPOP holds its HTTP request open on a pooled bridge connection.
-    const blocked = bridgeRedis({ enableAutoPipelining: false }).exec<[string, number]>([
-      "BLPOP",
-      f.wakeKey("w"),
-      10,
-    ]);
-    const released = performance.now();
     expect(await f.release("h")).toBe(1);
-    const [key, token] = await blocked;
-    expect(performance.now() - released).toBeLessThan(2_000);
-    expect(key).toBe(f.wakeKey("w"));
+    await expect.poll(() => wakes.heard.length).toBe(1);
+    const [waiter, token] = (wakes.heard[0] as string).split("|");
+    expect(waiter).toBe("w");
     const [ok, count, epoch] = await f.acquire("w");
     expect([ok, count]).toEqual([1, 1]);
-    // The token names the incarnation the lock was handed over in.
-    expect(token).toBe(epoch);
+    expect(Number(token)).toBe(epoch);
     expect(await f.release("w")).toBe(1);
     expect(await f.leftovers()).toEqual([]);
   });
 
   it("a grant never confirmed passes on after the claim window: to the next re-check, or through any acquire", async () => {
     const f = fairLock("claim");
+    const wakes = await listen(f.name);
     // Long enough that a loaded machine confirms within it where the test means to.
     const claim = 1_000;
     await f.acquire("h");
@@ -202,7 +215,8 @@ describe("fair lock scripts", () => {
     expect([busy, position]).toEqual([0, 0]);
     expect(pttl).toBeLessThanOrEqual(claim);
     expect(await f.hash()).toMatchObject({ w1: "1", "edgelock:grant": "w1" });
-    expect(await f.tokens("w1")).toHaveLength(1);
+    // Its second message: the first came with the grant that lapsed.
+    await expect.poll(() => wakes.to("w1").length).toBe(2);
     expect((await f.acquire("w1"))[0]).toBe(1);
     expect(await f.release("w1")).toBe(1);
     expect((await f.acquire("n"))[0]).toBe(1);
@@ -212,6 +226,7 @@ describe("fair lock scripts", () => {
 
   it("a waiter giving up leaves the queue; one that gives up after its grant passes the grant on", async () => {
     const f = fairLock("dequeue");
+    const wakes = await listen(f.name);
     await f.acquire("h");
     for (const w of ["w1", "w2", "w3"]) await f.acquire(w);
     expect(await f.dequeue("w2")).toBe(0);
@@ -222,11 +237,10 @@ describe("fair lock scripts", () => {
     expect(await f.release("h")).toBe(1);
     expect(await f.hash()).toMatchObject({ w1: "1" });
     expect(await f.dequeue("w1")).toBe(1);
-    // The grant went straight to w3, woken on its own list; w1 kept nothing.
+    // The grant went straight to w3, woken by its own message; w1 kept nothing.
     expect(await f.hash()).toMatchObject({ w3: "1", "edgelock:grant": "w3" });
     expect(await f.hash()).not.toHaveProperty("w1");
-    expect(await f.tokens("w3")).toHaveLength(1);
-    expect(await raw.exists(f.wakeKey("w1"))).toBe(0);
+    await expect.poll(() => wakes.to("w3").length).toBe(1);
 
     expect(await f.dequeue("nobody")).toBe(0);
     expect((await f.acquire("w3"))[0]).toBe(1);
@@ -239,6 +253,7 @@ describe("fair lock scripts", () => {
 
   it("replayed requests apply once: enqueue, release, confirm, leave; a late busy acquire never takes", async () => {
     const f = fairLock("replay");
+    const wakes = await listen(f.name);
     const take = randomHex();
     const first = await f.acquire("h", { id: take });
     expect(first[0]).toBe(1);
@@ -260,9 +275,9 @@ describe("fair lock scripts", () => {
     const last = randomHex();
     expect(await f.release("h", { id: last })).toBe(1);
     expect(await f.release("h", { id: last })).toBe(1);
-    // One grant, one token: v is still waiting.
+    // One grant, one message: v is still waiting.
     expect(await f.hash()).toMatchObject({ w: "1" });
-    expect(await f.tokens("w")).toHaveLength(1);
+    await expect.poll(() => wakes.to("w").length).toBe(1);
     expect(await f.queued()).toEqual(["v"]);
 
     const confirm = randomHex();
@@ -304,7 +319,6 @@ describe("fair lock scripts", () => {
     expect(await f.queued()).toEqual([]);
     expect(await raw.zScore(f.zset, "dead")).toBeNull();
     expect(await raw.hExists(f.waiters, "dead")).toBe(0);
-    expect(await raw.exists(f.wakeKey("dead"))).toBe(0);
     // Back too late, the dead waiter is just a newcomer.
     expect(place(await f.acquire("dead"))).toEqual([0, 0]);
     expect(await f.dequeue("dead")).toBe(0);
@@ -415,12 +429,13 @@ describe("fair lock scripts", () => {
 
   it("forceUnlock deletes the lock whoever holds it and passes it to the next waiter", async () => {
     const f = fairLock("force");
+    const wakes = await listen(f.name);
     await f.acquire("h");
     await f.acquire("h");
     await f.acquire("w");
     expect(await f.forceUnlock()).toBe(1);
     expect(await f.hash()).toMatchObject({ w: "1", "edgelock:grant": "w" });
-    expect(await f.tokens("w")).toHaveLength(1);
+    await expect.poll(() => wakes.to("w").length).toBe(1);
     expect((await f.acquire("w"))[0]).toBe(1);
     expect(await f.release("h")).toBe(3);
     expect(await f.forceUnlock()).toBe(1);
