@@ -87,8 +87,12 @@ export function blockBound(pttl: number, remaining: number, cap: number): number
   return Math.max(bound, Math.min(SLEEP_FLOOR_MS, remaining));
 }
 
-/** What one acquire attempt found. */
-export type AttemptOutcome<T> = { acquired: T } | { pttl: number };
+/**
+ * What one acquire attempt found: acquired, or busy until at most `pttl` ms; `foreign`: the
+ * holder's release will wake nobody (a Redisson client publishes only on its own channel), so
+ * the waiter polls instead of waiting for a wake-up.
+ */
+export type AttemptOutcome<T> = { acquired: T } | { pttl: number; foreign?: boolean };
 
 /** Options of {@link pollUntil}. */
 export interface PollOptions {
@@ -127,7 +131,7 @@ export async function pollUntil<T>(
     if ("acquired" in outcome) return { value: outcome.acquired, attempts: n + 1 };
     const remaining = deadline - Date.now();
     if (remaining <= 0) return { value: null, attempts: n + 1, pttl: outcome.pttl };
-    if (options.block) {
+    if (options.block && !("foreign" in outcome && outcome.foreign)) {
       const bound = blockBound(outcome.pttl, remaining, options.blockCap ?? remaining);
       options.onSleep?.(bound, n + 1);
       if (await options.block(bound)) continue;

@@ -20,7 +20,8 @@
 -- ARGV[4]  request id (32 hex characters; becomes the lease id)
 -- ARGV[5]  waiter id of a call that blocks for a wake-up between attempts ('' = none)
 -- ARGV[6]  with a waiter id: how long its registration lasts, in ms
--- Returns  {1, holdCount, epoch, token} acquired | {0, pttl, 0, 0} held by another owner
+-- Returns  {1, holdCount, epoch, token} acquired | {0, pttl, jvm, 0} held by another owner (jvm as in
+--          lua/lock/acquire.lua)
 --          | {-1, 0, 0, 0} this request was cancelled, or the hold it made is already gone
 -- Records  "A<epoch>:<token>": a replay of a grant returns the same token
 local name = KEYS[1]
@@ -53,10 +54,12 @@ if redis.call('exists', name) == 0 then
 elseif redis.call('hexists', name, owner) == 1 then
   e = epoch()
 else
-  if waiter ~= '' then
+  -- A Redisson holder's unlock publishes only on Redisson's channel: nothing would wake a
+  -- registered waiter, which polls instead.
+  if waiter ~= '' and epoch() ~= '' then
     waiting_add(waiter, tonumber(ARGV[6]))
   end
-  return {0, redis.call('pttl', name), 0, 0}
+  return {0, redis.call('pttl', name), epoch() == '' and 1 or 0, 0}
 end
 if waiter ~= '' then
   waiting_remove(waiter)

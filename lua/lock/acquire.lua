@@ -16,7 +16,9 @@
 -- ARGV[5]  waiter id of a call that blocks for a wake-up between attempts ('' = none)
 -- ARGV[6]  with a waiter id: how long its registration lasts, in ms
 -- Returns  {1, holdCount, epoch} acquired; epoch identifies this incarnation of the lock
---          | {0, pttl, 0} held by another owner (pttl -1: no TTL)
+--          | {0, pttl, jvm} held by another owner (pttl -1: no TTL); jvm 1 when the holder is
+--          not an edgelock client (no epoch field: a Redisson client, whose release publishes
+--          only on Redisson's channel)
 --          | {2, pttl, 0} the completion marker exists (its pttl, -1: no TTL)
 --          | {-1, 0, 0} this request was cancelled, or the hold it made is already gone
 -- Records  "A<epoch>" acquired (a cancel tombstone "C"/"U" written first makes this a no-op)
@@ -56,10 +58,12 @@ if redis.call('exists', name) == 0 then
 elseif redis.call('hexists', name, owner) == 1 then
   e = epoch()
 else
-  if waiter ~= '' then
+  -- A Redisson holder's unlock publishes only on Redisson's channel: nothing would wake a
+  -- registered waiter, which polls instead.
+  if waiter ~= '' and epoch() ~= '' then
     waiting_add(waiter, tonumber(ARGV[6]))
   end
-  return {0, redis.call('pttl', name), 0}
+  return {0, redis.call('pttl', name), epoch() == '' and 1 or 0}
 end
 if waiter ~= '' then
   waiting_remove(waiter)

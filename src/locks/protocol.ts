@@ -71,7 +71,12 @@ export interface Grant {
 /** What one acquire attempt found. */
 export type AttemptReply =
   | { status: "acquired"; grant: Grant }
-  | { status: "busy"; pttl: number }
+  | {
+      status: "busy";
+      pttl: number;
+      /** The holder is not an edgelock client (a Redisson client): its release wakes nobody. */
+      foreign?: boolean;
+    }
   | { status: "completed"; pttl: number };
 
 /** The hold a release is for: a lease, or `unlock(owner)`'s "any hold of the owner" (epoch 0). */
@@ -147,7 +152,10 @@ export async function acquire(
       counter,
       attempt: async (waiter): Promise<AttemptOutcome<Grant>> => {
         const reply = await protocol.attempt(settings, counter, waiter);
-        return reply.status === "acquired" ? { acquired: reply.grant } : { pttl: reply.pttl };
+        if (reply.status === "acquired") return { acquired: reply.grant };
+        return reply.status === "busy" && reply.foreign
+          ? { pttl: reply.pttl, foreign: true }
+          : { pttl: reply.pttl };
       },
       unregister: protocol.unregister?.bind(protocol),
     });

@@ -75,9 +75,13 @@ export class Waker {
       this.#polling || prefix === undefined ? undefined : ctx.wakes.joinOpen(prefix, this.id);
   }
 
-  /** The id the next attempt registers ('' when not subscribed). */
+  /**
+   * The id the next attempt registers ('' when polling). The first attempt registers it before
+   * the subscription exists: a release meanwhile finds nobody listening and wakes the next
+   * waiter instead, and the attempt after subscribing registers it again.
+   */
   get waiter(): string {
-    return this.#slot ? this.id : "";
+    return this.#polling ? "" : this.id;
   }
 
   /** Whether the wait polls (sleeps with backoff) instead of waiting for messages. */
@@ -172,6 +176,11 @@ export async function waitFor<T>(
     return await pollUntil(
       async (): Promise<AttemptOutcome<T>> => {
         const waiter = waker.waiter;
+        if (waiter === "" && registered !== "") {
+          // Polling from now on: nothing will wake the registration an earlier attempt made.
+          spec.unregister?.(registered);
+          registered = "";
+        }
         const outcome = await spec.attempt(waiter);
         registered = "acquired" in outcome ? "" : waiter;
         return outcome;

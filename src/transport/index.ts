@@ -183,10 +183,10 @@ export class ScriptRunner {
       confirmed = true;
       settle?.();
     });
-    subscriber.on("message", (data: { message?: unknown }) => {
-      if (!closed) onMessage(String(data.message));
+    subscriber.on("message", (data) => {
+      if (!closed) onMessage(String((data as { message?: unknown } | undefined)?.message));
     });
-    subscriber.on("error", (error: unknown) => {
+    subscriber.on("error", (error) => {
       if (closed) return;
       const failure = toTransportError(error, name, []);
       if (confirmed) onLost(failure);

@@ -25,7 +25,7 @@ export interface SubscriberLike {
    * `"subscribe"`: the subscription is confirmed (data: the count); `"message"`: a delivery
    * (data: `{ channel, message }`); `"error"`: the request failed (data: the error).
    */
-  on(type: "subscribe" | "message" | "error", listener: (data: never) => void): void;
+  on(type: "subscribe" | "message" | "error", listener: (data: unknown) => void): void;
   /** Ends the subscription's request. */
   unsubscribe(channels?: string[]): Promise<void>;
 }

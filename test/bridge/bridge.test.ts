@@ -25,6 +25,7 @@ import { seededRandom } from "../../src/bridge/faults.js";
 import {
   type Bridge,
   DEFAULT_BLOCKING_CONNECTIONS,
+  DEFAULT_MAX_SUBSCRIPTIONS,
   RedisUnavailableError,
   type RequestLogEntry,
   startBridge,
@@ -250,10 +251,11 @@ describe("wire format (raw fetch)", () => {
     }
     const pipeline = await post("/pipeline", [["PING"], ["SUBSCRIBE", "ch"]]);
     expect(pipeline.status).toBe(400);
-    // A bounded block is allowed, and the shared connection still works afterwards.
+    // A bounded block is refused too, as the Upstash REST API lists blocking commands as not
+    // supported (the default `blocking: "refuse"`), and the shared connection still works.
     expect(await post("/", ["BLPOP", key("list"), 0.01])).toEqual({
-      status: 200,
-      body: { result: null },
+      status: 400,
+      body: { error: "ERR blocking command 'blpop' is not supported over REST" },
     });
     expect(await post("/", ["PING"])).toEqual({ status: 200, body: { result: "PONG" } });
   });
@@ -525,11 +527,12 @@ describe("faults", () => {
     await control.resetStats();
     expect(await control.stats()).toEqual({
       requests: 0,
-      byRoute: { single: 0, pipeline: 0, multiExec: 0 },
+      byRoute: { single: 0, pipeline: 0, multiExec: 0, subscribe: 0, psubscribe: 0, publish: 0 },
       commands: 0,
       byCommand: {},
       faultsInjected: 0,
       blocking: { inUse: 0, open: 0, max: DEFAULT_BLOCKING_CONNECTIONS, refused: 0 },
+      subscriptions: { open: 0, max: DEFAULT_MAX_SUBSCRIPTIONS },
     });
     await expect(control.setFaults({ rules: [{ action: "explode" }] } as never)).rejects.toThrow(
       /400/,
@@ -550,11 +553,12 @@ describe("faults", () => {
     await bridge.control.stats();
     expect(bridge.bridge.stats()).toEqual({
       requests: 3,
-      byRoute: { single: 1, pipeline: 1, multiExec: 1 },
+      byRoute: { single: 1, pipeline: 1, multiExec: 1, subscribe: 0, psubscribe: 0, publish: 0 },
       commands: 6,
       byCommand: { ping: 1, set: 2, get: 1, incr: 2 },
       faultsInjected: 0,
       blocking: { inUse: 0, open: 0, max: DEFAULT_BLOCKING_CONNECTIONS, refused: 0 },
+      subscriptions: { open: 0, max: DEFAULT_MAX_SUBSCRIPTIONS },
     });
     bridge.bridge.resetStats();
     expect(bridge.bridge.stats().requests).toBe(0);
@@ -637,7 +641,12 @@ describe("blocking commands on pooled connections", () => {
 
   beforeAll(async () => {
     server = await startRedisServer();
-    bridge = await startBridge({ redisUrl: server.url, token: TOKEN, blockingConnections: POOL });
+    bridge = await startBridge({
+      redisUrl: server.url,
+      token: TOKEN,
+      blockingConnections: POOL,
+      blocking: "block",
+    });
     direct = createClient({ url: server.url, RESP: 2, disableClientInfo: true });
     direct.on("error", () => undefined);
     await direct.connect();
@@ -845,7 +854,7 @@ describe("blocking commands on pooled connections", () => {
   });
 
   test("close() ends a request blocked in BLPOP at once", async () => {
-    const own = await startBridge({ redisUrl: server.url, token: TOKEN });
+    const own = await startBridge({ redisUrl: server.url, token: TOKEN, blocking: "block" });
     const pending = new Redis({ url: own.url, token: TOKEN, retry: { retries: 0 } })
       .exec(["BLPOP", key("closing"), 30])
       .then(
@@ -861,7 +870,12 @@ describe("blocking commands on pooled connections", () => {
   });
 
   test("blockingConnections: 0 refuses blocking commands with 400; MULTI still runs them", async () => {
-    const own = await startBridge({ redisUrl: server.url, token: TOKEN, blockingConnections: 0 });
+    const own = await startBridge({
+      redisUrl: server.url,
+      token: TOKEN,
+      blockingConnections: 0,
+      blocking: "block",
+    });
     try {
       const ownEndpoint = { url: own.url, token: TOKEN };
       expect(await post("/", ["BLPOP", key("off"), 1], { endpoint: ownEndpoint })).toEqual({
@@ -885,6 +899,162 @@ describe("blocking commands on pooled connections", () => {
     await expect(
       startBridge({ redisUrl: server.url, token: TOKEN, blockingConnections: n }),
     ).rejects.toThrow(/blockingConnections/);
+  });
+});
+
+describe("pub/sub over Server-Sent Events (Upstash's REST format)", () => {
+  let bridge: PrivateBridge | undefined;
+  afterEach(async () => {
+    await bridge?.close();
+    bridge = undefined;
+  });
+
+  /** Reads an SSE response until `lines` data lines arrived; returns them. */
+  async function readLines(response: Response, lines: number): Promise<string[]> {
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    let text = "";
+    const out: string[] = [];
+    while (out.length < lines) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+      const parts = text.split("\n\n");
+      text = parts.pop() ?? "";
+      out.push(...parts);
+    }
+    await reader.cancel();
+    return out;
+  }
+
+  test("SUBSCRIBE streams `subscribe,<channel>,1` then `message,<channel>,<message>`; /publish answers the count", async () => {
+    bridge = await startPrivateBridge();
+    const channel = key("ch {a}:b");
+    const response = await fetch(`${bridge.url}/subscribe/${channel}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${bridge.token}`, accept: "text/event-stream" },
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const lines = readLines(response, 2);
+    // The headers come once Redis confirmed the subscription.
+    const published = await fetch(`${bridge.url}/publish/${channel}/hello`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${bridge.token}` },
+    });
+    expect(await published.json()).toEqual({ result: 1 });
+    expect(await lines).toEqual([`data: subscribe,${channel},1`, `data: message,${channel},hello`]);
+    // The request ended: its subscription and Redis connection went with it.
+    await expect.poll(() => bridge?.bridge.stats().subscriptions.open).toBe(0);
+    expect(bridge.bridge.stats().byRoute).toMatchObject({ subscribe: 1, publish: 1 });
+  });
+
+  test("PSUBSCRIBE streams `pmessage,<pattern>,<channel>,<message>`", async () => {
+    bridge = await startPrivateBridge();
+    const pattern = `${key("p")}:*`;
+    const response = await fetch(`${bridge.url}/psubscribe/${pattern}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${bridge.token}`, accept: "text/event-stream" },
+    });
+    const lines = readLines(response, 2);
+    const channel = pattern.replace("*", "x");
+    expect(await raw.publish(channel, "m")).toBe(1);
+    expect(await lines).toEqual([
+      `data: psubscribe,${pattern},1`,
+      `data: pmessage,${pattern},${channel},m`,
+    ]);
+  });
+
+  test("@upstash/redis's own subscribe() works unchanged: confirmation, messages, unsubscribe closes", async () => {
+    bridge = await startPrivateBridge();
+    const redis = bridge.redis();
+    const channel = key("official");
+    const subscriber = redis.subscribe([channel]);
+    const confirmed = new Promise((resolve) => subscriber.on("subscribe", resolve));
+    const message = new Promise((resolve) => subscriber.on("message", resolve));
+    expect(await confirmed).toBe(1);
+    expect(await redis.publish(channel, "a|1")).toBe(1);
+    expect(await message).toEqual({ channel, message: "a|1" });
+    await subscriber.unsubscribe();
+    await expect.poll(() => bridge?.bridge.stats().subscriptions.open).toBe(0);
+  });
+
+  test("one more subscription than maxSubscriptions gets 503 with a clear message", async () => {
+    bridge = await startPrivateBridge(undefined, { maxSubscriptions: 1 });
+    const first = await fetch(`${bridge.url}/subscribe/${key("one")}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${bridge.token}` },
+    });
+    expect(first.status).toBe(200);
+    const second = await fetch(`${bridge.url}/subscribe/${key("two")}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${bridge.token}` },
+    });
+    expect(second.status).toBe(503);
+    expect(await second.json()).toEqual({ error: "ERR bridge: all 1 subscriptions are in use" });
+    await first.body?.cancel();
+  });
+
+  test("dropSubscriptions ends every stream, as a lost connection would", async () => {
+    bridge = await startPrivateBridge();
+    const response = await fetch(`${bridge.url}/subscribe/${key("drop")}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${bridge.token}` },
+    });
+    const lines = readLines(response, 5);
+    await expect.poll(() => bridge?.bridge.stats().subscriptions.open).toBe(1);
+    bridge.bridge.dropSubscriptions();
+    expect(await lines).toHaveLength(1);
+    expect(bridge.bridge.stats().subscriptions.open).toBe(0);
+  });
+
+  test.each([
+    ["refuse", 400],
+    ["instant", 200],
+    ["block", 200],
+  ] as const)("blocking %s: a 2 s BLPOP on an empty list answers %i", async (mode, status) => {
+    bridge = await startPrivateBridge(undefined, { blocking: mode });
+    const started = Date.now();
+    const response = await fetch(bridge.url, {
+      method: "POST",
+      headers: { authorization: `Bearer ${bridge.token}` },
+      body: JSON.stringify(["BLPOP", key("empty"), 2]),
+    });
+    expect(response.status).toBe(status);
+    const elapsed = Date.now() - started;
+    if (mode === "block") expect(elapsed).toBeGreaterThanOrEqual(1_900);
+    else expect(elapsed).toBeLessThan(1_000);
+  });
+
+  test("the blocking mode can be changed at run time", async () => {
+    bridge = await startPrivateBridge();
+    const blpop = () =>
+      fetch(bridge?.url as string, {
+        method: "POST",
+        headers: { authorization: `Bearer ${bridge?.token}` },
+        body: JSON.stringify(["BLPOP", key("rt"), 1]),
+      });
+    expect((await blpop()).status).toBe(400);
+    const set = await fetch(`${bridge.url}/__bridge/blocking`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${bridge.token}` },
+      body: JSON.stringify({ mode: "instant" }),
+    });
+    expect(set.status).toBe(200);
+    expect((await blpop()).status).toBe(200);
+    const bad = await fetch(`${bridge.url}/__bridge/blocking`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${bridge.token}` },
+      body: JSON.stringify({ mode: "maybe" }),
+    });
+    expect(bad.status).toBe(400);
+    expect(() => bridge?.bridge.setBlocking("maybe" as never)).toThrow(TypeError);
+    await expect(
+      startBridge({ redisUrl: inject("redisUrl"), token: "t", blocking: "x" as never }),
+    ).rejects.toThrow(TypeError);
+    await expect(
+      startBridge({ redisUrl: inject("redisUrl"), token: "t", maxSubscriptions: -1 }),
+    ).rejects.toThrow(TypeError);
   });
 });
 

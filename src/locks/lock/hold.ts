@@ -179,6 +179,7 @@ export class LockHolds implements HoldProtocol {
     if (status === 1) return { status: "acquired", grant: { id, sentAt, epoch, fencingToken } };
     if (status === 2) return { status: "completed", pttl: value };
     // -1: this attempt's request id was already used; the caller polls again with a new id.
+    if (status === 0 && epoch === 1) return { status: "busy", pttl: value, foreign: true };
     return { status: "busy", pttl: status === 0 ? value : 0 };
   }
 

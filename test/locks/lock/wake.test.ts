@@ -71,7 +71,9 @@ describe("reentrant lock wake-ups", () => {
       const lease = await w.edgelock.getLock(name).lock({ leaseTime: 10_000 });
       await lease.release();
     });
-    await expect.poll(() => raw.zCard(waitingKey(name)), { timeout: 3_000 }).toBe(3);
+    // Each subscribed and registered (its second wait).
+    await Promise.all(waiters.map((w) => w.until((_e, all) => waits(all) === 2)));
+    expect(await raw.zCard(waitingKey(name))).toBe(3);
     await held.release();
     await Promise.all(done);
     // A waiter woken for nothing would have attempted again and waited a third time.
@@ -102,6 +104,8 @@ describe("reentrant lock wake-ups", () => {
     const held = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
     const waiter = recordingEdgeLock();
     expect(await waiter.edgelock.getLock(name).tryLock({ waitTime: 300 })).toBeNull();
+    await Promise.all(waiter.background);
+    expect(await wakeKeysOf(name)).toEqual([]);
     const controller = new AbortController();
     const reason = new Error("gone");
     const before = waits(waiter.events);

@@ -92,8 +92,9 @@ describe("permit-expirable semaphore", () => {
     );
     expect(Date.now() - started).toBeGreaterThanOrEqual(300);
     expect(Date.now() - started).toBeLessThan(3_000);
-    // One attempt, one wait bounded by the lease that was running out, one attempt.
-    expect(waiter.requests("acquire")).toBe(3);
+    // An attempt, the subscription, an attempt, one wait bounded by the lease that was running
+    // out, one attempt.
+    expect(waiter.requests("acquire")).toBe(4);
     expect(lost.signal.aborted).toBe(true); // the local expiry passed too
     expect(await s.tryRelease(lost.permitIds[0] ?? "")).toBe(false);
     expect(await lease.release()).toBe("released");

@@ -179,10 +179,14 @@ describe("semaphore", () => {
     const pending = waiters.map((w) =>
       w.edgelock.getSemaphore(name).tryAcquire({ waitTime: 20_000 }),
     );
-    await Promise.all(waiters.map((w) => w.until((e) => e.type === "wait")));
+    // Each subscribed and registered (its second wait).
+    await Promise.all(
+      waiters.map((w) => w.until((_e, all) => all.filter((e) => e.type === "wait").length === 2)),
+    );
     await owner.release(3);
     expect(await Promise.all(pending)).toEqual([true, true, true]);
-    for (const w of waiters) expect(w.requests("acquire")).toBe(3);
+    // An attempt, the subscription, an attempt, the wake-up, an attempt.
+    for (const w of waiters) expect(w.requests("acquire")).toBe(4);
   });
 
   it("with wait: 'poll' a waiter polls with backoff and still gets the permit", async () => {
