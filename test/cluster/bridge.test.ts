@@ -85,6 +85,23 @@ async function post(
 const redis = () => new Redis({ url: bridge.url, token: TOKEN });
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
 
+describe("pub/sub on a cluster", () => {
+  it("a subscription on one node hears a PUBLISH of a script on any node's slot", async () => {
+    const redis = new Redis({ url: bridge.url, token: TOKEN });
+    const channel = `${P}wake`;
+    const subscriber = redis.subscribe([channel]);
+    const confirmed = new Promise((resolve) => subscriber.on("subscribe", resolve));
+    const heard: unknown[] = [];
+    subscriber.on("message", (m) => heard.push((m as { message: unknown }).message));
+    await confirmed;
+    for (const key of keysOnEveryNode("pub")) {
+      await redis.eval("return redis.call('publish', ARGV[1], KEYS[1])", [key], [channel]);
+    }
+    await expect.poll(() => heard.length).toBe(3);
+    await subscriber.unsubscribe();
+  });
+});
+
 describe("startBridge({ cluster })", () => {
   it.each([
     [{}, /`redisUrl` or `cluster` is required/],
@@ -293,7 +310,10 @@ describe("scripts: one cache per node", () => {
   });
 });
 
-describe("blocking commands", () => {
+describe('blocking commands (blocking: "block")', () => {
+  beforeAll(() => bridge.setBlocking("block"));
+  afterAll(() => bridge.setBlocking("refuse"));
+
   it("a BLPOP on every node's key is woken by an RPUSH from another client", async () => {
     for (const key of keysOnEveryNode("blpop")) {
       const waiting = post("/", ["BLPOP", key, 5]);
@@ -338,6 +358,7 @@ describe("blocking commands", () => {
       cluster: { rootNodes: cluster.urls },
       token: TOKEN,
       blockingConnections: 1,
+      blocking: "block",
     });
     try {
       const [a, b] = apart("busy");

@@ -1,7 +1,7 @@
 /**
  * Every primitive on a local 3-master Redis Cluster, through the bridge in cluster mode and the
  * real `@upstash/redis` client: the whole life cycle of each (acquire, re-enter, renew, release,
- * a waiter blocked in BLPOP and woken by the release, a waiter giving up, forceUnlock, inspect,
+ * a waiter subscribed over SSE and woken by the release, a waiter giving up, forceUnlock, inspect,
  * cancel of an unanswered acquire) on names owned by every master, with no CROSSSLOT, MOVED or
  * ASK error ever reaching the library; every script of src/lua.gen.ts runs at least once; every
  * key a script touches (those computed inside Lua included) lies in the name's hash slot; the
@@ -68,15 +68,14 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-/** What went through the recording clients: scripts that ran, errors, BLPOP wake-ups. */
+/** What went through the recording clients: scripts that ran, errors, wake-up messages. */
 const traffic = {
   /** SHA1 of every script that ran (EVALSHA or EVAL answered without error). */
   ran: new Set<string>(),
   /** Messages of every failed client call, except those sent while a fault was injected. */
   errors: [] as string[],
-  /** BLPOPs answered with a token (a waiter woken), and answered null (timed out). */
+  /** Wake-up messages that reached a waiter's subscription (a waiter woken). */
   woken: 0,
-  timedOut: 0,
   /** True while a test provokes a failure: failures of requests sent then are expected. */
   faulty: false,
   /** Script calls in flight now, and the most seen at once since the last reset. */
@@ -142,13 +141,12 @@ function recordingRedis(): RedisLike {
     eval: (source, keys, args) =>
       script(() => redis.eval(source, keys, args), SHA_OF_SOURCE.get(source) ?? "unknown"),
     evalsha: (sha1, keys, args) => script(() => redis.evalsha(sha1, keys, args), sha1),
-    exec: async (args) => {
-      const reply = await observe(() => redis.exec(args));
-      if (args[0] === "BLPOP") {
-        if (reply === null) traffic.timedOut += 1;
-        else traffic.woken += 1;
-      }
-      return reply;
+    subscribe: (channels) => {
+      const subscriber = redis.subscribe(channels);
+      subscriber.on("message", () => {
+        traffic.woken += 1;
+      });
+      return subscriber;
     },
   };
 }
@@ -158,7 +156,7 @@ interface Client {
   events: LockEvent[];
   background: Promise<unknown>[];
   /** Resolves at the first event (past or future) matching `predicate`. */
-  until(predicate: (event: LockEvent) => boolean): Promise<void>;
+  until(predicate: (event: LockEvent, all: readonly LockEvent[]) => boolean): Promise<void>;
 }
 
 /** An EdgeLock (`cluster: true`) on a recording client, collecting events and background work. */
@@ -183,7 +181,7 @@ function client(options: Partial<EdgeLockOptions> = {}): Client {
     until: (predicate) =>
       new Promise<void>((resolve) => {
         const check = () => {
-          if (!events.some(predicate)) return;
+          if (!events.some((e) => predicate(e, events))) return;
           listeners.delete(check);
           resolve();
         };
@@ -270,13 +268,12 @@ async function cancelUnanswered(
   await Promise.all(c.background);
 }
 
-/** The wait, block and wake of a waiter: it was woken by a token, not by a timeout or a poll. */
-function expectWokenByRelease(before: { woken: number; timedOut: number }): void {
+/** A waiter was woken by a release's message (over the cluster's pub/sub), not by a poll. */
+function expectWokenByRelease(before: { woken: number }): void {
   expect(traffic.woken).toBeGreaterThan(before.woken);
-  expect(traffic.timedOut).toBe(before.timedOut);
 }
 
-const wakeCounts = () => ({ woken: traffic.woken, timedOut: traffic.timedOut });
+const wakeCounts = () => ({ woken: traffic.woken });
 
 describe("hash slots", () => {
   it("crc16 is CRC16-XMODEM", () => {
@@ -346,18 +343,18 @@ describe("every primitive on every master", () => {
     await lease.renew(20_000);
     expect(await lock.remainTimeToLive()).toBeGreaterThan(10_000);
     expect((await lock.inspect()).holders).toEqual([{ owner: lease.owner, holdCount: 2 }]);
-    // A waiter blocks in BLPOP on its own wake list and is woken by the last release.
+    // A waiter subscribes to its client's wake channel and is woken by the last release.
     const b = client();
     const counts = wakeCounts();
     const waiting = b.edgelock.getLock(name).tryAcquire({ waitTime: 10_000, leaseTime: 10_000 });
-    await b.until((e) => e.type === "wait");
+    await b.until((_e, all) => all.filter((x) => x.type === "wait").length === 2);
     expect(await expectKeysInOneSlot(name)).toEqual(
       [name, `edgelock_replay:{${name}}`, `edgelock_waiting:{${name}}`].sort(),
     );
     expect(await again.release()).toBe("still-held");
     expect(await lease.release()).toBe("released");
     const woken = await waiting;
-    expect(woken.attempts).toBe(2);
+    expect(woken.attempts).toBe(3);
     expectWokenByRelease(counts);
     // A waiter that gives up unregisters (leave.lua).
     const c = client();
@@ -391,7 +388,7 @@ describe("every primitive on every master", () => {
     const b = client();
     const counts = wakeCounts();
     const waiting = b.edgelock.getFencedLock(name).tryLock({ waitTime: 10_000, leaseTime: 10_000 });
-    await b.until((e) => e.type === "wait");
+    await b.until((_e, all) => all.filter((x) => x.type === "wait").length === 2);
     await expectKeysInOneSlot(name);
     await again.release();
     await lease.release();
@@ -416,15 +413,15 @@ describe("every primitive on every master", () => {
     const again = held(await lock.tryLock({ leaseTime: 10_000, owner: lease.owner }));
     await lease.renew();
     expect((await lock.inspect()).holders).toEqual([{ owner: lease.owner, holdCount: 2 }]);
-    // The queued waiter blocks on `edgelock_wake:{name}:<owner>`, a key the release script
-    // computes inside Lua when it hands the lock over: same slot, so Redis Cluster allows it.
+    // The queued waiter listens on its client's wake channel, which the release script publishes
+    // to when it hands the lock over (Redis Cluster delivers a PUBLISH to every node).
     const b = client();
     const counts = wakeCounts();
     const owner = "waiter:b";
     const waiting = b.edgelock
       .getFairLock(name)
       .tryLock({ waitTime: 10_000, leaseTime: 10_000, owner });
-    await b.until((e) => e.type === "wait");
+    await b.until((_e, all) => all.filter((x) => x.type === "wait").length === 2);
     const queued = await expectKeysInOneSlot(name);
     expect(queued).toEqual(
       expect.arrayContaining([
@@ -482,7 +479,7 @@ describe("every primitive on every master", () => {
       .getReadWriteLock(name)
       .writeLock()
       .tryLock({ waitTime: 10_000, leaseTime: 10_000 });
-    await b.until((e) => e.type === "wait");
+    await b.until((_e, all) => all.filter((x) => x.type === "wait").length === 2);
     await r1again.release();
     await r1.release();
     await r2.release();
@@ -541,7 +538,7 @@ describe("every primitive on every master", () => {
     const b = client();
     const counts = wakeCounts();
     const waiting = b.edgelock.getSemaphore(name).tryAcquire({ waitTime: 10_000 });
-    await b.until((e) => e.type === "wait");
+    await b.until((_e, all) => all.filter((x) => x.type === "wait").length === 2);
     await expectKeysInOneSlot(name);
     expect(await semaphore.release(1)).toBe(1);
     expect(await waiting).toBe(true);
@@ -578,7 +575,7 @@ describe("every primitive on every master", () => {
     const waiting = b.edgelock
       .getPermitExpirableSemaphore(name)
       .tryAcquire({ waitTime: 10_000, leaseTime: 10_000 });
-    await b.until((e) => e.type === "wait");
+    await b.until((_e, all) => all.filter((x) => x.type === "wait").length === 2);
     expect(await expectKeysInOneSlot(name)).toContain(`{${name}}:timeout`);
     expect(await lease.release()).toBe("released");
     const next = held(await waiting);
@@ -603,7 +600,7 @@ describe("every primitive on every master", () => {
     const b = client();
     const counts = wakeCounts();
     const waiting = b.edgelock.getCountDownLatch(name).await({ waitTime: 10_000 });
-    await b.until((e) => e.type === "wait");
+    await b.until((_e, all) => all.filter((x) => x.type === "wait").length === 2);
     await expectKeysInOneSlot(name);
     expect(await latch.countDown()).toBe(1);
     expect(await latch.getCount()).toBe(1);

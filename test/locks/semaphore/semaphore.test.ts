@@ -138,7 +138,7 @@ describe("semaphore", () => {
           inside += 1;
           most = Math.max(most, inside);
           expect(inside).toBeLessThanOrEqual(3);
-          await new Promise((r) => setTimeout(r, 2));
+          await new Promise((r) => setTimeout(r, 20));
           inside -= 1;
           turns += 1;
           await s.release();
