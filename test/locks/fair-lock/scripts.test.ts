@@ -353,7 +353,7 @@ describe("fair lock scripts", () => {
     expect(await f.leftovers()).toEqual([]);
   });
 
-  it("never shortens the lock's TTL: re-entry, partial release and confirmation only extend it", async () => {
+  it("never shortens the lock's TTL: re-entry, partial release and a long confirmation only extend it", async () => {
     const f = fairLock("ttl");
     await f.acquire("h", { lease: 20_000 });
     await f.acquire("h", { lease: 1_000 });
@@ -362,9 +362,17 @@ describe("fair lock scripts", () => {
     expect(await raw.pTTL(f.name)).toBeGreaterThan(15_000);
     await f.acquire("w");
     expect(await f.release("h", { claim: 5_000 })).toBe(1);
-    // A confirmation with a lease shorter than the claim window keeps the window.
+    // A confirmation with a lease shorter than the claim window ends the window: the claim
+    // window was nobody's lease, the waiter's starts now and lasts exactly what it asked for.
     expect((await f.acquire("w", { lease: 500 }))[0]).toBe(1);
-    expect(await raw.pTTL(f.name)).toBeGreaterThan(3_000);
+    expect(await raw.pTTL(f.name)).toBeLessThanOrEqual(500);
+    expect(await f.release("w")).toBe(1);
+    // One longer than the window gets its whole lease.
+    await f.acquire("h");
+    await f.acquire("w");
+    expect(await f.release("h", { claim: 5_000 })).toBe(1);
+    expect((await f.acquire("w", { lease: 8_000 }))[0]).toBe(1);
+    expect(await raw.pTTL(f.name)).toBeGreaterThan(6_000);
     expect(await f.release("w")).toBe(1);
     expect(await f.leftovers()).toEqual([]);
   });
