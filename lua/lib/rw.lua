@@ -21,7 +21,13 @@ local function rw_epoch()
   if redis.call('exists', name) == 0 then
     return ''
   end
-  return redis.call('get', epochKey) or ''
+  local e = redis.call('get', epochKey)
+  if e then
+    return e
+  end
+  -- A lock made by an earlier version kept 'e<epoch>' in the HASH: its leases still release.
+  local old = redis.call('hget', name, 'edgelock:epoch')
+  return old and string.sub(old, 2) or ''
 end
 
 local function rw_new_epoch()

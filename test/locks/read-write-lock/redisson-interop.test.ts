@@ -155,4 +155,15 @@ describe("read-write lock shared with Redisson", () => {
       expect(await keysOf(name)).toEqual([]);
     });
   }
+
+  it("a lease of a lock whose epoch an earlier version kept in the HASH still releases it", async () => {
+    const name = `${prefix}old-layout`;
+    const rw = recordingEdgeLock().edgelock.getReadWriteLock(name);
+    const w = held(await rw.writeLock().tryLock({ leaseTime: LEASE }));
+    // The layout before: the epoch as a HASH field "e<epoch>", no key beside it.
+    await raw.hSet(name, "edgelock:epoch", `e${w.epoch}`);
+    await raw.del(`edgelock_epoch:{${name}}`);
+    expect(await w.release()).toBe("released");
+    expect(await keysOf(name)).toEqual([]);
+  });
 });
