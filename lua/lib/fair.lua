@@ -76,8 +76,10 @@ end
 -- Queues `owner` (waiter id `waiter`) at the back, or keeps its place; either way its slot
 -- lasts until at least `lapses` (never shortened: a late request cannot cut a renewed slot
 -- short). Its score in Redisson's ZSET is that slot plus one Redisson wait per waiter ahead
--- (never lowered), so Redisson acquires that take the lock ahead of it, each lowering it by a
--- wait, leave it live until its turn. The queue keys then live until the last score lapses
+-- now, so Redisson acquires that take the lock ahead of it, each lowering it by a wait and
+-- moving it up one place, leave it live until its turn; and once it has moved up without them
+-- (edgelock's hand-offs lower no score), its next attempt brings the score down to match, so
+-- Redisson's scripts also skip it soon after it dies. The queue keys then live until the last score lapses
 -- (Redisson's scripts set no TTL on them), so once every waiter is dead and nobody touches the
 -- lock again, nothing is left.
 local function queue_up(owner, waiter, now, lapses)
@@ -89,12 +91,7 @@ local function queue_up(owner, waiter, now, lapses)
   if not pos then
     pos = redis.call('rpush', queue, owner) - 1
   end
-  local had = tonumber(redis.call('zscore', slots, owner))
-  local score = lapses + pos * REDISSON_WAIT
-  if had and had > score then
-    score = had
-  end
-  redis.call('zadd', slots, score, owner)
+  redis.call('zadd', slots, lapses + pos * REDISSON_WAIT, owner)
   redis.call('hset', waiters, owner, waiter .. ':' .. lapses)
   local last = tonumber(redis.call('zrange', slots, -1, -1, 'withscores')[2])
   if last > lapses then

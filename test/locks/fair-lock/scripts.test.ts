@@ -601,4 +601,28 @@ describe("fair lock scripts", () => {
     expect(await raw.exists(f.name)).toBe(0);
     expect(await f.leftovers()).toEqual([]);
   });
+
+  it("a waiter of ours that moved up through edgelock hand-offs gets a score Redisson reads as its slot", async () => {
+    const f = fairLock("moved-up");
+    expect((await f.acquire("edge:1"))[0]).toBe(1);
+    expect(place(await f.acquire("edge:2"))).toEqual([0, 0]);
+    expect(place(await f.acquire("edge:3"))).toEqual([0, 1]);
+    expect(place(await f.acquire("edge:4"))).toEqual([0, 2]);
+    const far = Number(await raw.zScore(f.zset, "edge:4"));
+    expect(far).toBeGreaterThan((await serverMs()) + 2 * 300_000);
+    expect(await f.release("edge:1")).toBe(1); // to edge:2, which lowers no score
+    expect((await f.acquire("edge:2"))[0]).toBe(1);
+    expect(await f.release("edge:2")).toBe(1);
+    expect((await f.acquire("edge:3"))[0]).toBe(1);
+    expect(Number(await raw.zScore(f.zset, "edge:4"))).toBe(far);
+    expect(place(await f.acquire("edge:4"))).toEqual([0, 0]);
+    const now = await serverMs();
+    const score = Number(await raw.zScore(f.zset, "edge:4"));
+    expect(score).toBeGreaterThan(now + SLOT - 1_000);
+    expect(score).toBeLessThanOrEqual(now + SLOT + 50);
+    expect(await f.release("edge:3")).toBe(1);
+    expect((await f.acquire("edge:4"))[0]).toBe(1);
+    expect(await f.release("edge:4")).toBe(1);
+    expect(await f.leftovers()).toEqual([]);
+  });
 });
