@@ -118,10 +118,12 @@ export class LockUpgradeError extends EdgeLockError {
 }
 
 /**
- * A semaphore release would make more permits available than were set (`trySetPermits` plus
- * `addPermits`), or the semaphore was never set. Nothing was changed. Redisson's release has no
- * bound, so a buggy or retried release silently adds permits; pass `{ overRelease: true }` to
- * release beyond the permits set on purpose.
+ * A semaphore release gives back more permits than edgelock callers have taken (and not given
+ * back), and would make more permits available than were set through edgelock (`trySetPermits`
+ * plus `addPermits`), or the semaphore was never set. Nothing was changed. Giving back what was
+ * taken is never refused, whatever a Redisson client did to the semaphore meanwhile. Redisson's
+ * release has no bound, so a buggy or retried release silently adds permits; pass
+ * `{ overRelease: true }` to release beyond the bound on purpose.
  */
 export class OverReleaseError extends EdgeLockError {
   override readonly name = "OverReleaseError";

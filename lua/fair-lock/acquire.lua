@@ -15,7 +15,9 @@
 -- KEYS[5]  "redisson_lock__channel:{<name>}" Redisson waiters' channel prefix
 -- KEYS[6]  replay records "edgelock_replay:{<name>}"
 -- KEYS[7]  older replay records "edgelock_replay:{<name>}:old"
--- ARGV[1]  leaseTime in ms (the TTL becomes at least this; never shortened)
+-- ARGV[1]  leaseTime in ms (the TTL becomes at least this; never shortened, except by the
+--          confirmation of a hand-off, which sets it to exactly this: the claim window before
+--          was no lease's)
 -- ARGV[2]  owner field
 -- ARGV[3]  replay window in ms
 -- ARGV[4]  request id (32 hex characters; becomes the lease id)
@@ -61,10 +63,12 @@ end
 
 local now = now_ms()
 local e
+local confirmed = false
 if redis.call('hget', name, GRANT) == waiter then
   -- A release handed the lock to this waiter: take it for the whole lease.
   redis.call('hdel', name, GRANT)
   e = epoch()
+  confirmed = true
 elseif redis.call('hexists', name, owner) == 1 then
   redis.call('hincrby', name, owner, 1)
   e = epoch()
@@ -84,7 +88,13 @@ elseif redis.call('exists', name) == 0 then
 end
 
 if e then
-  extend(leaseMs)
+  if confirmed and redis.call('hget', name, owner) == '1' then
+    -- The claim window was nobody's lease: the lease starts now and lasts exactly leaseMs, so
+    -- a lease shorter than the window does not hold the lock for the rest of it.
+    redis.call('pexpire', name, leaseMs)
+  else
+    extend(leaseMs)
+  end
   replay_set(id, 'A' .. e)
   return {1, tonumber(redis.call('hget', name, owner)), tonumber(e) or 0}
 end

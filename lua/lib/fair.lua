@@ -3,13 +3,20 @@
 --   name      the lock HASH (KEYS)
 --   queue     "redisson_lock_queue:{<name>}"   LIST of waiting owners, FIFO (KEYS)
 --   slots     "redisson_lock_timeout:{<name>}" ZSET owner -> server-time ms its slot lapses (KEYS)
---   waiters   "edgelock_waiters:{<name>}"      HASH owner -> waiter id, of our queued owners (KEYS)
+--   waiters   "edgelock_waiters:{<name>}"      HASH owner -> "<waiter id>:<ms its slot lapses>"
+--             of our queued owners (KEYS; a bare waiter id: the slot is its ZSET score)
 --   channel   "redisson_lock__channel:{<name>}" prefix of Redisson's per-waiter channels (KEYS)
 --   claimMs   how long a hand-off waits for its waiter to confirm, in ms (ARGV)
 -- Our waiter "<client>:<wait>" listens on its client's wake channel "edgelock_wake:{<name>}:<client>"
 -- (lib/wake.lua). Redisson waiters in the same queue are woken on their channel instead, and
 -- take the lock with their own script.
 local GRANT = 'edgelock:grant'
+
+-- Redisson's default fairLockWaitTimeout (Config#fairLockWaitTimeout, 5 minutes). Every
+-- Redisson acquire that takes the lock from the queue lowers every queued score by its wait
+-- ("everybody moves up one slot"): a waiter's score there must therefore count one such wait
+-- per waiter ahead of it, or a live waiter of ours would look dead to Redisson and be dropped.
+local REDISSON_WAIT = 300000
 
 local function now_ms()
   local t = redis.call('time')
@@ -27,6 +34,30 @@ local function leave(owner)
   redis.call('hdel', waiters, owner)
 end
 
+-- Our waiter `owner`: its waiter id and when its slot lapses (nil when not ours; lapses nil
+-- when not recorded: the ZSET score counts).
+local function waiter_of(owner)
+  local v = redis.call('hget', waiters, owner)
+  if not v then
+    return nil, nil
+  end
+  local id, lapses = string.match(v, '^(.*):(%d+)$')
+  if id then
+    return id, tonumber(lapses)
+  end
+  return v, nil
+end
+
+-- Whether the waiter `owner` is alive: ours by the slot we recorded (Redisson's scripts lower
+-- the ZSET scores), a Redisson waiter by its ZSET score.
+local function alive(owner, now)
+  local _, lapses = waiter_of(owner)
+  if not lapses then
+    lapses = tonumber(redis.call('zscore', slots, owner))
+  end
+  return lapses ~= nil and lapses > now
+end
+
 -- Drops dead waiters (slot lapsed, or no slot) from the head of the queue.
 local function prune(now)
   while true do
@@ -34,8 +65,7 @@ local function prune(now)
     if not head then
       return
     end
-    local lapses = tonumber(redis.call('zscore', slots, head))
-    if lapses and lapses > now then
+    if alive(head, now) then
       return
     end
     leave(head)
@@ -44,20 +74,24 @@ end
 
 -- Queues `owner` (waiter id `waiter`) at the back, or keeps its place; either way its slot
 -- lasts until at least `lapses` (never shortened: a late request cannot cut a renewed slot
--- short; it also lifts a score a Redisson acquire lowered by its wait). The queue keys then live
--- until the last slot lapses (Redisson's scripts set no TTL on them), so once every waiter is
--- dead and nobody touches the lock again, nothing is left.
+-- short). Its score in Redisson's ZSET is that slot plus one Redisson wait per waiter ahead
+-- now, so Redisson acquires that take the lock ahead of it, each lowering it by a wait and
+-- moving it up one place, leave it live until its turn; and once it has moved up without them
+-- (edgelock's hand-offs lower no score), its next attempt brings the score down to match, so
+-- Redisson's scripts also skip it soon after it dies. The queue keys then live until the last score lapses
+-- (Redisson's scripts set no TTL on them), so once every waiter is dead and nobody touches the
+-- lock again, nothing is left.
 local function queue_up(owner, waiter, now, lapses)
-  local had = tonumber(redis.call('zscore', slots, owner))
-  if had then
-    if had > lapses then
-      lapses = had
-    end
-  else
-    redis.call('rpush', queue, owner)
+  local _, recorded = waiter_of(owner)
+  if recorded and recorded > lapses then
+    lapses = recorded
   end
-  redis.call('zadd', slots, lapses, owner)
-  redis.call('hset', waiters, owner, waiter)
+  local pos = redis.call('lpos', queue, owner)
+  if not pos then
+    pos = redis.call('rpush', queue, owner) - 1
+  end
+  redis.call('zadd', slots, lapses + pos * REDISSON_WAIT, owner)
+  redis.call('hset', waiters, owner, waiter .. ':' .. lapses)
   local last = tonumber(redis.call('zrange', slots, -1, -1, 'withscores')[2])
   if last > lapses then
     lapses = last
@@ -81,7 +115,7 @@ local function hand_off(now)
   if not head then
     return
   end
-  local waiter = redis.call('hget', waiters, head)
+  local waiter = waiter_of(head)
   if not waiter then
     redis.call('publish', channel .. ':' .. head, 0)
     return

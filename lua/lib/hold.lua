@@ -4,7 +4,8 @@
 -- The HASH also carries one field of ours, EPOCH: the id of this incarnation of the lock (set
 -- by the acquire that creates the key, gone with the key), so a late cancel or a stale lease
 -- can tell its hold from a newer hold of the same owner. Redisson's scripts only read and write
--- their own owner fields, so they see a lock held by edgelock as held, as before.
+-- their own owner fields, so they see a lock held by edgelock as held, as before. (The
+-- read-write lock keeps its epoch outside the HASH instead: lib/rw.lua.)
 local EPOCH = 'edgelock:epoch'
 
 -- Sets the lock's TTL to ms unless it already has more left: a TTL is never shortened, so no

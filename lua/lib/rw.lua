@@ -1,25 +1,53 @@
 -- Helpers for a read-write lock (Redisson RedissonReadWriteLock's layout). Included by scripts,
 -- which define first:
 --   name     the lock name (KEYS): HASH with field 'mode' = 'read' | 'write', reader fields
---            <owner> = read hold count, writer fields <owner>:write = write hold count
+--            <owner> = read hold count, writer fields <owner>:write = write hold count, and
+--            nothing else: Redisson's scripts count the fields (a read lock is locked in write
+--            mode when HLEN > 2; the last write unlock deletes the hash when HLEN == 1)
 --   prefix   "{<name>}" (KEYS): each read hold k of an owner has its own timeout key
 --            "{<name>}:<owner>:rwlock_timeout:<k>" (STRING with PX = that hold's lease), so a
 --            crashed reader's holds expire on their own
 --   channel  Redisson's "redisson_rwlock:{<name>}" (KEYS), and waiting / wake (lib/wake.lua)
--- and include lib/hold.lua (EPOCH, extend) and lib/wake.lua first. Our epoch field holds
--- 'e<digits>', not a number: Redisson's read unlock walks the timeout keys of every field whose
--- value is a number, and would otherwise loop as many times as the epoch's value.
+-- and include lib/hold.lua (extend) and lib/wake.lua first. The incarnation of the lock (the
+-- epoch a stale lease or a late cancel checks) lives beside the hash, same hash slot:
+--   "edgelock_epoch:{<name>}" STRING, decimal; set by the acquire that creates the hash, with a
+--   TTL never shorter than any edgelock hold's lease, deleted with the hash by our scripts.
+-- After a Redisson client deletes the hash it lingers at most that lease, and counts only while
+-- the hash exists.
+
+local epochKey = 'edgelock_epoch:' .. prefix
 
 local function rw_epoch()
-  local v = redis.call('hget', name, EPOCH)
-  return v and string.sub(v, 2) or ''
+  if redis.call('exists', name) == 0 then
+    return ''
+  end
+  local e = redis.call('get', epochKey)
+  if e then
+    return e
+  end
+  -- A lock made by an earlier version kept 'e<epoch>' in the HASH: its leases still release.
+  local old = redis.call('hget', name, 'edgelock:epoch')
+  return old and string.sub(old, 2) or ''
 end
 
 local function rw_new_epoch()
   local t = redis.call('time')
   local e = t[1] .. string.format('%06d', tonumber(t[2]))
-  redis.call('hset', name, EPOCH, 'e' .. e)
+  redis.call('set', epochKey, e)
   return e
+end
+
+-- extend (lib/hold.lua) for the hash and the epoch: neither TTL is ever shortened.
+local function rw_extend(ms)
+  extend(ms)
+  if redis.call('pttl', epochKey) < ms then
+    redis.call('pexpire', epochKey, ms)
+  end
+end
+
+-- Deletes the hash and its epoch.
+local function rw_delete()
+  redis.call('del', name, epochKey)
 end
 
 local function timeout_key(owner, k)
@@ -74,7 +102,7 @@ local function rw_settle()
   if longest > 0 then
     if mode == 'write' then
       redis.call('hset', name, 'mode', 'read')
-      extend(longest)
+      rw_extend(longest)
       wake_all()
     else
       -- Every live read hold has a key of its own, so the hash may shrink to the longest.
@@ -82,7 +110,7 @@ local function rw_settle()
     end
     return
   end
-  redis.call('del', name)
+  rw_delete()
   -- Redisson's messages: 1 = a writer left (wake all: readers may all get in), 0 = the last
   -- reader left (wake one: only writers wait behind readers).
   if mode == 'write' then

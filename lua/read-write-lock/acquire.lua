@@ -4,12 +4,13 @@
 -- lease to the TTL instead). Many readers or one writer; the writer may also take the read lock
 -- (downgrade), never the reverse (an upgrade would wait for itself: it is refused). A writer
 -- finding only readers that died (no live timeout key) takes the lock.
--- KEYS[1]  lock name: HASH (see lib/rw.lua) + epoch field
+-- KEYS[1]  lock name: HASH (see lib/rw.lua)
 -- KEYS[2]  replay records "edgelock_replay:{<name>}"
 -- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
 -- KEYS[4]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
 -- KEYS[5]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
--- KEYS[6]  timeout key prefix "{<name>}" (read holds' keys "{<name>}:<owner>:rwlock_timeout:<k>")
+-- KEYS[6]  timeout key prefix "{<name>}" (read holds' keys "{<name>}:<owner>:rwlock_timeout:<k>",
+--          the epoch "edgelock_epoch:{<name>}")
 -- ARGV[1]  'read' | 'write'
 -- ARGV[2]  leaseTime in ms
 -- ARGV[3]  owner "<clientId>:<taskId>" (the writer's field is "<owner>:write")
@@ -54,7 +55,7 @@ if mode == 'read' and not read then
   -- Readers that died do not keep a writer out.
   local longest = rw_live()
   if longest == 0 then
-    redis.call('del', name)
+    rw_delete()
     mode = false
   elseif redis.call('hexists', name, owner) == 1 then
     return {3, 0, 0}
@@ -79,6 +80,6 @@ local count = redis.call('hincrby', name, field, 1)
 if read then
   redis.call('set', timeout_key(owner, count), '1', 'px', leaseMs)
 end
-extend(leaseMs)
+rw_extend(leaseMs)
 replay_set(id, 'A' .. e)
 return {1, count, tonumber(e) or 0}

@@ -7,7 +7,7 @@
 -- KEYS[4]  Redisson's channel "redisson_rwlock:{<name>}"
 -- KEYS[5]  registered waiters "edgelock_waiting:{<name>}" (ZSET)
 -- KEYS[6]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
--- KEYS[7]  timeout key prefix "{<name>}"
+-- KEYS[7]  timeout key prefix "{<name>}" (and the epoch "edgelock_epoch:{<name>}")
 -- ARGV[1]  'read' | 'write'
 -- ARGV[2]  owner of that acquire
 -- ARGV[3]  replay window in ms

@@ -5,6 +5,7 @@
 -- KEYS[2]  Redisson's channel "redisson_rwlock:{<name>}"
 -- KEYS[3]  registered waiters "edgelock_waiting:{<name>}" (ZSET)
 -- KEYS[4]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
+-- KEYS[5]  the lock's epoch "edgelock_epoch:{<name>}" (see lib/rw.lua)
 -- ARGV[1]  'read' | 'write'
 -- Returns  1 deleted | 0 not locked in that mode
 local waiting = KEYS[3]
@@ -14,7 +15,7 @@ local wake = KEYS[4]
 if redis.call('hget', KEYS[1], 'mode') ~= ARGV[1] then
   return 0
 end
-redis.call('del', KEYS[1])
+redis.call('del', KEYS[1], KEYS[5])
 redis.call('publish', KEYS[2], ARGV[1] == 'write' and 1 or 0)
 wake_all()
 return 1

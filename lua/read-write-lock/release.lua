@@ -9,7 +9,7 @@
 -- KEYS[4]  Redisson's channel "redisson_rwlock:{<name>}" (wakes JVM waiters)
 -- KEYS[5]  registered waiters "edgelock_waiting:{<name>}" (ZSET)
 -- KEYS[6]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
--- KEYS[7]  timeout key prefix "{<name>}"
+-- KEYS[7]  timeout key prefix "{<name>}" (and the epoch "edgelock_epoch:{<name>}")
 -- ARGV[1]  'read' | 'write'
 -- ARGV[2]  owner
 -- ARGV[3]  leaseTime in ms to restore on a partial write release, never shortening (0 = keep)
@@ -62,7 +62,7 @@ if count <= 0 then
   redis.call('hdel', name, field)
   result = 1
 elseif not read and leaseMs > 0 then
-  extend(leaseMs)
+  rw_extend(leaseMs)
 end
 rw_settle()
 replay_set(id, 'R' .. result)

@@ -16,7 +16,7 @@ elseif mode == 'read' then
   locked = 1
 elseif mode == 'write' then
   for _, field in ipairs(redis.call('hkeys', name)) do
-    if field ~= 'mode' and field ~= 'edgelock:epoch' and string.sub(field, -6) ~= ':write' then
+    if field ~= 'mode' and string.sub(field, -6) ~= ':write' then
       locked = 1
       break
     end

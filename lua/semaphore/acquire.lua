@@ -7,6 +7,7 @@
 -- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
 -- KEYS[4]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
 -- KEYS[5]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
+-- KEYS[6]  permits taken by edgelock callers "edgelock_taken:{<name>}" (see lib/taken.lua)
 -- ARGV[1]  permits to take (integer >= 1)
 -- ARGV[2]  replay window in ms
 -- ARGV[3]  request id (32 hex characters)
@@ -25,8 +26,10 @@ local permits = tonumber(ARGV[1])
 local windowMs = tonumber(ARGV[2])
 local id = ARGV[3]
 local waiter = ARGV[4]
+local takenKey = KEYS[6]
 -- @include lib/replay.lua
 -- @include lib/wake.lua
+-- @include lib/taken.lua
 
 local seen = replay_get(id)
 if seen then
@@ -47,6 +50,7 @@ if waiter ~= '' then
   waiting_remove(waiter)
 end
 local left = redis.call('decrby', name, permits)
+taken_add(permits)
 replay_set(id, 'A' .. permits)
 -- What is left may serve other waiters (a release may have woken fewer than it freed).
 if left > 0 then

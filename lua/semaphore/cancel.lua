@@ -7,6 +7,7 @@
 -- KEYS[4]  Redisson channel "redisson_sc:{<name>}"
 -- KEYS[5]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
 -- KEYS[6]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
+-- KEYS[7]  permits taken by edgelock callers "edgelock_taken:{<name>}" (see lib/taken.lua)
 -- ARGV[1]  replay window in ms
 -- ARGV[2]  request id of that acquire
 -- Returns  0 cancelled before it applied (a tombstone makes a late acquire a no-op)
@@ -21,8 +22,10 @@ local waiting = KEYS[5]
 local wake = KEYS[6]
 local windowMs = tonumber(ARGV[1])
 local id = ARGV[2]
+local takenKey = KEYS[7]
 -- @include lib/replay.lua
 -- @include lib/wake.lua
+-- @include lib/taken.lua
 
 local seen = replay_get(id)
 if not seen then
@@ -34,6 +37,7 @@ if not took then
   return 2
 end
 local available = redis.call('incrby', name, tonumber(took))
+taken_sub(tonumber(took))
 redis.call('publish', channel, available)
 wake_n(available)
 replay_set(id, 'U')

@@ -4,6 +4,7 @@
 -- KEYS[1]  semaphore name (STRING, available permits)
 -- KEYS[2]  replay records "edgelock_replay:{<name>}"
 -- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[4]  permits taken by edgelock callers "edgelock_taken:{<name>}" (see lib/taken.lua)
 -- ARGV[1]  replay window in ms
 -- ARGV[2]  request id
 -- Returns  permits taken (0 when none were available)
@@ -13,7 +14,9 @@ local replayKey = KEYS[2]
 local replayOld = KEYS[3]
 local windowMs = tonumber(ARGV[1])
 local id = ARGV[2]
+local takenKey = KEYS[4]
 -- @include lib/replay.lua
+-- @include lib/taken.lua
 
 local seen = replay_get(id)
 if seen then
@@ -24,5 +27,7 @@ local taken = math.max(available, 0)
 if taken > 0 then
   redis.call('decrby', name, taken)
 end
+-- Drained permits are the caller's: it may give them back.
+taken_add(taken)
 replay_set(id, 'D' .. taken)
 return taken

@@ -347,7 +347,9 @@ async function execute(
   let keys: KeysReport;
   try {
     const persistent =
-      o.kind === "semaphore" && !o.broken ? [name, `edgelock_permits:{${name}}`] : [];
+      o.kind === "semaphore" && !o.broken
+        ? [name, `edgelock_permits:{${name}}`, `edgelock_taken:{${name}}`]
+        : [];
     keys = classifyKeys(await scanKeys(raw, prefix), { replayWindow, persistent });
   } finally {
     await raw.close();

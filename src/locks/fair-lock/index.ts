@@ -29,6 +29,11 @@ export type { FairLockInspection } from "./hold.js";
  * confirms. A waiter that gives up or aborts leaves the queue; one that dies is skipped once its
  * slot lapses (30 s); a hand-off its waiter never confirms costs the next waiter at most about
  * two claim windows (2 s each: the waiter second in line comes back at least that often).
+ * A hand-off holds the lock for the waiter during the claim window (`FAIR_CLAIM_WINDOW_MS`,
+ * 2 000 ms) until it confirms; the waiter's lease starts at that confirmation and lasts exactly
+ * its `leaseTime`, also when shorter than the window (then it confirms with one more request).
+ * A waiter that died before confirming keeps the lock for the window, then it passes on.
+ * The queue is Redisson's: JVM clients queue in the same order (see docs/redisson-interop.md).
  */
 export class FairLock extends HashLock<FairLockInspection> {
   protected readonly holds: FairLockHolds;
@@ -37,6 +42,19 @@ export class FairLock extends HashLock<FairLockInspection> {
   constructor(ctx: LockContext, name: string) {
     super(ctx, name);
     this.holds = new FairLockHolds(ctx, name);
+  }
+
+  /**
+   * Deletes the lock whoever holds it (Redisson RFairLock#forceUnlock) and, like a release,
+   * hands it straight to the first waiter in the queue whose slot has not lapsed: an edgelock
+   * waiter holds it from then for the claim window (2 000 ms) even if it has just died, before
+   * it passes on; a Redisson waiter is told on its channel and takes it with its next attempt.
+   * With nobody queued the lock is simply free. One request.
+   * @returns true when a lock was deleted.
+   * @throws {TransportError} when Redis could not be reached.
+   */
+  override async forceUnlock(): Promise<boolean> {
+    return super.forceUnlock();
   }
 
   protected async acquireWith(
@@ -106,17 +124,23 @@ export class FairLock extends HashLock<FairLockInspection> {
           continue;
         }
         // The payload is the epoch of a hand-off to this waiter: the lock is ours, held for the
-        // claim window from the hand-off, which came after this loop's last busy attempt.
+        // claim window from the hand-off, which came after this loop's last busy attempt. A
+        // lease shorter than the window confirms with an attempt instead, which makes the TTL
+        // exactly the lease (the lock is not held for the rest of the window).
         const epoch = Number(payload);
         const claimEnds = sentAt + FAIR_CLAIM_WINDOW_MS;
         if (payload && Number.isSafeInteger(epoch) && epoch > 0) {
-          if (claimEnds - Date.now() > FAIR_CLAIM_WINDOW_MS / 4) {
+          if (
+            s.leaseTime >= FAIR_CLAIM_WINDOW_MS &&
+            claimEnds - Date.now() > FAIR_CLAIM_WINDOW_MS / 4
+          ) {
             const grant = { id: randomHex(), sentAt, epoch, ttl: FAIR_CLAIM_WINDOW_MS };
             const lease = await leaseFor(this.ctx, this.holds, s, grant);
             acquired = true;
             return { lease, attempts };
           }
-          // Too little of the claim window is known to be left: the next attempt confirms.
+          // A short lease, or too little of the claim window is known to be left: the next
+          // attempt confirms.
         }
       }
     } catch (error) {

@@ -40,6 +40,11 @@ export const rwKeys = {
   channel: (name: string) => `redisson_rwlock:{${name}}`,
   /** Prefix of the read holds' timeout keys `{<name>}:<owner>:rwlock_timeout:<k>`. */
   prefix: (name: string) => `{${name}}`,
+  /**
+   * The lock's incarnation, outside Redisson's HASH (whose scripts count its fields):
+   * lua/lib/rw.lua builds it from the prefix.
+   */
+  epoch: (name: string) => `edgelock_epoch:{${name}}`,
 };
 
 /** Which side of a read-write lock. */
@@ -132,14 +137,11 @@ export class ReadWriteHolds implements HoldProtocol {
   }
 
   /**
-   * Read side: every read hold of the owner and the hash get at least `leaseTime` (renew.lua of
-   * this folder). Write side: the reentrant lock's renew.lua on the writer's field.
+   * The hold's side of the owner gets at least `leaseTime` (renew.lua of this folder): every
+   * read hold of the owner, or the writer's field; the hash and the epoch with it.
    */
   renew(owner: string, leaseTime: number, by: "call" | "timer", timeout?: number) {
-    if (this.side === "write") {
-      return renewHold(this.#ctx, this.name, this.field(owner), leaseTime, by, timeout);
-    }
-    return renewHold(this.#ctx, this.name, owner, leaseTime, by, timeout, {
+    return renewHold(this.#ctx, this.name, this.field(owner), leaseTime, by, timeout, {
       script: readWriteLockRenew,
       keys: [this.name, rwKeys.prefix(this.name)],
     });
@@ -161,7 +163,7 @@ export class ReadWriteHolds implements HoldProtocol {
       {
         script: readWriteLockForceUnlock,
         name: this.name,
-        keys: [this.name, rwKeys.channel(this.name), ...this.#wakeKeys()],
+        keys: [this.name, rwKeys.channel(this.name), ...this.#wakeKeys(), rwKeys.epoch(this.name)],
         args: [this.side],
       },
       asInteger,

@@ -55,7 +55,11 @@ export interface SemaphoreInspection extends Inspection {
   exists: boolean;
   /** Available permits (0 when not set; may be negative after `addPermits(-n)`). */
   available: number;
-  /** Permits set (`trySetPermits` + `addPermits`); `null` when none is recorded. */
+  /**
+   * Permits set through edgelock (`trySetPermits` + `addPermits`); `null` when none is
+   * recorded. A Redisson client's `addPermits`, `reducePermits` or `trySetPermits` does not
+   * change it (Redisson keeps no such record).
+   */
   permits: number | null;
   /** Calls waiting for permits right now (registered for a wake-up). */
   waiters: number;
@@ -157,10 +161,13 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
 
   /**
    * Gives permits back (Redisson RSemaphore#release(permits)) and wakes waiters they can serve.
-   * One request; a resent request adds them once. Unlike Redisson's, a release that would make
-   * more permits available than were set is refused (nothing changes) unless `overRelease`.
-   * A semaphore set by a Redisson client has no recorded permits set: its releases are
-   * unbounded, as Redisson's are.
+   * One request; a resent request adds them once. Unlike Redisson's, a release is refused
+   * (nothing changes) unless `overRelease` when it is both more than edgelock callers have
+   * taken (acquire, drainPermits) and not given back yet, and would make more permits available
+   * than were set. So giving back what was taken always works, even after a Redisson client's
+   * `addPermits`, `reducePermits` or `delete` + `trySetPermits` changed the semaphore meanwhile,
+   * and the permits come back to whatever semaphore is there, as in Redisson. A semaphore set by
+   * a Redisson client has no recorded permits set: its releases are unbounded, as Redisson's are.
    * @param permits integer in [1, 2^31). @default 1
    * @returns the available permits after the release.
    * @throws TypeError / RangeError for bad arguments, before any request.
@@ -175,7 +182,7 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
     }
     const reply = await this.#run(
       semaphoreRelease,
-      this.#writeKeys(),
+      [...this.#writeKeys(), takenKey(this.name)],
       [permits, o.overRelease ? 1 : 0, this.#ctx.replayWindow, randomHex()],
       (r) => asIntegers(r, 2) ?? asIntegers(r, 3),
     );
@@ -204,20 +211,28 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
   async drainPermits(): Promise<number> {
     return this.#run(
       semaphoreDrain,
-      [this.name, keys.replay(this.name), keys.replayOld(this.name)],
+      [...this.#replayKeys(), takenKey(this.name)],
       [this.#ctx.replayWindow, randomHex()],
       asInteger,
     );
   }
 
   /**
-   * Deletes the semaphore and its permits set (Redisson RObject#delete). Waiters keep waiting
-   * until it is set again.
+   * Deletes the semaphore, its permits set and the count of permits edgelock callers took
+   * (Redisson RObject#delete). Waiters keep waiting until it is set again. Permits taken before
+   * are then released like any others: within the next permits set, or with `overRelease`.
+   * (A Redisson client's `delete()` removes only the name: releases of what was taken keep
+   * working after it.)
    * @returns true when it existed.
    * @throws {TransportError} when Redis could not be reached.
    */
   async delete(): Promise<boolean> {
-    const reply = await this.#run(semaphoreDelete, [this.name, limitKey(this.name)], [], asInteger);
+    const reply = await this.#run(
+      semaphoreDelete,
+      [this.name, limitKey(this.name), takenKey(this.name)],
+      [],
+      asInteger,
+    );
     return reply === 1;
   }
 
@@ -286,7 +301,12 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
         {
           script: semaphoreAcquire,
           name: this.name,
-          keys: [...this.#replayKeys(), keys.waiting(this.name), keys.wake(this.name)],
+          keys: [
+            ...this.#replayKeys(),
+            keys.waiting(this.name),
+            keys.wake(this.name),
+            takenKey(this.name),
+          ],
           args: [permits, this.#ctx.replayWindow, id, waiter, LOCK_WAITER_SLOT_MS],
           signal,
         },
@@ -315,6 +335,7 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
             channel(this.name),
             keys.waiting(this.name),
             keys.wake(this.name),
+            takenKey(this.name),
           ],
           args: [this.#ctx.replayWindow, id],
         },
@@ -362,6 +383,8 @@ export const semaphoreChannel = (name: string) => `redisson_sc:{${name}}`;
 const channel = semaphoreChannel;
 /** The permits set (trySetPermits + addPermits), which bounds releases. */
 export const limitKey = (name: string) => `edgelock_permits:{${name}}`;
+/** Permits edgelock callers took and have not given back: a release of those is never refused. */
+const takenKey = (name: string) => `edgelock_taken:{${name}}`;
 
 /** A permit count: an integer in [min, MAX_PERMITS]. */
 export function checkPermits(value: unknown, label: string, min: number): number {

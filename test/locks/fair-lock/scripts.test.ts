@@ -367,7 +367,7 @@ describe("fair lock scripts", () => {
     expect(await f.leftovers()).toEqual([]);
   });
 
-  it("never shortens the lock's TTL: re-entry, partial release and confirmation only extend it", async () => {
+  it("never shortens the lock's TTL: re-entry, partial release and a long confirmation only extend it", async () => {
     const f = fairLock("ttl");
     await f.acquire("h", { lease: 20_000 });
     await f.acquire("h", { lease: 1_000 });
@@ -376,9 +376,17 @@ describe("fair lock scripts", () => {
     expect(await raw.pTTL(f.name)).toBeGreaterThan(15_000);
     await f.acquire("w");
     expect(await f.release("h", { claim: 5_000 })).toBe(1);
-    // A confirmation with a lease shorter than the claim window keeps the window.
+    // A confirmation with a lease shorter than the claim window ends the window: the claim
+    // window was nobody's lease, the waiter's starts now and lasts exactly what it asked for.
     expect((await f.acquire("w", { lease: 500 }))[0]).toBe(1);
-    expect(await raw.pTTL(f.name)).toBeGreaterThan(3_000);
+    expect(await raw.pTTL(f.name)).toBeLessThanOrEqual(500);
+    expect(await f.release("w")).toBe(1);
+    // One longer than the window gets its whole lease.
+    await f.acquire("h");
+    await f.acquire("w");
+    expect(await f.release("h", { claim: 5_000 })).toBe(1);
+    expect((await f.acquire("w", { lease: 8_000 }))[0]).toBe(1);
+    expect(await raw.pTTL(f.name)).toBeGreaterThan(6_000);
     expect(await f.release("w")).toBe(1);
     expect(await f.leftovers()).toEqual([]);
   });
@@ -494,12 +502,11 @@ describe("fair lock scripts", () => {
       expect.any(Number),
       1,
     ]);
-    // Redisson's acquire moved every ZSET score down by its wait: to Redisson, edge:2 now looks
-    // timed out. A newcomer still queues behind it (nothing prunes while the lock is held)...
-    expect(Number(await raw.zScore(f.zset, "edge:2"))).toBeLessThan(await serverMs());
+    // Redisson's acquire moved every ZSET score down by its wait; edge:2 queued with one wait
+    // per waiter ahead in its score, so to Redisson it is still alive. A newcomer queues behind.
+    expect(Number(await raw.zScore(f.zset, "edge:2"))).toBeGreaterThan(await serverMs());
     expect(place(await f.acquire("edge:3"))).toEqual([0, 1]);
     expect(await f.queued()).toEqual(["edge:2", "edge:3"]);
-    // ...and edge:2's own re-check lifts its score again, so Redisson's unlock keeps it first.
     expect(place(await f.acquire("edge:2"))).toEqual([0, 0]);
     expect(await f.release("edge:2")).toBe(3);
     expect(await jvmUnlock()).toBe(1);
@@ -510,6 +517,127 @@ describe("fair lock scripts", () => {
     expect(await raw.exists(f.name)).toBe(0);
     expect(await jvmAcquire()).toBeNull();
     expect(await jvmUnlock()).toBe(1);
+    expect(await f.leftovers()).toEqual([]);
+  });
+
+  it("a mixed queue keeps arrival order whoever queued and whoever takes, with Redisson's default 5-minute wait", async () => {
+    const f = fairLock("mixed");
+    const jvm = (n: string) => `8c8ffe61-5bd3-4d78-a5c0-2d2386af488e:${n}`;
+    // Redisson's lock(): wait = fairLockWaitTimeout, 300 000 ms by default.
+    const jvmAcquire = async (owner: string) =>
+      raw.eval(REDISSON_FAIR_ACQUIRE, {
+        keys: [f.name, f.queue, f.zset],
+        arguments: [String(LEASE), owner, "300000", String(await serverMs())],
+      });
+    const jvmUnlock = async (owner: string) =>
+      raw.eval(REDISSON_FAIR_UNLOCK, {
+        keys: [f.name, f.queue, f.zset, f.channel],
+        arguments: [String(LEASE), owner, String(await serverMs())],
+      });
+    const a = jvm("1");
+    const b = jvm("2");
+    const c = jvm("3");
+    expect((await f.acquire("edge:1"))[0]).toBe(1);
+    expect(typeof (await jvmAcquire(a))).toBe("number");
+    expect(place(await f.acquire("edge:2"))).toEqual([0, 1]);
+    expect(typeof (await jvmAcquire(b))).toBe("number");
+    expect(place(await f.acquire("edge:3"))).toEqual([0, 3]);
+    expect(typeof (await jvmAcquire(c))).toBe("number");
+    const order = [a, "edge:2", b, "edge:3", c];
+    expect(await f.queued()).toEqual(order);
+    const taken: string[] = ["edge:1"];
+    expect(await f.release("edge:1")).toBe(1); // the JVM head is told on its channel
+    /** Everyone polls once; whoever takes the lock is recorded. */
+    const pollAll = async () => {
+      for (const owner of await f.queued()) {
+        const got = owner.startsWith("edge:")
+          ? (await f.acquire(owner))[0] === 1
+          : (await jvmAcquire(owner)) === null;
+        if (got) taken.push(owner);
+      }
+    };
+    let holder = "edge:1";
+    for (let turn = 0; turn < order.length; turn++) {
+      await pollAll();
+      expect(taken).toHaveLength(turn + 2);
+      const next = taken[taken.length - 1] ?? "";
+      expect(next).not.toBe(holder);
+      holder = next;
+      // Every Redisson grant lowered the scores by 5 minutes: the waiters left all still live.
+      for (const owner of await f.queued()) {
+        expect(Number(await raw.zScore(f.zset, owner))).toBeGreaterThan(await serverMs());
+      }
+      await pollAll(); // nobody overtakes while it is held
+      expect(taken).toHaveLength(turn + 2);
+      if (holder.startsWith("edge:")) expect(await f.release(holder)).toBe(1);
+      else expect(await jvmUnlock(holder)).toBe(1);
+    }
+    expect(taken).toEqual(["edge:1", ...order]);
+    expect(await f.queued()).toEqual([]);
+    expect(await f.leftovers()).toEqual([]);
+  });
+
+  it("a waiter of ours that stops coming back lapses after its slot, whatever wait Redisson's model adds to its score", async () => {
+    const f = fairLock("mixed-dead");
+    const jvm = "8c8ffe61-5bd3-4d78-a5c0-2d2386af488e:9";
+    const jvmArgs = async () => [String(LEASE), jvm, "300000", String(await serverMs())];
+    expect((await f.acquire("edge:1"))[0]).toBe(1);
+    expect(
+      typeof (await raw.eval(REDISSON_FAIR_ACQUIRE, {
+        keys: [f.name, f.queue, f.zset],
+        arguments: await jvmArgs(),
+      })),
+    ).toBe("number");
+    expect(place(await f.acquire("edge:2"))).toEqual([0, 1]);
+    expect(place(await f.acquire("edge:dead", { slot: 200 }))).toEqual([0, 2]);
+    expect(await f.release("edge:1")).toBe(1);
+    expect(
+      await raw.eval(REDISSON_FAIR_ACQUIRE, {
+        keys: [f.name, f.queue, f.zset],
+        arguments: await jvmArgs(),
+      }),
+    ).toBeNull();
+    const deadline = (await serverMs()) + 250;
+    while ((await serverMs()) < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(
+      await raw.eval(REDISSON_FAIR_UNLOCK, {
+        keys: [f.name, f.queue, f.zset, f.channel],
+        arguments: [String(LEASE), jvm, String(await serverMs())],
+      }),
+    ).toBe(1);
+    expect((await f.acquire("edge:2"))[0]).toBe(1);
+    // To Redisson edge:dead still has one wait ahead in its score; edgelock goes by its slot.
+    expect(Number(await raw.zScore(f.zset, "edge:dead"))).toBeGreaterThan(
+      (await serverMs()) + 200_000,
+    );
+    expect(await f.queued()).toEqual(["edge:dead"]);
+    expect(await f.release("edge:2")).toBe(1); // prunes it: nobody to hand on to
+    expect(await f.queued()).toEqual([]);
+    expect(await raw.exists(f.name)).toBe(0);
+    expect(await f.leftovers()).toEqual([]);
+  });
+
+  it("a waiter of ours that moved up through edgelock hand-offs gets a score Redisson reads as its slot", async () => {
+    const f = fairLock("moved-up");
+    expect((await f.acquire("edge:1"))[0]).toBe(1);
+    expect(place(await f.acquire("edge:2"))).toEqual([0, 0]);
+    expect(place(await f.acquire("edge:3"))).toEqual([0, 1]);
+    expect(place(await f.acquire("edge:4"))).toEqual([0, 2]);
+    const far = Number(await raw.zScore(f.zset, "edge:4"));
+    expect(far).toBeGreaterThan((await serverMs()) + 2 * 300_000);
+    expect(await f.release("edge:1")).toBe(1); // to edge:2, which lowers no score
+    expect((await f.acquire("edge:2"))[0]).toBe(1);
+    expect(await f.release("edge:2")).toBe(1);
+    expect((await f.acquire("edge:3"))[0]).toBe(1);
+    expect(Number(await raw.zScore(f.zset, "edge:4"))).toBe(far);
+    expect(place(await f.acquire("edge:4"))).toEqual([0, 0]);
+    const now = await serverMs();
+    const score = Number(await raw.zScore(f.zset, "edge:4"));
+    expect(score).toBeGreaterThan(now + SLOT - 1_000);
+    expect(score).toBeLessThanOrEqual(now + SLOT + 50);
+    expect(await f.release("edge:3")).toBe(1);
+    expect((await f.acquire("edge:4"))[0]).toBe(1);
+    expect(await f.release("edge:4")).toBe(1);
     expect(await f.leftovers()).toEqual([]);
   });
 });

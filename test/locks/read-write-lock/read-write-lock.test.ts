@@ -260,11 +260,10 @@ describe("read-write lock", () => {
       [JVM, edgeReader.owner].sort(),
     );
     expect(await edgeReader.release()).toBe("released");
-    // The JVM reader is last: Redisson's unlock walks the numeric fields (not our epoch) and
-    // deletes the hash.
+    // The JVM reader is last: Redisson's unlock walks the numeric fields and deletes the hash.
     expect(await jvmUnlock()).toBe(1);
     expect(await raw.exists(name)).toBe(0);
-    // An edge-made read lock (with our epoch field) keeps a JVM writer out, then lets it in.
+    // An edge-made read lock keeps a JVM writer out, then lets it in.
     const r = held(await rw.readLock().tryLock({ leaseTime: 10_000 }));
     expect(typeof (await jvmWrite())).toBe("number");
     expect(await jvmRead()).toBeNull();

@@ -19,6 +19,8 @@ afterEach(() => {
 });
 
 const limitKey = (name: string) => `edgelock_permits:{${name}}`;
+/** Permits edgelock callers hold (gone once all are given back). */
+const takenKey = (name: string) => `edgelock_taken:{${name}}`;
 /** Keys of `name` other than its replay records. */
 const keysOf = async (name: string) =>
   (await raw.keys(`*${name}*`))
@@ -167,7 +169,7 @@ describe("semaphore", () => {
     expect(Date.now() - started).toBeLessThan(5_000); // far below the 15 s a lost wake-up costs
     // The first release woke it too early (1 of 2 permits): at most one more wait, never a poll loop.
     expect(waiter.requests("acquire")).toBeLessThanOrEqual(5);
-    expect(await keysOf(name)).toEqual([limitKey(name), name].sort());
+    expect(await keysOf(name)).toEqual([limitKey(name), takenKey(name), name].sort()); // 2 held
   });
 
   it("a release of several permits wakes as many waiters as it can serve", async () => {
@@ -210,7 +212,7 @@ describe("semaphore", () => {
     const waiter = recordingEdgeLock();
     expect(await waiter.edgelock.getSemaphore(name).tryAcquire({ waitTime: 200 })).toBe(false);
     await Promise.all(waiter.background);
-    expect(await keysOf(name)).toEqual([limitKey(name), name].sort());
+    expect(await keysOf(name)).toEqual([limitKey(name), takenKey(name), name].sort()); // 1 held
   });
 
   it("acquire() waits until permits come; an abort rejects with the reason and unregisters", async () => {
