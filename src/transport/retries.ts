@@ -34,10 +34,13 @@ interface UpstashShape {
 /**
  * A view of an `@upstash/redis` client that makes one attempt per request (same URL, token,
  * headers, encoding and options, sharing its state through the prototype), with the client's
- * retry schedule; `undefined` for any other object (its retries, if any, stay its own).
+ * retry schedule; `undefined` for any other object (its retries, if any, stay its own). A client
+ * whose `eval`/`evalsha` are not the library's own (a Proxy or wrapper that counts, logs or
+ * alters calls) is left alone too, so that the wrapper keeps seeing every call.
  */
 export function detachRetries(redis: RedisLike): DetachedClient | undefined {
   try {
+    if (!isOwnMethod(redis, "eval") || !isOwnMethod(redis, "evalsha")) return undefined;
     const shape = redis as unknown as UpstashShape;
     const client = shape.client;
     const retry = client?.retry;
@@ -72,6 +75,18 @@ export function detachRetries(redis: RedisLike): DetachedClient | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * True when `redis[key]` is the client's own method: the instance's own function (a `Redis`
+ * without auto-pipelining), or the function the library's auto-pipelining proxy hands out
+ * (recognised by the property it calls, which minifiers keep).
+ */
+function isOwnMethod(redis: RedisLike, key: "eval" | "evalsha"): boolean {
+  const seen: unknown = redis[key];
+  if (typeof seen !== "function") return false;
+  if (Object.getOwnPropertyDescriptor(redis, key)?.value === seen) return true;
+  return Function.prototype.toString.call(seen).includes("withAutoPipeline");
 }
 
 /** Error codes of a request that failed before its connection was made: nothing was sent. */

@@ -80,6 +80,40 @@ describe("transport errors", () => {
     expect(error.message).toMatch(/ECONNREFUSED/);
   });
 
+  it("refused without auto-pipelining too: definite, ECONNREFUSED", async () => {
+    const port = await closedPort();
+    const redis = new Redis({
+      url: `http://127.0.0.1:${port}`,
+      token: "t0ken",
+      enableAutoPipelining: false,
+    });
+    const rec = recordingEdgeLock({}, redis);
+    const error = await failure(rec.edgelock.getLock(`${prefix}refused-plain`).tryLock());
+    expect(error.ambiguous).toBe(false);
+    expect(error.message).toMatch(/ECONNREFUSED.*nothing was sent/);
+    expect(rec.requests()).toBeGreaterThanOrEqual(3);
+  });
+
+  it("a client wrapped in a Proxy keeps its own retries, so the wrapper sees every call", async () => {
+    const calls: string[] = [];
+    const wrapped = new Proxy(bridge.redis(), {
+      get(target, key) {
+        const value: unknown = Reflect.get(target, key, target);
+        if (key !== "eval" && key !== "evalsha") return value;
+        const fn = value as (...args: unknown[]) => unknown;
+        return (...args: unknown[]) => {
+          calls.push(key);
+          return fn.apply(target, args);
+        };
+      },
+    });
+    const rec = recordingEdgeLock({}, wrapped);
+    const lease = await rec.edgelock.getLock(`${prefix}wrapped`).tryLock({ leaseTime: 1_000 });
+    await lease?.release();
+    expect(calls.length).toBe(rec.requests());
+    expect(calls.length).toBeGreaterThanOrEqual(2);
+  });
+
   it("a connection closed after the request was sent stays ambiguous, retries included", async () => {
     const lossy = await startPrivateBridge({
       rules: [{ action: "lose", mode: "close", match: "evalsha" }],
