@@ -11,9 +11,17 @@ const entries = {
   "edgelock/hono": "src/hono.ts",
   "edgelock/vercel": "src/vercel.ts",
   "edgelock/cloudflare": "worker/cloudflare.ts",
+  "edgelock/otel": "src/otel.ts",
 };
 // Peer dependencies (and their subpaths) stay external: the user's bundler resolves them.
-const external = ["@upstash/redis", "@upstash/redis/*", "hono", "hono/*", "cloudflare:*"];
+const external = [
+  "@upstash/redis",
+  "@upstash/redis/*",
+  "hono",
+  "hono/*",
+  "@opentelemetry/api",
+  "cloudflare:*",
+];
 const builtins = new Set(builtinModules.flatMap((m) => [m, `node:${m}`]));
 const isBuiltin = (path) => path.startsWith("node:") || builtins.has(path.split("/")[0]);
 

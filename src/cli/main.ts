@@ -1,24 +1,43 @@
 /**
- * The `edgelock` admin CLI: see who holds a lock, force-unlock it, list lock names. It talks to
- * the database named by `UPSTASH_REDIS_REST_URL` / `UPSTASH_REDIS_REST_TOKEN` through
- * `@upstash/redis` (the package's peer dependency) and edgelock's own scripts.
+ * The `edgelock` admin CLI: see what a name holds (any primitive), force-unlock or delete it,
+ * list names in use. It talks to the database named by `UPSTASH_REDIS_REST_URL` /
+ * `UPSTASH_REDIS_REST_TOKEN` through `@upstash/redis` (the package's peer dependency) and
+ * edgelock's own scripts.
  *
  * ```
- * edgelock inspect <name> [--json]
- * edgelock unlock <name> --yes [--json]
- * edgelock list [pattern] [--limit <n>] [--json]
+ * edgelock inspect <name> [--kind <kind>] [--json]
+ * edgelock unlock <name> --yes [--kind <kind>] [--json]
+ * edgelock list [pattern] [--limit <n>] [--all] [--json]
  * ```
  *
  * Exit codes: 0 done, 1 Redis could not be reached (or answered an error), 2 usage or
- * configuration error (including `unlock` without `--yes`).
+ * configuration error (including `unlock` without `--yes`), 3 refused: the name holds another
+ * kind than asked (or one no edgelock primitive uses), e.g. `unlock` of a semaphore without
+ * `--kind semaphore`.
  * @module
  */
 
 import { parseArgs } from "node:util";
 import { EdgeLock } from "../client.js";
 import { EdgeLockError } from "../errors.js";
-import type { LockInspection } from "../locks/lock/index.js";
-import type { RedisLike } from "../transport/redis.js";
+import { toTransportError } from "../transport/scrub.js";
+import {
+  type CliRedis,
+  deleteAs,
+  detectKind,
+  doneKey,
+  ForeignKeyError,
+  type Found,
+  inspectAs,
+  inUse,
+  KIND_LABEL,
+  KINDS,
+  type Kind,
+  LOCK_KINDS,
+  MARK_KINDS,
+} from "./kinds.js";
+
+export type { CliRedis, Found, Kind } from "./kinds.js";
 
 /** Where the CLI reads its configuration and writes its output (the process, or a test). */
 export interface CliIo {
@@ -27,55 +46,62 @@ export interface CliIo {
   stderr: (text: string) => void;
 }
 
-/** The part of an `@upstash/redis` client the CLI uses: edgelock's scripts plus SCAN. */
-export interface CliRedis extends RedisLike {
-  scan(
-    cursor: string | number,
-    options: { match: string; count: number; type: string },
-  ): Promise<[string | number, unknown[]]>;
-}
-
 /** Default and largest `--limit` of `edgelock list`. */
 export const LIST_DEFAULT_LIMIT = 100;
 export const LIST_MAX_LIMIT = 10_000;
 /** Keys asked of Redis per SCAN call, and the most SCAN calls one `list` makes. */
 const SCAN_COUNT = 200;
 const MAX_SCAN_CALLS = 1_000;
-/** Locks inspected at the same time by `list`. */
+/** Names inspected at the same time by `list`. */
 const INSPECT_CONCURRENCY = 8;
 
-const USAGE = `usage: edgelock inspect <name> [--json]
-       edgelock unlock <name> --yes [--json]
-       edgelock list [pattern] [--limit <n>] [--json]`;
+/** Exit codes (documented in the help and docs/operations.md). */
+export const EXIT = { ok: 0, redis: 1, usage: 2, refused: 3 } as const;
+
+const USAGE = `usage: edgelock inspect <name> [--kind <kind>] [--json]
+       edgelock unlock <name> --yes [--kind <kind>] [--json]
+       edgelock list [pattern] [--limit <n>] [--all] [--json]`;
 
 const HELP = `${USAGE}
 
-Admin commands for edgelock (and Redisson) locks in an Upstash Redis database.
+Admin commands for edgelock (and Redisson) primitives in an Upstash Redis database.
 
-  inspect <name>     who holds the lock, with hold counts, and its remaining TTL
+  inspect <name>     what the name holds (its kind, read from its keys), its holders or
+                     permits or count, and its remaining TTL
   unlock <name>      delete the lock whoever holds it (Redisson's forceUnlock); the holder is
-                     not told and keeps running unprotected, so it refuses without --yes
-  list [pattern]     names of locks matching a glob pattern (default *), found with SCAN:
-                     HASH keys with at least one hold-count field, leaving out edgelock's and
-                     Redisson's helper keys
+                     not told and keeps running unprotected, so it refuses without --yes.
+                     Anything that is not a lock (a semaphore, a latch, a webhook mark) is
+                     refused unless --kind names it; then it is deleted (waiters are woken)
+  list [pattern]     names in use matching a glob pattern (default *), found with SCAN, with
+                     their kind; edgelock's and Redisson's helper keys are left out, and the
+                     cron guard's and webhook marks too unless --all
 
+  --kind <kind>      ${KINDS.join(", ")}
   --json             print JSON instead of text
   --limit <n>        list: stop after <n> names (default ${LIST_DEFAULT_LIMIT}, at most ${LIST_MAX_LIMIT})
+  --all              list: include cron and webhook marks
   --yes              unlock: confirm
   -h, --help         print this help
 
 Environment: UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN, the database's REST URL and
 token (for a local edgelock-bridge: http://127.0.0.1:8079 and its --token).
-Exit codes: 0 done, 1 Redis unreachable or failed, 2 usage or configuration error.`;
+Exit codes: 0 done, 1 Redis unreachable or failed, 2 usage or configuration error,
+3 refused: the name holds another kind than asked.`;
 
 /** A usage or configuration error: the CLI prints it with the usage and exits with 2. */
 export class UsageError extends Error {
   override readonly name = "UsageError";
 }
 
+/** The name holds another kind than asked: the CLI prints it and exits with 3. */
+export class KindError extends Error {
+  override readonly name = "KindError";
+}
+
 /**
  * An `@upstash/redis` client for the CLI, imported on demand (it is the package's peer
- * dependency, installed next to edgelock).
+ * dependency, installed next to edgelock). Its failures carry edgelock's hints (a wrong token,
+ * a refused connection), never the raw command.
  * @throws {UsageError} when `@upstash/redis` is not installed.
  */
 export async function connectUpstash(url: string, token: string): Promise<CliRedis> {
@@ -94,17 +120,29 @@ export async function connectUpstash(url: string, token: string): Promise<CliRed
     retry: { retries: 2, backoff: (attempt) => 100 * 2 ** attempt },
     enableTelemetry: false,
   });
+  const hinted = <T>(key: string, promise: Promise<T>): Promise<T> =>
+    promise.catch((error: unknown) => {
+      throw toTransportError(error, key, []);
+    });
   return {
+    // The scripts go through edgelock's runner, which classifies and scrubs their errors.
+    scripts: redis,
     eval: (script, keys, args) => redis.eval(script, keys, args),
     evalsha: (sha1, keys, args) => redis.evalsha(sha1, keys, args),
-    scan: (cursor, options) => redis.scan(cursor, options),
+    scan: (cursor, options) => hinted(options.match, redis.scan(cursor, options)),
+    type: (key) => hinted(key, redis.type(key)),
+    exists: (key) => hinted(key, redis.exists(key)),
+    hget: (key, field) => hinted(key, redis.hget(key, field)),
+    pttl: (key) => hinted(key, redis.pttl(key)),
+    del: (key) => hinted(key, redis.del(key)),
+    get: (key) => hinted(key, redis.get(key)),
   };
 }
 
 /**
  * Runs one CLI command with the configuration in `io.env`.
  * @param connect builds the Redis client from the URL and token. @default {@link connectUpstash}
- * @returns the exit code: 0 done, 1 Redis failure, 2 usage or configuration error.
+ * @returns the exit code, one of {@link EXIT}.
  */
 export async function runCli(
   argv: readonly string[],
@@ -115,7 +153,7 @@ export async function runCli(
     const { values, positionals } = parse(argv);
     if (values.help) {
       io.stdout(`${HELP}\n`);
-      return 0;
+      return EXIT.ok;
     }
     const [command, ...rest] = positionals;
     if (command === undefined) throw new UsageError("a command is required");
@@ -125,11 +163,16 @@ export async function runCli(
     const arg = rest[0];
     if (rest.length > 1) throw new UsageError(`unexpected argument "${rest[1]}"`);
     if (command !== "list" && arg === undefined) {
-      throw new UsageError(`${command}: the lock name is required`);
+      throw new UsageError(`${command}: the name is required`);
     }
     if (values.limit !== undefined && command !== "list") {
       throw new UsageError("--limit only applies to list");
     }
+    if (values.all && command !== "list") throw new UsageError("--all only applies to list");
+    if (values.kind !== undefined && command === "list") {
+      throw new UsageError("--kind only applies to inspect and unlock");
+    }
+    const kind = kindOption(values.kind);
     if (values.yes && command !== "unlock") throw new UsageError("--yes only applies to unlock");
     if (command === "unlock" && !values.yes) {
       throw new UsageError(
@@ -150,45 +193,66 @@ export async function runCli(
       );
     }
     const redis = await connect(url, token);
-    const edgelock = new EdgeLock({ redis });
+    const edgelock = new EdgeLock({ redis: redis.scripts ?? redis });
     const json = values.json === true;
     const print = (value: unknown, text: string) =>
       io.stdout(json ? `${JSON.stringify(value, null, 2)}\n` : `${text}\n`);
 
     if (command === "inspect") {
-      const seen = await edgelock.getLock(lockName(arg)).inspect();
-      print(seen, describeLock(seen));
+      const name = checkedName(arg);
+      const stored = await detectKind(redis, name);
+      if (kind !== undefined && stored !== null && stored !== kind)
+        throw mismatch(name, stored, kind);
+      const seen = await inspectAs(edgelock, redis, name, kind ?? stored ?? "lock");
+      print(seen, stored === null ? `"${name}" is free (nothing stored)` : describe(seen));
     } else if (command === "unlock") {
-      const name = lockName(arg);
-      const unlocked = await edgelock.getLock(name).forceUnlock();
+      const name = checkedName(arg);
+      const stored = await detectKind(redis, name);
+      if (stored === null) {
+        print({ name, kind: null, deleted: false }, `"${name}" was not locked: nothing to do`);
+        return EXIT.ok;
+      }
+      if (kind !== undefined && stored !== kind) throw mismatch(name, stored, kind);
+      if (kind === undefined && !LOCK_KINDS.includes(stored)) {
+        throw new KindError(
+          `"${name}" is a ${KIND_LABEL[stored]}, not a lock: pass --kind ${stored} to delete it`,
+        );
+      }
+      const deleted = await deleteAs(edgelock, redis, name, stored);
       print(
-        { name, unlocked },
-        unlocked ? `unlocked "${name}"` : `"${name}" was not locked: nothing to do`,
+        { name, kind: stored, deleted },
+        deleted
+          ? `deleted ${KIND_LABEL[stored]} "${name}"`
+          : `${KIND_LABEL[stored]} "${name}" was not locked: nothing to do`,
       );
     } else {
-      const found = await listLocks(redis, edgelock, arg ?? "*", limit);
-      const lines = found.locks.map(
-        (l) => `${l.name}  ${describeTtl(l.ttl)}  ${plural(l.holders.length, "holder")}`,
+      const found = await listNames(redis, edgelock, arg ?? "*", limit, values.all === true);
+      const lines = found.entries.map(
+        (f) => `${f.name}  ${f.kind}  ${describeTtl(f.ttl)}  ${details(f)}`,
       );
       if (found.truncated) {
-        lines.push(`(stopped after ${plural(found.locks.length, "name")}: more may match)`);
-      } else if (found.locks.length === 0) {
-        lines.push("no locks found");
+        lines.push(`(stopped after ${plural(found.entries.length, "name")}: more may match)`);
+      } else if (found.entries.length === 0) {
+        lines.push("nothing found");
       }
       print(found, lines.join("\n"));
     }
-    return 0;
+    return EXIT.ok;
   } catch (error) {
     if (error instanceof UsageError || error instanceof TypeError || error instanceof RangeError) {
       io.stderr(`edgelock: ${error.message}\n${USAGE}\n`);
-      return 2;
+      return EXIT.usage;
+    }
+    if (error instanceof KindError || error instanceof ForeignKeyError) {
+      io.stderr(`edgelock: ${error.message}\n`);
+      return EXIT.refused;
     }
     if (error instanceof EdgeLockError) {
       io.stderr(`edgelock: ${error.message}\n`);
-      return 1;
+      return EXIT.redis;
     }
     io.stderr(`edgelock: ${error instanceof Error ? error.message : String(error)}\n`);
-    return 1;
+    return EXIT.redis;
   }
 }
 
@@ -201,6 +265,8 @@ function parse(argv: readonly string[]) {
       options: {
         json: { type: "boolean" },
         yes: { type: "boolean" },
+        all: { type: "boolean" },
+        kind: { type: "string" },
         limit: { type: "string" },
         help: { type: "boolean", short: "h" },
       },
@@ -208,6 +274,20 @@ function parse(argv: readonly string[]) {
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
+}
+
+function kindOption(text: string | undefined): Kind | undefined {
+  if (text === undefined) return undefined;
+  if (!(KINDS as readonly string[]).includes(text)) {
+    throw new UsageError(`--kind must be one of ${KINDS.join(", ")}`);
+  }
+  return text as Kind;
+}
+
+function mismatch(name: string, stored: Kind, asked: Kind): KindError {
+  return new KindError(
+    `"${name}" is a ${KIND_LABEL[stored]}, not a ${KIND_LABEL[asked]}: nothing was changed`,
+  );
 }
 
 function listLimit(text: string | undefined): number {
@@ -219,53 +299,91 @@ function listLimit(text: string | undefined): number {
   return n;
 }
 
-function lockName(arg: string | undefined): string {
-  if (arg === undefined) throw new UsageError("the lock name is required");
+/** A name the primitives accept (1–512 characters, no braces), checked before any request. */
+function checkedName(arg: string | undefined): string {
+  if (arg === undefined) throw new UsageError("the name is required");
+  if (arg.length === 0 || arg.length > 512 || /[{}]/.test(arg)) {
+    throw new UsageError("the name must be 1 to 512 characters, without { or }");
+  }
   return arg;
 }
 
 /** What `edgelock list` found. */
 export interface ListResult {
-  /** Locks matching the pattern, in SCAN order. */
-  locks: LockInspection[];
+  /** Names in use matching the pattern, in SCAN order, each inspected as its kind. */
+  entries: Found[];
   /** True when `--limit` (or the SCAN call bound) stopped the scan before its end. */
   truncated: boolean;
 }
 
 /**
- * SCANs HASH keys matching `pattern` and keeps those that look like locks: a valid lock name
- * (no `{`/`}`, which also leaves out Redisson's `redisson_*:{name}` and edgelock's
- * `edgelock_*:{name}` helper keys) with at least one hold-count field. Bounded by `limit` names
- * and {@link MAX_SCAN_CALLS} SCAN requests.
+ * SCANs keys matching `pattern` and keeps the names in use: a valid name (no `{`/`}`, which also
+ * leaves out Redisson's `redisson_*:{name}` and edgelock's `edgelock_*:{name}` helper keys)
+ * whose kind is detected and whose state is held or set. With `all`, also the cron guard's marks
+ * and the webhook marks (`edgelock_done:{<key>}` keys matching `edgelock_done:{<pattern>}`).
+ * Bounded by `limit` names and {@link MAX_SCAN_CALLS} SCAN requests per pattern.
  */
-async function listLocks(
+async function listNames(
   redis: CliRedis,
   edgelock: EdgeLock,
   pattern: string,
   limit: number,
+  all: boolean,
 ): Promise<ListResult> {
-  const locks: LockInspection[] = [];
-  let cursor = "0";
-  for (let calls = 0; calls < MAX_SCAN_CALLS; calls++) {
-    const [next, keys] = await redis.scan(cursor, {
-      match: pattern,
-      count: SCAN_COUNT,
-      type: "hash",
-    });
-    cursor = String(next);
-    const candidates = keys.map(String).filter(isCandidate);
-    for (let i = 0; i < candidates.length; i += INSPECT_CONCURRENCY) {
-      const batch = candidates.slice(i, i + INSPECT_CONCURRENCY);
-      const seen = await Promise.all(batch.map((name) => edgelock.getLock(name).inspect()));
-      for (const lock of seen) {
-        if (lock.holders.length === 0) continue;
-        if (locks.length === limit) return { locks, truncated: true };
-        locks.push(lock);
+  const entries: Found[] = [];
+  const add = async (names: string[], as?: Kind): Promise<boolean> => {
+    for (let i = 0; i < names.length; i += INSPECT_CONCURRENCY) {
+      const batch = names.slice(i, i + INSPECT_CONCURRENCY);
+      const seen = await Promise.all(
+        batch.map(async (name) => {
+          // A name holding something that is not ours is left out, not an error.
+          const kind =
+            as ??
+            (await detectKind(redis, name).catch((error: unknown) => {
+              if (error instanceof ForeignKeyError) return null;
+              throw error;
+            }));
+          if (kind === null || (!all && MARK_KINDS.includes(kind))) return null;
+          return inspectAs(edgelock, redis, name, kind);
+        }),
+      );
+      for (const found of seen) {
+        if (!found || !inUse(found)) continue;
+        if (entries.length === limit) return false;
+        entries.push(found);
       }
     }
-    if (cursor === "0") return { locks, truncated: false };
+    return true;
+  };
+  const scans: [string, (key: string) => string | undefined, Kind | undefined][] = [
+    [pattern, (key) => (isCandidate(key) ? key : undefined), undefined],
+  ];
+  if (all) {
+    const prefix = doneKey("");
+    scans.push([doneKey(pattern), (key) => unwrapDone(key, prefix), "webhook-mark"]);
   }
-  return { locks, truncated: true };
+  for (const [match, toName, as] of scans) {
+    let cursor = "0";
+    let calls = 0;
+    for (; calls < MAX_SCAN_CALLS; calls++) {
+      const [next, keys] = await redis.scan(cursor, { match, count: SCAN_COUNT });
+      cursor = String(next);
+      const names = keys.map((k) => toName(String(k))).filter((n): n is string => n !== undefined);
+      if (!(await add(names, as))) return { entries, truncated: true };
+      if (cursor === "0") break;
+    }
+    if (calls === MAX_SCAN_CALLS) return { entries, truncated: true };
+  }
+  return { entries, truncated: false };
+}
+
+/** The key of an `edgelock_done:{<key>}` record, or `undefined` for anything else. */
+function unwrapDone(key: string, prefix: string): string | undefined {
+  // prefix is "edgelock_done:{}": the name sits between its braces.
+  const open = prefix.slice(0, -1);
+  if (!key.startsWith(open) || !key.endsWith("}")) return undefined;
+  const name = key.slice(open.length, -1);
+  return name.length > 0 && !/[{}]/.test(name) ? name : undefined;
 }
 
 function isCandidate(name: string): boolean {
@@ -278,12 +396,52 @@ function isCandidate(name: string): boolean {
   );
 }
 
-function describeLock(l: LockInspection): string {
-  if (!l.locked) return `"${l.name}" is free`;
-  const lines = [`"${l.name}" is locked, ${describeTtl(l.ttl)}`];
-  for (const h of l.holders) lines.push(`  owner ${h.owner}  holds ${plural(h.holdCount, "time")}`);
-  if (l.holders.length === 0) lines.push("  (the key exists but holds no hold-count field)");
-  return lines.join("\n");
+/** The multi-line text of `inspect`. */
+function describe(f: Found): string {
+  const label = KIND_LABEL[f.kind];
+  const head = `"${f.name}" (${label})`;
+  const ttl = describeTtl(f.ttl);
+  switch (f.kind) {
+    case "semaphore":
+    case "permit-expirable-semaphore":
+    case "latch":
+    case "webhook-mark":
+      return `${head}: ${details(f)}, ${ttl}${holderLines(f)}`;
+    default: {
+      if (f.holders.length === 0) return `${head} is free`;
+      const mode = typeof f.mode === "string" ? ` for ${f.mode}` : "";
+      return `${head} is locked${mode}, ${ttl}${holderLines(f)}`;
+    }
+  }
+}
+
+function holderLines(f: Found): string {
+  return f.holders
+    .map((h) => {
+      const holds = (h as { holdCount?: unknown }).holdCount;
+      const lease = (h as { ttl?: unknown }).ttl;
+      if (typeof holds === "number") return `\n  owner ${h.owner}  holds ${plural(holds, "time")}`;
+      if (typeof lease === "number") return `\n  owner ${h.owner}  ${describeTtl(lease)}`;
+      return `\n  owner ${h.owner}`;
+    })
+    .join("");
+}
+
+/** The one-line summary of `list` (and of `inspect` for the kinds without holds). */
+function details(f: Found): string {
+  const permits = typeof f.permits === "number" ? f.permits : "?";
+  switch (f.kind) {
+    case "semaphore":
+      return `${f.available} of ${permits} permits available, ${plural(Number(f.waiters), "waiter")}`;
+    case "permit-expirable-semaphore":
+      return `${f.available} of ${permits} permits available, ${f.acquired} acquired, ${plural(Number(f.waiters), "waiter")}`;
+    case "latch":
+      return `count ${f.count}, ${plural(Number(f.waiters), "waiter")}`;
+    case "webhook-mark":
+      return "delivery completed";
+    default:
+      return plural(f.holders.length, "holder");
+  }
 }
 
 function describeTtl(ttl: number): string {

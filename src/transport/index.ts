@@ -12,6 +12,13 @@ import { TransportError } from "../errors.js";
 import type { LuaScript } from "../lua.gen.js";
 import type { RedisLike } from "./redis.js";
 import {
+  type DetachedClient,
+  detachRetries,
+  isNetworkError,
+  NotSentError,
+  wasNotSent,
+} from "./retries.js";
+import {
   isHttpFailure,
   isNoScriptError,
   malformedReply,
@@ -46,6 +53,8 @@ export class ScriptRunner {
   /** Time limit of one call (all its HTTP requests together), in ms. */
   readonly requestTimeout: number;
   readonly #redis: RedisLike;
+  /** For an `@upstash/redis` client: a view of it making single attempts, retried here. */
+  readonly #detached: DetachedClient | undefined;
   /** Scripts known to be in Redis's cache (run successfully by this runner). */
   readonly #loaded = new Set<string>();
   /** Whether Redis has answered NOSCRIPT to this runner (its cache was empty or flushed). */
@@ -53,6 +62,7 @@ export class ScriptRunner {
 
   constructor(redis: RedisLike, requestTimeout: number) {
     this.#redis = redis;
+    this.#detached = detachRetries(redis);
     this.requestTimeout = requestTimeout;
   }
 
@@ -60,12 +70,15 @@ export class ScriptRunner {
    * Runs a script and decodes its reply with `decode` (which returns `undefined` for a reply of
    * the wrong shape). Makes one HTTP request when Redis has the script cached; otherwise two for
    * the first script, and one (a direct EVAL) for each other script this runner has not run yet.
-   * Resends once after an HTTP 5xx. Each request is added to `counter`. (Resends that
-   * `@upstash/redis` makes by itself after a network error are invisible here.) The whole call
-   * settles within `requestTimeout` (or `call.timeout`) whatever the network does.
+   * Resends once after an HTTP 5xx. After a network error, an `@upstash/redis` client's own
+   * retries (count and backoff) are made here, while the time limit allows the next one (see
+   * retries.ts); each attempt is added to `counter`. The whole call settles within
+   * `requestTimeout` (or `call.timeout`) whatever the network does.
    * @throws signal.reason when `signal` aborts first (the request may still apply).
    * @throws {TransportError} on HTTP/Redis failure, on a reply of the wrong shape, or when the
-   * time limit passes first (`ambiguous`: the request may still apply).
+   * time limit passes first (`ambiguous`: the request may still apply). A call whose every
+   * attempt failed before connecting (ECONNREFUSED, ENOTFOUND, …) is definite (nothing was
+   * sent) and names the code.
    */
   async run<T>(
     call: ScriptCall,
@@ -83,8 +96,9 @@ export class ScriptRunner {
     const onAbort = () => deadline.abort(signal?.reason);
     signal?.addEventListener("abort", onAbort, { once: true });
     const timer = setTimeout(() => deadline.abort(timedOut(name, limit)), limit);
+    const until = Date.now() + limit;
     try {
-      const reply = await this.#sendWithResend(call, counter, deadline.signal);
+      const reply = await this.#sendWithResend(call, counter, deadline.signal, until);
       const decoded = decode(reply);
       if (decoded === undefined) throw malformedReply(name, script.name);
       return decoded;
@@ -97,39 +111,92 @@ export class ScriptRunner {
     }
   }
 
-  async #sendWithResend(call: ScriptCall, counter: RequestCounter, signal: AbortSignal) {
+  async #sendWithResend(
+    call: ScriptCall,
+    counter: RequestCounter,
+    signal: AbortSignal,
+    until: number,
+  ) {
     try {
-      return await this.#send(call, counter, signal);
+      return await this.#send(call, counter, signal, until);
     } catch (error) {
       if (signal.aborted || !isHttpFailure(error)) throw error;
       // An HTTP 5xx (which @upstash/redis never retries) may or may not have been applied;
       // every script is replay-safe, so one resend with the same arguments is harmless.
       await sleep(RESEND_DELAY_MS, signal);
-      return await this.#send(call, counter, signal);
+      return await this.#send(call, counter, signal, until);
     }
   }
 
-  async #send(call: ScriptCall, counter: RequestCounter, signal: AbortSignal): Promise<unknown> {
+  async #send(
+    call: ScriptCall,
+    counter: RequestCounter,
+    signal: AbortSignal,
+    until: number,
+  ): Promise<unknown> {
     const { script, keys, args } = call;
-    counter.requests += 1;
+    const redis = this.#detached?.redis ?? this.#redis;
     // Once Redis has shown an empty script cache, a script this client has not run yet is
     // sent with EVAL straight away instead of paying a NOSCRIPT round trip of its own.
     if (this.#cacheMissSeen && !this.#loaded.has(script.sha1)) {
-      const reply = await raceAbort(this.#redis.eval(script.source, keys, args), signal);
+      const reply = await this.#attempts(
+        () => redis.eval(script.source, keys, args),
+        counter,
+        signal,
+        until,
+      );
       this.#loaded.add(script.sha1);
       return reply;
     }
     try {
-      const reply = await raceAbort(this.#redis.evalsha(script.sha1, keys, args), signal);
+      const reply = await this.#attempts(
+        () => redis.evalsha(script.sha1, keys, args),
+        counter,
+        signal,
+        until,
+      );
       this.#loaded.add(script.sha1);
       return reply;
     } catch (error) {
       if (signal.aborted || !isNoScriptError(error)) throw error;
       this.#cacheMissSeen = true;
-      counter.requests += 1;
-      const reply = await raceAbort(this.#redis.eval(script.source, keys, args), signal);
+      const reply = await this.#attempts(
+        () => redis.eval(script.source, keys, args),
+        counter,
+        signal,
+        until,
+      );
       this.#loaded.add(script.sha1);
       return reply;
+    }
+  }
+
+  /**
+   * One request, and for an `@upstash/redis` client its retries after network errors, each
+   * counted. Stops when the next attempt would start after `until` (the call's deadline).
+   * @throws {NotSentError} when every attempt failed before connecting.
+   */
+  async #attempts(
+    send: () => Promise<unknown>,
+    counter: RequestCounter,
+    signal: AbortSignal,
+    until: number,
+  ): Promise<unknown> {
+    const retry = this.#detached?.retry;
+    let sent = false;
+    for (let attempt = 0; ; attempt++) {
+      counter.requests += 1;
+      try {
+        return await raceAbort(send(), signal);
+      } catch (error) {
+        if (signal.aborted || !retry || !isNetworkError(error)) throw error;
+        sent ||= !wasNotSent(error);
+        const pause = Math.max(0, retry.backoff(attempt));
+        if (attempt >= retry.attempts || Date.now() + pause >= until) {
+          throw sent ? error : new NotSentError(error);
+        }
+        await sleep(pause, signal);
+      }
     }
   }
 
@@ -205,6 +272,9 @@ export class ScriptRunner {
   #scrub(error: unknown, call: ScriptCall) {
     if (error instanceof TransportError) return error;
     const secrets = [...call.keys, ...call.args.filter((a): a is string => typeof a === "string")];
+    if (error instanceof NotSentError) {
+      return toTransportError(error.error, call.name, secrets, { notSent: true });
+    }
     return toTransportError(error, call.name, secrets);
   }
 }

@@ -5,6 +5,7 @@
  * @module
  */
 import { TransportError } from "../errors.js";
+import { causeCode } from "./retries.js";
 
 const MAX_MESSAGE = 200;
 // A Redis error reply starts with an upper-case code ("ERR", "NOSCRIPT", "WRONGTYPE", "BUSY"...):
@@ -41,13 +42,43 @@ export function isHttpFailure(error: unknown): boolean {
 }
 
 /**
- * The error for a client built without a URL or token (`Redis.fromEnv()` with the variables
- * unset only warns), detected from the client's own `hasCredentials` flag before any request;
- * `undefined` when the client has credentials or does not say.
+ * The error for a client built without a REST URL or without a token (`Redis.fromEnv()` with a
+ * variable unset only warns, and a missing token is sent as "Bearer undefined"), detected from
+ * the client's own fields before any request; `undefined` when both are set or the client does
+ * not say.
  */
 export function missingCredentials(redis: unknown, name: string): TransportError | undefined {
-  const client = (redis as { client?: { hasCredentials?: unknown } } | null)?.client;
-  if (client?.hasCredentials !== false) return undefined;
+  const client = (
+    redis as {
+      client?: {
+        hasCredentials?: unknown;
+        baseUrl?: unknown;
+        headers?: { authorization?: unknown };
+      };
+    } | null
+  )?.client;
+  if (!client) return undefined;
+  if (client.baseUrl === "") {
+    return new TransportError(
+      name,
+      "the Redis client has no REST URL: set UPSTASH_REDIS_REST_URL, or pass { url } to new Redis()",
+      false,
+    );
+  }
+  const auth = client.headers?.authorization;
+  const token = typeof auth === "string" ? auth.replace(/^Bearer\s*/, "") : undefined;
+  if (
+    token === "" ||
+    token === "undefined" ||
+    (token === undefined && client.hasCredentials === false)
+  ) {
+    return new TransportError(
+      name,
+      "the Redis client has no REST token: set UPSTASH_REDIS_REST_TOKEN, or pass { token } to new Redis()",
+      false,
+    );
+  }
+  if (client.hasCredentials !== false) return undefined;
   return new TransportError(name, `the Redis client has no REST URL or token: ${ENV_HINT}`, false);
 }
 
@@ -78,27 +109,24 @@ const CODE_MEANING: Record<string, string> = {
  * is left out: it names the address.
  */
 function describeCause(error: Error): string {
-  let cause: unknown = error.cause;
-  for (let depth = 0; depth < 4 && cause instanceof Error; depth++) {
-    const code = (cause as { code?: unknown }).code;
-    if (typeof code === "string" && /^[A-Z][A-Z0-9_]{1,40}$/.test(code)) {
-      return CODE_MEANING[code] ? `${code}: ${CODE_MEANING[code]}` : code;
-    }
-    cause = (cause as { errors?: unknown[] }).errors?.[0] ?? cause.cause;
-  }
-  return "";
+  const code = causeCode(error);
+  if (code === undefined) return "";
+  return CODE_MEANING[code] ? `${code}: ${CODE_MEANING[code]}` : code;
 }
 
 /**
  * Turns any client error into a {@link TransportError} whose message and cause hold no command
  * text, owner id, request id, URL or credential. `secrets` are the arguments of the failed
  * command; they are cut out wherever they appear. Network failures keep their cause's code
- * (`ECONNREFUSED`, `ENOTFOUND`, …); auth failures are definite and say which variables to check.
+ * (`ECONNREFUSED`, `ENOTFOUND`, …), also as `code` on the scrubbed cause; auth failures are
+ * definite and say which variables to check. `notSent`: no attempt of the command reached the
+ * network (every one failed to connect), so the error is definite.
  */
 export function toTransportError(
   error: unknown,
   name: string,
   secrets: readonly string[],
+  options: { notSent?: boolean } = {},
 ): TransportError {
   const raw = error instanceof Error ? error.message : String(error);
   const kind = error instanceof Error ? error.name : "Error";
@@ -111,12 +139,16 @@ export function toTransportError(
   const auth = kind === "UpstashError" && AUTH_FAILURE.test(message);
   const badUrl = BAD_URL.test(message);
   const refused = kind === "UpstashError" && REDIS_ERROR_REPLY.test(message);
-  const ambiguous = !(auth || badUrl || refused);
-  const scrubbed = new Error(message);
+  const notSent = options.notSent === true;
+  const ambiguous = !(auth || badUrl || refused || notSent);
+  const scrubbed: Error & { code?: string } = new Error(message);
   scrubbed.name = kind;
+  const code = causeCode(error);
+  if (code !== undefined) scrubbed.code = code;
   let text = `Redis request for "${name}" failed: ${message || kind}`;
   if (auth) text += ` (HTTP 401/403: check the REST token, UPSTASH_REDIS_REST_TOKEN)`;
   if (badUrl) text += ` (no usable REST URL: ${ENV_HINT})`;
+  if (notSent) text += "; nothing was sent";
   return new TransportError(name, text, ambiguous, { cause: scrubbed });
 }
 

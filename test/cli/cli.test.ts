@@ -5,7 +5,8 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { runCli } from "../../src/cli/main.js";
+import { KINDS, type Kind } from "../../src/cli/kinds.js";
+import { type Found, runCli } from "../../src/cli/main.js";
 import type { LockInspection } from "../../src/index.js";
 import { keyPrefix, sharedBridge, useRawRedis } from "../support/env.js";
 import { recordingEdgeLock } from "../support/locks.js";
@@ -46,7 +47,9 @@ describe("edgelock inspect", () => {
     const text = await cli(["inspect", name]);
     expect(text.code).toBe(0);
     expect(text.stderr).toBe("");
-    expect(text.stdout).toMatch(new RegExp(`^"${name}" is locked, expires in \\d+ ms\\n`));
+    expect(text.stdout).toMatch(
+      new RegExp(`^"${name}" \\(lock\\) is locked, expires in \\d+ ms\\n`),
+    );
     expect(text.stdout).toContain(`owner ${lease.owner}  holds 2 times`);
 
     const json = await cli(["inspect", name, "--json"]);
@@ -60,7 +63,11 @@ describe("edgelock inspect", () => {
 
   it("says when a lock is free", async () => {
     const result = await cli(["inspect", `${prefix}nobody`]);
-    expect(result).toEqual({ code: 0, stdout: `"${prefix}nobody" is free\n`, stderr: "" });
+    expect(result).toEqual({
+      code: 0,
+      stdout: `"${prefix}nobody" is free (nothing stored)\n`,
+      stderr: "",
+    });
   });
 });
 
@@ -81,14 +88,14 @@ describe("edgelock unlock", () => {
     const { lock, lease } = await held(name, 3);
     expect(await cli(["unlock", name, "--yes"])).toEqual({
       code: 0,
-      stdout: `unlocked "${name}"\n`,
+      stdout: `deleted lock "${name}"\n`,
       stderr: "",
     });
     expect(await lock.isLocked()).toBe(false);
     expect(await lease.release()).toBe("expired");
     const again = await cli(["unlock", "--yes", name, "--json"]);
     expect(again.code).toBe(0);
-    expect(JSON.parse(again.stdout)).toEqual({ name, unlocked: false });
+    expect(JSON.parse(again.stdout)).toEqual({ name, kind: null, deleted: false });
   });
 });
 
@@ -100,17 +107,19 @@ describe("edgelock list", () => {
     // one as a HASH), a hash without hold counts, a string.
     await raw.hSet(`redisson_lock_timeout:{${prefix}list:a}`, { x: "1" });
     await raw.hSet(`${prefix}list:profile`, { name: "ada" });
-    await raw.set(`${prefix}list:string`, "1");
+    await raw.set(`${prefix}list:string`, "ada");
     const result = await cli(["list", `*${prefix}list:*`, "--json"]);
     expect(result.code).toBe(0);
-    const found = JSON.parse(result.stdout) as { locks: LockInspection[]; truncated: boolean };
+    const found = JSON.parse(result.stdout) as { entries: LockInspection[]; truncated: boolean };
     expect(found.truncated).toBe(false);
-    expect(found.locks.map((l) => l.name).sort()).toEqual(names);
-    for (const l of found.locks) expect(l.holders).toHaveLength(1);
+    expect(found.entries.map((l) => l.name).sort()).toEqual(names);
+    for (const l of found.entries) expect(l.holders).toHaveLength(1);
 
     const text = await cli(["list", `${prefix}list:*`]);
     expect(text.stdout.trim().split("\n").sort()).toEqual(
-      names.map((n) => expect.stringMatching(new RegExp(`^${n}  expires in \\d+ ms  1 holder$`))),
+      names.map((n) =>
+        expect.stringMatching(new RegExp(`^${n}  lock  expires in \\d+ ms  1 holder$`)),
+      ),
     );
     for (const { lock } of leases) await lock.forceUnlock();
     await raw.del([
@@ -124,14 +133,14 @@ describe("edgelock list", () => {
     const names = Array.from({ length: 4 }, (_, i) => `${prefix}limit:${i}`);
     const leases = await Promise.all(names.map((n) => held(n)));
     const json = await cli(["list", `${prefix}limit:*`, "--limit", "2", "--json"]);
-    const found = JSON.parse(json.stdout) as { locks: LockInspection[]; truncated: boolean };
-    expect(found.locks).toHaveLength(2);
+    const found = JSON.parse(json.stdout) as { entries: LockInspection[]; truncated: boolean };
+    expect(found.entries).toHaveLength(2);
     expect(found.truncated).toBe(true);
     const text = await cli(["list", `${prefix}limit:*`, "--limit", "2"]);
     expect(text.stdout).toContain("(stopped after 2 names: more may match)");
     expect(await cli(["list", `${prefix}nothing:*`])).toMatchObject({
       code: 0,
-      stdout: "no locks found\n",
+      stdout: "nothing found\n",
     });
     for (const { lock } of leases) await lock.forceUnlock();
   });
@@ -150,12 +159,15 @@ describe("edgelock usage and configuration", () => {
   it.each([
     [[], /a command is required/],
     [["lock", "x"], /unknown command "lock"/],
-    [["inspect"], /the lock name is required/],
+    [["inspect"], /the name is required/],
     [["inspect", "a", "b"], /unexpected argument "b"/],
     [["inspect", "a{b}"], /name/],
     [["list", "--limit", "0"], /--limit must be an integer from 1 to 10000/],
     [["inspect", "a", "--limit", "3"], /--limit only applies to list/],
     [["inspect", "a", "--force"], /Unknown option '--force'/],
+    [["inspect", "a", "--kind", "mutex"], /--kind must be one of lock, fair, fenced/],
+    [["list", "--kind", "lock"], /--kind only applies to inspect and unlock/],
+    [["inspect", "a", "--all"], /--all only applies to list/],
   ])("exits 2 with the usage for %j", async (argv, message) => {
     const result = await cli(argv);
     expect(result.code).toBe(2);
@@ -176,14 +188,25 @@ describe("edgelock usage and configuration", () => {
       UPSTASH_REDIS_REST_TOKEN: token,
     });
     expect(refused.code).toBe(1);
-    for (const r of [down, refused]) expect(r.stderr + r.stdout).not.toContain(token);
+    // The library's hint, not the client's raw "Unauthorized, command was: [...]".
+    expect(refused.stderr).toMatch(/Unauthorized \(HTTP 401\/403: check the REST token/);
+    expect(refused.stderr).not.toContain("command was");
+    const inspected = await cli(["inspect", "x"], {
+      UPSTASH_REDIS_REST_URL: sharedBridge().url,
+      UPSTASH_REDIS_REST_TOKEN: token,
+    });
+    expect(inspected.code).toBe(1);
+    expect(inspected.stderr).toMatch(/UPSTASH_REDIS_REST_TOKEN/);
+    expect(inspected.stderr).not.toContain("command was");
+    for (const r of [down, refused, inspected]) expect(r.stderr + r.stdout).not.toContain(token);
   });
 
   it("the bin runs as a process: --help, and exit code 2 without configuration", async () => {
     const run = promisify(execFile);
     const bin = ["--import", "tsx", "src/cli/edgelock.ts"];
     const help = await run(process.execPath, [...bin, "--help"]);
-    expect(help.stdout).toContain("usage: edgelock inspect <name> [--json]");
+    expect(help.stdout).toContain("usage: edgelock inspect <name> [--kind <kind>] [--json]");
+    expect(help.stdout).toContain("3 refused");
     const env = { ...process.env };
     delete env.UPSTASH_REDIS_REST_URL;
     delete env.UPSTASH_REDIS_REST_TOKEN;
@@ -193,5 +216,182 @@ describe("edgelock usage and configuration", () => {
     );
     expect(failed?.code).toBe(2);
     expect(failed?.stderr).toContain("UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN");
+  });
+});
+
+/** One primitive of each kind the CLI tells apart, set up through the library. */
+async function setUp(kind: Kind, name: string): Promise<() => Promise<unknown>> {
+  const rec = recordingEdgeLock();
+  const { edgelock } = rec;
+  switch (kind) {
+    case "lock":
+    case "cron-mark": {
+      const lock = edgelock.getLock(name);
+      await lock.tryLock({ leaseTime: 30_000 });
+      return () => lock.forceUnlock();
+    }
+    case "fair": {
+      // A fair lock is told apart by its queue: hold it and queue a second owner behind it.
+      const lock = edgelock.getFairLock(name);
+      await lock.tryLock({ leaseTime: 30_000 });
+      const waiting = lock.tryLock({ leaseTime: 1_000, waitTime: 20_000 });
+      await rec.until((e) => e.type === "wait" && e.name === name);
+      return async () => {
+        await lock.forceUnlock();
+        const lease = await waiting;
+        await lease?.release();
+      };
+    }
+    case "fenced": {
+      const lock = edgelock.getFencedLock(name);
+      await lock.tryLock({ leaseTime: 30_000 });
+      return () => lock.forceUnlock();
+    }
+    case "read-write": {
+      const rw = edgelock.getReadWriteLock(name);
+      await rw.readLock().tryLock({ leaseTime: 30_000 });
+      return () => rw.readLock().forceUnlock();
+    }
+    case "semaphore": {
+      const semaphore = edgelock.getSemaphore(name);
+      await semaphore.trySetPermits(3);
+      await semaphore.tryAcquire();
+      return () => semaphore.delete();
+    }
+    case "permit-expirable-semaphore": {
+      const semaphore = edgelock.getPermitExpirableSemaphore(name);
+      await semaphore.trySetPermits(2);
+      await semaphore.tryAcquire({ leaseTime: 30_000 });
+      return () => semaphore.delete();
+    }
+    case "latch": {
+      const latch = edgelock.getCountDownLatch(name);
+      await latch.trySetCount(2);
+      return () => latch.delete();
+    }
+    case "webhook-mark": {
+      const key = edgelock.getIdempotencyKey(name);
+      const claim = await key.claim({ leaseTime: 30_000 });
+      if (claim.status !== "acquired") throw new Error("not claimed");
+      await key.complete(claim.lease, 60_000);
+      return () => raw.del(`edgelock_done:{${name}}`);
+    }
+  }
+}
+
+/** What `inspect` prints for each kind, after the quoted name. */
+const INSPECT_TEXT: Record<Kind, RegExp> = {
+  lock: /^ \(lock\) is locked, expires in \d+ ms\n {2}owner \S+ {2}holds 1 time\n$/,
+  "cron-mark": /^ \(cron mark\) is locked, expires in \d+ ms\n/,
+  fair: /^ \(fair lock\) is locked, expires in \d+ ms\n/,
+  fenced: /^ \(fenced lock\) is locked, expires in \d+ ms\n/,
+  "read-write": /^ \(read-write lock\) is locked for read, expires in \d+ ms\n/,
+  semaphore: /^ \(semaphore\): 2 of 3 permits available, 0 waiters, no expiry\n$/,
+  "permit-expirable-semaphore":
+    /^ \(permit-expirable semaphore\): 1 of 2 permits available, 1 acquired, 0 waiters, no expiry\n {2}owner \S+ {2}expires in \d+ ms\n$/,
+  latch: /^ \(latch\): count 2, 0 waiters, no expiry\n$/,
+  "webhook-mark": /^ \(webhook mark\): delivery completed, expires in \d+ ms\n$/,
+};
+
+const nameOf = (kind: Kind) =>
+  kind === "cron-mark" ? `${prefix}kind:${kind}#1764000000000` : `${prefix}kind:${kind}`;
+
+describe("every kind", () => {
+  it.each(KINDS)("inspect tells a %s by its keys, in text and --json", async (kind) => {
+    const name = nameOf(kind);
+    const cleanUp = await setUp(kind, name);
+    try {
+      const text = await cli(["inspect", name]);
+      expect(text.stderr).toBe("");
+      expect(text.code).toBe(0);
+      expect(text.stdout.startsWith(`"${name}"`)).toBe(true);
+      expect(text.stdout.slice(name.length + 2)).toMatch(INSPECT_TEXT[kind]);
+      const json = await cli(["inspect", name, "--json"]);
+      expect(JSON.parse(json.stdout)).toMatchObject({ kind, name });
+      // Told the right kind, the same; told another, refused with 3.
+      expect((await cli(["inspect", name, "--kind", kind])).code).toBe(0);
+      const other = kind === "latch" ? "semaphore" : "latch";
+      const wrong = await cli(["inspect", name, "--kind", other]);
+      expect(wrong.code).toBe(3);
+      expect(wrong.stderr).toContain(`not a ${other}`);
+    } finally {
+      await cleanUp();
+    }
+  });
+
+  it.each(KINDS)("unlock deletes a %s only when it is a lock or told the kind", async (kind) => {
+    const name = nameOf(kind);
+    const cleanUp = await setUp(kind, name);
+    try {
+      const isLock = ["lock", "fair", "fenced", "read-write", "cron-mark"].includes(kind);
+      if (!isLock) {
+        const refused = await cli(["unlock", name, "--yes"]);
+        expect(refused.code).toBe(3);
+        expect(refused.stdout).toBe("");
+        expect(refused.stderr).toContain(`not a lock: pass --kind ${kind} to delete it`);
+        // Nothing changed.
+        expect(JSON.parse((await cli(["inspect", name, "--json"])).stdout)).toMatchObject({ kind });
+      }
+      const wrongKind = kind === "semaphore" ? "latch" : "semaphore";
+      expect((await cli(["unlock", name, "--yes", "--kind", wrongKind])).code).toBe(3);
+      const args = isLock ? ["unlock", name, "--yes"] : ["unlock", name, "--yes", "--kind", kind];
+      const done = await cli([...args, "--json"]);
+      expect(done.code).toBe(0);
+      expect(JSON.parse(done.stdout)).toEqual({ name, kind, deleted: true });
+      // Gone (a fenced lock keeps its token key, so it reads as a free fenced lock); a fair
+      // lock's queued waiter takes it at once.
+      const after = JSON.parse((await cli(["inspect", name, "--json"])).stdout) as Found;
+      if (kind !== "fair") expect(after.holders).toEqual([]);
+      if (kind !== "fair" && kind !== "fenced") expect(after.ttl).toBe(-2);
+    } finally {
+      await cleanUp();
+    }
+  });
+
+  it("unlock says in text which kind it deleted", async () => {
+    const name = `${prefix}text:latch`;
+    await setUp("latch", name);
+    expect(await cli(["unlock", name, "--yes", "--kind", "latch"])).toEqual({
+      code: 0,
+      stdout: `deleted latch "${name}"\n`,
+      stderr: "",
+    });
+  });
+
+  it("list shows every kind with a kind column; cron and webhook marks only with --all", async () => {
+    const cleanUps = await Promise.all(
+      KINDS.map((kind) => setUp(kind, nameOf(kind).replace(":kind:", ":mix:"))),
+    );
+    try {
+      const json = await cli(["list", `${prefix}mix:*`, "--json"]);
+      expect(json.code).toBe(0);
+      const found = JSON.parse(json.stdout) as { entries: { kind: Kind }[] };
+      const shown = found.entries.map((e) => e.kind).sort();
+      // A fair lock with a queued waiter; the others as set up.
+      expect(shown).toEqual(KINDS.filter((k) => k !== "cron-mark" && k !== "webhook-mark").sort());
+      const all = JSON.parse((await cli(["list", `${prefix}mix:*`, "--all", "--json"])).stdout) as {
+        entries: { kind: Kind }[];
+      };
+      expect(all.entries.map((e) => e.kind).sort()).toEqual([...KINDS].sort());
+      const text = await cli(["list", `${prefix}mix:*`]);
+      expect(text.stdout).toMatch(
+        /mix:semaphore {2}semaphore {2}no expiry {2}2 of 3 permits available/,
+      );
+      expect(text.stdout).toMatch(/mix:latch {2}latch {2}no expiry {2}count 2/);
+      expect(text.stdout).not.toContain("cron-mark");
+    } finally {
+      for (const cleanUp of cleanUps) await cleanUp();
+    }
+  });
+
+  it("a name holding a Redis type no primitive uses is refused with 3, and left out of list", async () => {
+    const name = `${prefix}foreign`;
+    await raw.rPush(name, "x");
+    const result = await cli(["inspect", name]);
+    expect(result.code).toBe(3);
+    expect(result.stderr).toContain("holds a Redis list, which no edgelock primitive uses");
+    const listed = await cli(["list", `${prefix}foreign*`]);
+    expect(listed.stdout).toBe("nothing found\n");
+    await raw.del(name);
   });
 });

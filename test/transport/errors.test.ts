@@ -3,6 +3,7 @@
  * with a hint for a bad token, the variables to set for a client with no URL or token, and a
  * malformed reply detected; never a URL, token, owner or request id.
  */
+import { createServer } from "node:net";
 import { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
 import { TransportError } from "../../src/index.js";
@@ -12,6 +13,16 @@ import { recordingEdgeLock } from "../support/locks.js";
 const prefix = keyPrefix();
 const raw = useRawRedis();
 const bridge = usePrivateBridge();
+
+/** A loopback port that nothing listens on (bound, then closed). */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === "string") throw new Error("no port");
+  return address.port;
+}
 
 async function failure(promise: Promise<unknown>): Promise<TransportError> {
   const error = await promise.then(
@@ -23,7 +34,7 @@ async function failure(promise: Promise<unknown>): Promise<TransportError> {
 }
 
 describe("transport errors", () => {
-  it("a stopped endpoint: the message keeps ECONNREFUSED, not the address", async () => {
+  it("a stopped endpoint: the message keeps ECONNREFUSED, not the address; definite", async () => {
     const dead = await startPrivateBridge();
     const redis = dead.redis({ retry: { retries: 0 } });
     await dead.close();
@@ -32,8 +43,92 @@ describe("transport errors", () => {
       rec.edgelock.getLock(`${prefix}down`).tryLock({ leaseTime: 1_000 }),
     );
     expect(error.message).toMatch(/fetch failed \(ECONNREFUSED: connection refused/);
-    expect(error.ambiguous).toBe(true);
+    expect(error.message).toMatch(/nothing was sent/);
+    expect(error.ambiguous).toBe(false);
     expect(error.message).not.toContain(new URL(dead.url).port);
+  });
+
+  it("refused with the default client (its 5 retries): ECONNREFUSED, definite, within requestTimeout", async () => {
+    const port = await closedPort();
+    const redis = new Redis({ url: `http://127.0.0.1:${port}`, token: "t0ken" });
+    const rec = recordingEdgeLock({}, redis);
+    const started = performance.now();
+    const error = await failure(
+      rec.edgelock.getLock(`${prefix}refused`).tryLock({ leaseTime: 1_000 }),
+    );
+    const elapsed = performance.now() - started;
+    expect(elapsed).toBeLessThan(rec.edgelock.requestTimeout);
+    expect(error.ambiguous).toBe(false);
+    expect(error.message).toMatch(/ECONNREFUSED: connection refused.*nothing was sent/);
+    expect(error.message).not.toContain(String(port));
+    expect((error.cause as { code?: unknown }).code).toBe("ECONNREFUSED");
+    // The client's retries were made (by edgelock, each counted), not skipped.
+    expect(rec.requests()).toBeGreaterThanOrEqual(3);
+    expect(rec.background).toHaveLength(0);
+  });
+
+  it("refused with a short requestTimeout: the retries stop early enough to report the cause", async () => {
+    const port = await closedPort();
+    const redis = new Redis({ url: `http://127.0.0.1:${port}`, token: "t0ken" });
+    const rec = recordingEdgeLock({ requestTimeout: 300 }, redis);
+    const started = performance.now();
+    const error = await failure(
+      rec.edgelock.getLock(`${prefix}refused-short`).tryLock({ leaseTime: 1_000 }),
+    );
+    expect(performance.now() - started).toBeLessThan(300);
+    expect(error.ambiguous).toBe(false);
+    expect(error.message).toMatch(/ECONNREFUSED/);
+  });
+
+  it("refused without auto-pipelining too: definite, ECONNREFUSED", async () => {
+    const port = await closedPort();
+    const redis = new Redis({
+      url: `http://127.0.0.1:${port}`,
+      token: "t0ken",
+      enableAutoPipelining: false,
+    });
+    const rec = recordingEdgeLock({}, redis);
+    const error = await failure(rec.edgelock.getLock(`${prefix}refused-plain`).tryLock());
+    expect(error.ambiguous).toBe(false);
+    expect(error.message).toMatch(/ECONNREFUSED.*nothing was sent/);
+    expect(rec.requests()).toBeGreaterThanOrEqual(3);
+  });
+
+  it("a client wrapped in a Proxy keeps its own retries, so the wrapper sees every call", async () => {
+    const calls: string[] = [];
+    const wrapped = new Proxy(bridge.redis(), {
+      get(target, key) {
+        const value: unknown = Reflect.get(target, key, target);
+        if (key !== "eval" && key !== "evalsha") return value;
+        const fn = value as (...args: unknown[]) => unknown;
+        return (...args: unknown[]) => {
+          calls.push(key);
+          return fn.apply(target, args);
+        };
+      },
+    });
+    const rec = recordingEdgeLock({}, wrapped);
+    const lease = await rec.edgelock.getLock(`${prefix}wrapped`).tryLock({ leaseTime: 1_000 });
+    await lease?.release();
+    expect(calls.length).toBe(rec.requests());
+    expect(calls.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it("a connection closed after the request was sent stays ambiguous, retries included", async () => {
+    const lossy = await startPrivateBridge({
+      rules: [{ action: "lose", mode: "close", match: "evalsha" }],
+    });
+    try {
+      const rec = recordingEdgeLock({}, lossy.redis({ retry: { retries: 2, backoff: () => 5 } }));
+      const error = await failure(
+        rec.edgelock.getLock(`${prefix}lost`).tryLock({ leaseTime: 1_000 }),
+      );
+      expect(error.ambiguous).toBe(true);
+      expect(error.message).not.toMatch(/nothing was sent/);
+      expect(lossy.bridge.stats().requests).toBeGreaterThanOrEqual(3);
+    } finally {
+      await lossy.close();
+    }
   });
 
   it("a wrong token: definite, with a hint, one request, and no background cancel", async () => {
@@ -48,21 +143,31 @@ describe("transport errors", () => {
     expect(rec.requests("acquire")).toBe(1); // no resend after a 401
   });
 
-  it("a client with no URL or token is rejected on first use, naming the variables, before any request", async () => {
-    const warn = console.warn;
-    console.warn = () => {}; // @upstash/redis warns about the missing config itself
-    try {
-      const redis = new Redis({ url: "", token: "" });
-      const rec = recordingEdgeLock({}, redis);
-      const error = await failure(rec.edgelock.getLock(`${prefix}no-env`).tryLock());
-      expect(error.ambiguous).toBe(false);
-      expect(error.message).toMatch(/UPSTASH_REDIS_REST_URL and UPSTASH_REDIS_REST_TOKEN/);
-      expect(rec.requests()).toBe(0);
-      expect(rec.background).toHaveLength(0);
-    } finally {
-      console.warn = warn;
-    }
-  });
+  for (const [what, config, named] of [
+    ["URL", { url: "", token: "t0ken" }, /no REST URL: set UPSTASH_REDIS_REST_URL/],
+    [
+      "token",
+      { url: "http://127.0.0.1:9", token: undefined },
+      /no REST token: set UPSTASH_REDIS_REST_TOKEN/,
+    ],
+    ["token (empty)", { url: "http://127.0.0.1:9", token: "" }, /no REST token/],
+  ] as const) {
+    it(`a client with no ${what} is refused on first use, naming it, before any request`, async () => {
+      const warn = console.warn;
+      console.warn = () => {}; // @upstash/redis warns about the missing config itself
+      try {
+        const redis = new Redis(config as unknown as { url: string; token: string });
+        const rec = recordingEdgeLock({}, redis);
+        const error = await failure(rec.edgelock.getLock(`${prefix}no-env`).tryLock());
+        expect(error.ambiguous).toBe(false);
+        expect(error.message).toMatch(named);
+        expect(rec.requests()).toBe(0);
+        expect(rec.background).toHaveLength(0);
+      } finally {
+        console.warn = warn;
+      }
+    });
+  }
 
   it("an unparsable URL is cut out of the message, credentials included", async () => {
     const redis = new Redis({

@@ -40,7 +40,7 @@ describe("secrets stay out of errors and events", () => {
     await raw.del(name);
   });
 
-  it("a network failure is an ambiguous TransportError naming neither the URL nor the token", async () => {
+  it("a refused connection is a definite TransportError naming neither the URL nor the token", async () => {
     const dead = await startPrivateBridge();
     const url = dead.url;
     const redis = dead.redis({ retry: { retries: 0 } });
@@ -51,7 +51,7 @@ describe("secrets stay out of errors and events", () => {
       .tryLock({ leaseTime: 1_000 })
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TransportError);
-    expect((error as TransportError).ambiguous).toBe(true);
+    expect((error as TransportError).ambiguous).toBe(false);
     const text = `${(error as Error).message}\n${String(((error as Error).cause as Error).message)}`;
     assertClean(text, [url, dead.token, "127.0.0.1"]);
   });

@@ -1,0 +1,208 @@
+/**
+ * What kind of primitive a name holds, read from its Redis layout, for the `edgelock` CLI: each
+ * kind leaves a recognisable key type or helper key (see each primitive's TSDoc for its keys).
+ * Detection is a handful of read-only commands, sent together (one pipelined request with the
+ * CLI's auto-pipelining client), then one read of the value for a hash or a string.
+ * @module
+ */
+
+import type { EdgeLock } from "../client.js";
+import type { Inspection } from "../inspect.js";
+import type { RedisLike } from "../transport/redis.js";
+
+/**
+ * The kinds the CLI tells apart. `cron-mark`: the lock the cron guard takes per scheduled time
+ * (`<name>#<scheduledTime>`) to skip redeliveries; `webhook-mark`: the completion record of an
+ * idempotency key (`lockWebhook`), `edgelock_done:{<key>}`.
+ */
+export const KINDS = [
+  "lock",
+  "fair",
+  "fenced",
+  "read-write",
+  "semaphore",
+  "permit-expirable-semaphore",
+  "latch",
+  "cron-mark",
+  "webhook-mark",
+] as const;
+
+/** One of {@link KINDS}. */
+export type Kind = (typeof KINDS)[number];
+
+/** Kinds that `unlock` deletes without `--kind`: the locks (a cron mark is a lock). */
+export const LOCK_KINDS: readonly Kind[] = ["lock", "fair", "fenced", "read-write", "cron-mark"];
+
+/** Kinds `list` leaves out unless `--all`: the integrations' bookkeeping, not user locks. */
+export const MARK_KINDS: readonly Kind[] = ["cron-mark", "webhook-mark"];
+
+/** The part of an `@upstash/redis` client the CLI uses: edgelock's scripts plus a few reads. */
+export interface CliRedis extends RedisLike {
+  scan(
+    cursor: string | number,
+    options: { match: string; count: number },
+  ): Promise<[string | number, unknown[]]>;
+  type(key: string): Promise<string>;
+  exists(key: string): Promise<number>;
+  hget(key: string, field: string): Promise<unknown>;
+  pttl(key: string): Promise<number>;
+  del(key: string): Promise<number>;
+  get(key: string): Promise<unknown>;
+  /** The client edgelock's scripts go through, when not this object itself. */
+  scripts?: RedisLike;
+}
+
+/** The name holds something no edgelock primitive stores (another Redis type, a non-count). */
+export class ForeignKeyError extends Error {
+  override readonly name = "ForeignKeyError";
+}
+
+/** What the CLI prints for one name: the primitive's own inspection, and the CLI's kind. */
+export type Found = Inspection & { kind: Kind; primitive: string } & Record<string, unknown>;
+
+/** The completion record of an idempotency key (see `doneKey` in src/locks/lock/hold.ts). */
+export const doneKey = (name: string) => `edgelock_done:{${name}}`;
+
+/** The cron guard's mark names: `<name>#<scheduledTime in ms>`. */
+const CRON_MARK = /#\d{10,}$/;
+
+/**
+ * The kind of primitive stored at `name`, or `null` when nothing is stored there.
+ * A fair lock with no waiter queued, and a permit-expirable semaphore with no permit held, have
+ * exactly the layout of a lock and of a semaphore: they are reported as such (and inspected
+ * correctly as such). A Redisson semaphore never set through edgelock reads as a latch.
+ */
+export async function detectKind(redis: CliRedis, name: string): Promise<Kind | null> {
+  const [type, token, queue, waiters, timeouts, permits, done] = await Promise.all([
+    redis.type(name),
+    redis.exists(`redisson_lock_token:{${name}}`),
+    redis.exists(`redisson_lock_queue:{${name}}`),
+    redis.exists(`edgelock_waiters:{${name}}`),
+    redis.exists(`{${name}}:timeout`),
+    redis.exists(`edgelock_permits:{${name}}`),
+    redis.exists(doneKey(name)),
+  ]);
+  if (type === "hash") {
+    // A second request: HGET on a key of another type would fail the whole batch.
+    const mode = await redis.hget(name, "mode");
+    if (mode === "read" || mode === "write") return "read-write";
+    if (token) return "fenced";
+    if (queue || waiters) return "fair";
+    return CRON_MARK.test(name) ? "cron-mark" : "lock";
+  }
+  if (type === "string") {
+    if (timeouts) return "permit-expirable-semaphore";
+    if (permits) return "semaphore";
+    // Redisson's latch layout: a bare integer count. Any other string is not ours.
+    if (/^-?\d{1,16}$/.test(String(await redis.get(name)))) return "latch";
+    throw new ForeignKeyError(`"${name}" holds a string that is not a count: not an edgelock key`);
+  }
+  if (type === "none") {
+    if (done) return "webhook-mark";
+    if (timeouts) return "permit-expirable-semaphore";
+    if (token) return "fenced";
+    return null;
+  }
+  throw new ForeignKeyError(`"${name}" holds a Redis ${type}, which no edgelock primitive uses`);
+}
+
+/** Inspects `name` as `kind`, in one request (two for a webhook mark). */
+export async function inspectAs(
+  edgelock: EdgeLock,
+  redis: CliRedis,
+  name: string,
+  kind: Kind,
+): Promise<Found> {
+  const seen = (await inspection(edgelock, redis, name, kind)) as Inspection &
+    Record<string, unknown>;
+  return { ...seen, primitive: seen.kind, kind };
+}
+
+function inspection(
+  edgelock: EdgeLock,
+  redis: CliRedis,
+  name: string,
+  kind: Kind,
+): Promise<Inspection> {
+  switch (kind) {
+    case "lock":
+    case "cron-mark":
+      return edgelock.getLock(name).inspect();
+    case "fair":
+      return edgelock.getFairLock(name).inspect();
+    case "fenced":
+      return edgelock.getFencedLock(name).inspect();
+    case "read-write":
+      return edgelock.getReadWriteLock(name).inspect();
+    case "semaphore":
+      return edgelock.getSemaphore(name).inspect();
+    case "permit-expirable-semaphore":
+      return edgelock.getPermitExpirableSemaphore(name).inspect();
+    case "latch":
+      return edgelock.getCountDownLatch(name).inspect();
+    case "webhook-mark":
+      return redis
+        .pttl(doneKey(name))
+        .then((ttl): Inspection => ({ kind: "webhook-mark", name, ttl, holders: [] }));
+  }
+}
+
+/** True when the primitive holds state worth listing (held, set, or a mark that lives). */
+export function inUse(found: Found): boolean {
+  if (found.holders.length > 0) return true;
+  if (found.kind === "semaphore" || found.kind === "permit-expirable-semaphore") {
+    return found.exists === true;
+  }
+  if (found.kind === "latch") return found.ttl !== -2;
+  if (found.kind === "webhook-mark") return found.ttl !== -2;
+  return false;
+}
+
+/**
+ * Deletes `name` as `kind` whatever its holders or waiters (Redisson's forceUnlock / delete;
+ * waiters are woken as by a release). One request.
+ * @returns true when something was deleted.
+ */
+export async function deleteAs(
+  edgelock: EdgeLock,
+  redis: CliRedis,
+  name: string,
+  kind: Kind,
+): Promise<boolean> {
+  switch (kind) {
+    case "lock":
+    case "cron-mark":
+      return edgelock.getLock(name).forceUnlock();
+    case "fair":
+      return edgelock.getFairLock(name).forceUnlock();
+    case "fenced":
+      return edgelock.getFencedLock(name).forceUnlock();
+    case "read-write": {
+      const rw = edgelock.getReadWriteLock(name);
+      const { mode } = await rw.inspect();
+      if (mode === null) return false;
+      return (mode === "read" ? rw.readLock() : rw.writeLock()).forceUnlock();
+    }
+    case "semaphore":
+      return edgelock.getSemaphore(name).delete();
+    case "permit-expirable-semaphore":
+      return edgelock.getPermitExpirableSemaphore(name).delete();
+    case "latch":
+      return edgelock.getCountDownLatch(name).delete();
+    case "webhook-mark":
+      return (await redis.del(doneKey(name))) > 0;
+  }
+}
+
+/** How the kinds read in text output. */
+export const KIND_LABEL: Record<Kind, string> = {
+  lock: "lock",
+  fair: "fair lock",
+  fenced: "fenced lock",
+  "read-write": "read-write lock",
+  semaphore: "semaphore",
+  "permit-expirable-semaphore": "permit-expirable semaphore",
+  latch: "latch",
+  "cron-mark": "cron mark",
+  "webhook-mark": "webhook mark",
+};

@@ -1,0 +1,129 @@
+/**
+ * Taking over `@upstash/redis`'s own retries. The client resends a request after any network
+ * error, up to 5 times over about 4.3 s by default, and reports only the last error, after its
+ * last attempt: longer than the default 3 s time limit of a call, and without saying whether any
+ * attempt reached Redis. For a script call, edgelock uses a view of the same client whose
+ * attempts are single, and makes the client's retries itself (same count, same backoff), inside
+ * the call's time limit, seeing every attempt's error. A call whose every attempt failed before
+ * connecting (ECONNREFUSED and the like) is then known not to have been sent.
+ * @module
+ */
+import type { RedisLike } from "./redis.js";
+
+/** The retry schedule of an `@upstash/redis` client (its `retry` option, resolved). */
+export interface RetryPolicy {
+  /** Resends after the first attempt. */
+  attempts: number;
+  /** Pause before resend `i` (0-based), in ms. */
+  backoff: (retry: number) => number;
+}
+
+/** A client whose requests are each one attempt, and the retry schedule of the original. */
+export interface DetachedClient {
+  redis: RedisLike;
+  retry: RetryPolicy;
+}
+
+/** The parts of an `@upstash/redis` 1.x `Redis` instance read here. */
+interface UpstashShape {
+  client?: { request?: unknown; retry?: { attempts?: unknown; backoff?: unknown } };
+  opts?: unknown;
+  enableAutoPipelining?: unknown;
+}
+
+/**
+ * A view of an `@upstash/redis` client that makes one attempt per request (same URL, token,
+ * headers, encoding and options, sharing its state through the prototype), with the client's
+ * retry schedule; `undefined` for any other object (its retries, if any, stay its own). A client
+ * whose `eval`/`evalsha` are not the library's own (a Proxy or wrapper that counts, logs or
+ * alters calls) is left alone too, so that the wrapper keeps seeing every call.
+ */
+export function detachRetries(redis: RedisLike): DetachedClient | undefined {
+  try {
+    if (!isOwnMethod(redis, "eval") || !isOwnMethod(redis, "evalsha")) return undefined;
+    const shape = redis as unknown as UpstashShape;
+    const client = shape.client;
+    const retry = client?.retry;
+    if (
+      typeof client?.request !== "function" ||
+      typeof retry?.attempts !== "number" ||
+      typeof retry.backoff !== "function" ||
+      retry.attempts < 0
+    ) {
+      return undefined;
+    }
+    // The root class of the client (the runtime-neutral `Redis`) takes a requester directly.
+    let proto: object | null = Object.getPrototypeOf(redis);
+    while (proto && Object.getPrototypeOf(proto) !== Object.prototype) {
+      proto = Object.getPrototypeOf(proto);
+    }
+    const Root = (proto as { constructor?: unknown } | null)?.constructor;
+    if (typeof Root !== "function") return undefined;
+    const single = Object.create(client) as { retry: RetryPolicy };
+    single.retry = { attempts: 0, backoff: () => 0 };
+    let view = new (Root as new (client: unknown, opts: unknown) => UpstashShape & RedisLike)(
+      single,
+      shape.opts,
+    );
+    if (shape.enableAutoPipelining === true) {
+      const auto = (view as { autoPipeline?: unknown }).autoPipeline;
+      if (typeof auto === "function") view = auto.call(view);
+    }
+    if (typeof view.eval !== "function" || typeof view.evalsha !== "function") return undefined;
+    const backoff = retry.backoff as (retry: number) => number;
+    return { redis: view, retry: { attempts: retry.attempts, backoff: (i) => backoff(i) } };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * True when `redis[key]` is the client's own method: the instance's own function (a `Redis`
+ * without auto-pipelining), or the function the library's auto-pipelining proxy hands out
+ * (recognised by the property it calls, which minifiers keep).
+ */
+function isOwnMethod(redis: RedisLike, key: "eval" | "evalsha"): boolean {
+  const seen: unknown = redis[key];
+  if (typeof seen !== "function") return false;
+  if (Object.getOwnPropertyDescriptor(redis, key)?.value === seen) return true;
+  return Function.prototype.toString.call(seen).includes("withAutoPipeline");
+}
+
+/** Error codes of a request that failed before its connection was made: nothing was sent. */
+const NOT_SENT = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
+
+/** The code of the first coded error in a cause chain (`ECONNREFUSED`, …), or `undefined`. */
+export function causeCode(error: unknown): string | undefined {
+  let cause: unknown = error instanceof Error ? error.cause : undefined;
+  for (let depth = 0; depth < 4 && cause instanceof Error; depth++) {
+    const code = (cause as { code?: unknown }).code;
+    if (typeof code === "string" && /^[A-Z][A-Z0-9_]{1,40}$/.test(code)) return code;
+    cause = (cause as { errors?: unknown[] }).errors?.[0] ?? cause.cause;
+  }
+  return undefined;
+}
+
+/** True for a network error (what `@upstash/redis` retries): `fetch` threw. */
+export function isNetworkError(error: unknown): boolean {
+  return error instanceof Error && !error.name.startsWith("Upstash") && error.name !== "AbortError";
+}
+
+/** True when a network error happened before any byte of the request was sent. */
+export function wasNotSent(error: unknown): boolean {
+  const code = causeCode(error);
+  return code !== undefined && NOT_SENT.has(code);
+}
+
+/** A network error after which no attempt of the call had been sent. */
+export class NotSentError extends Error {
+  constructor(readonly error: unknown) {
+    super("not sent");
+  }
+}
