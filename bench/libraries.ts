@@ -56,17 +56,18 @@ export const LEASE_MS = 10_000;
 export const WAIT_BUDGET_MS = 10_000;
 
 /**
- * edgelock's reentrant lock: waiters block on the wake list (the default), or with `wait:
- * "poll"` poll with its default backoff or with `backoff`.
+ * edgelock's reentrant lock: waiters subscribe and are woken by a release's message (the
+ * default, `wait: "auto"`), or with `wait: "poll"` poll with its default backoff or with
+ * `backoff`.
  */
-export function edgelockLibrary(wait: "block" | "poll", backoff?: BackoffOptions): Library {
+export function edgelockLibrary(wait: "auto" | "poll", backoff?: BackoffOptions): Library {
   const b = { ...DEFAULT_BACKOFF, ...backoff };
   const described =
-    wait === "block"
-      ? "waiters block on BLPOP, woken by the release that frees the lock (default wait)"
+    wait === "auto"
+      ? "waiters subscribe (SSE) and the release that frees the lock publishes to one of them (default wait)"
       : `wait: "poll", ${backoff ? "NON-DEFAULT " : "default "}backoff ${b.initialDelay} ms × ${b.multiplier} up to ${b.maxDelay} ms, equal jitter, bounded by the holder's PTTL`;
   return {
-    name: wait === "block" ? "edgelock" : "edgelock-poll",
+    name: wait === "auto" ? "edgelock" : "edgelock-poll",
     transport: "http",
     settings: {
       default: `tryLock({ waitTime: ${WAIT_BUDGET_MS}, leaseTime: ${LEASE_MS} }) (withLock's default wait); ${described}`,
@@ -87,14 +88,14 @@ export function edgelockLibrary(wait: "block" | "poll", backoff?: BackoffOptions
 }
 
 /**
- * edgelock's fair lock: waiters queue, block on their wake list (BLPOP through the bridge's pool)
- * and take the lock from the release's hand-off.
+ * edgelock's fair lock: waiters queue, subscribe, and take the lock from the release's hand-off
+ * message.
  */
 export const edgelockFairLibrary: Library = {
   name: "edgelock-fair",
   transport: "http",
   settings: {
-    default: `getFairLock(key).tryLock({ waitTime: ${WAIT_BUDGET_MS}, leaseTime: ${LEASE_MS} }); waiters block on BLPOP, woken by the release's hand-off`,
+    default: `getFairLock(key).tryLock({ waitTime: ${WAIT_BUDGET_MS}, leaseTime: ${LEASE_MS} }); waiters subscribe and hold the lock on the release's hand-off message`,
     sameBudget: "same as default (edgelock defines the budget)",
   },
   sameBudgetDiffers: false,
@@ -198,7 +199,7 @@ const redisSemaphore: Library = {
  */
 export function createLibraries(edgelockBackoff?: BackoffOptions): readonly Library[] {
   return [
-    edgelockLibrary("block"),
+    edgelockLibrary("auto"),
     edgelockLibrary("poll", edgelockBackoff),
     edgelockFairLibrary,
     upstashLock,

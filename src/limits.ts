@@ -42,7 +42,7 @@ export const MIN_REPLAY_WINDOW_MS = 1_000;
 export const FAIR_CLAIM_WINDOW_MS = 2_000;
 /**
  * Fair lock: how long a waiter keeps its place in the queue without coming back. A waiter comes
- * back at least every half of it (each BLPOP or sleep is bounded by that), so a dead waiter is
+ * back at least every half of it (each wait or sleep is bounded by that), so a dead waiter is
  * skipped at most this long after it died.
  */
 export const FAIR_SLOT_MS = 30_000;

@@ -1,6 +1,6 @@
 /**
- * Waiting without pub/sub: between attempts the waiter either blocks for a wake-up (BLPOP on a
- * list the releasing script pushes to) or polls, sleeping with jittered exponential backoff.
+ * The wait loop's clock: between attempts the waiter either waits for a wake-up (a message on
+ * its subscription, see locks/wakes.ts) or polls, sleeping with jittered exponential backoff.
  * Each wait is bounded by the holder's PTTL (returned by the acquire script, so the waiter is
  * back when a crashed holder's lease runs out) and by the waiter's own deadline, and never drops
  * below a floor, so a waiter never loops hot. Redisson waits on pub/sub with a timeout of

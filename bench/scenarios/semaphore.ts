@@ -52,7 +52,7 @@ export function semaphoreLibraries(): readonly SemaphoreLibrary[] {
       name: "edgelock-semaphore",
       library: "edgelock",
       transport: "http",
-      settings: `getSemaphore(key): trySetPermits(P) once; tryAcquire({ waitTime: ${WAIT_BUDGET_MS} }) → release(); waiters block on BLPOP, woken by the release that frees a permit (default wait)`,
+      settings: `getSemaphore(key): trySetPermits(P) once; tryAcquire({ waitTime: ${WAIT_BUDGET_MS} }) → release(); waiters subscribe and are woken by the release that frees a permit (default wait)`,
       prepare: async (env, key, permits) => {
         const s = new EdgeLock({ redis: env.http() }).getSemaphore(key);
         if (!(await s.trySetPermits(permits))) throw new Error(`bench: ${key} exists already`);
@@ -73,7 +73,7 @@ export function semaphoreLibraries(): readonly SemaphoreLibrary[] {
       name: "edgelock-permit-semaphore",
       library: "edgelock",
       transport: "http",
-      settings: `getPermitExpirableSemaphore(key): trySetPermits(P) once; tryAcquire({ waitTime: ${WAIT_BUDGET_MS}, leaseTime: ${LEASE_MS} }) → lease.release(); waiters block on BLPOP, woken by the release that frees a permit (default wait)`,
+      settings: `getPermitExpirableSemaphore(key): trySetPermits(P) once; tryAcquire({ waitTime: ${WAIT_BUDGET_MS}, leaseTime: ${LEASE_MS} }) → lease.release(); waiters subscribe and are woken by the release that frees a permit (default wait)`,
       prepare: async (env, key, permits) => {
         const s = new EdgeLock({ redis: env.http() }).getPermitExpirableSemaphore(key);
         if (!(await s.trySetPermits(permits))) throw new Error(`bench: ${key} exists already`);

@@ -7,7 +7,7 @@
  * - `attempt`: one acquire attempt with a fresh request id (one HTTP request when warm); an
  *   attempt whose answer never arrives (aborted, timed out, ambiguous failure) is cancelled in
  *   the background before the error propagates. A kind whose releases wake waiters names the
- *   list they block on (`wakeKey`) and registers the `waiter` id of a busy attempt;
+ *   prefix of their wake channels (`wakeKey`) and registers the `waiter` id of a busy attempt;
  * - `renew`: make the TTL at least `leaseTime` while the owner holds it (never shortening);
  * - `release`: one hold, replay-safe by the lease id, leaving newer holds of the owner alone;
  * - `cancel`: undo an unanswered attempt, whichever order the two requests land in;
@@ -91,7 +91,7 @@ export interface HoldRef {
 export interface HoldProtocol {
   readonly kind: LeaseKind;
   readonly name: string;
-  /** The list a registered waiter blocks on (BLPOP); absent when waiters can only poll. */
+  /** Prefix of the wake channels registered waiters listen on; absent when they can only poll. */
   readonly wakeKey?: string;
   /** Unregisters a waiter that gives up (in the background); with `wakeKey`. */
   unregister?(waiter: string): void;
@@ -126,11 +126,11 @@ export function holdSettings(ctx: LockContext, o: Partial<HoldOptions>): HoldSet
 
 /**
  * Tries `protocol.attempt` until it acquires or `waitTime` is spent (`undefined`: until the
- * signal aborts), and turns the grant into a lease. Between attempts it blocks on the kind's
- * wake list, registered as a waiter by each busy attempt, so the release that frees the lock
- * wakes it at once (BLPOP: one request per wait instead of one per poll); with `wait: "poll"`,
- * a client that cannot block, a kind without a wake list, or a failed block, it sleeps with the
- * PTTL-bounded backoff of wait.ts instead. Emits `wait` events and one `acquire` event.
+ * signal aborts), and turns the grant into a lease. Between attempts it waits for a message on
+ * its client's wake channel, registered as a waiter by each busy attempt, so the release that
+ * frees the lock wakes it at once (waiting.ts); with `wait: "poll"`, a client that cannot
+ * subscribe, a kind without wake-ups, or a failed subscription, it sleeps with the PTTL-bounded
+ * backoff of wait.ts instead. Emits `wait` events and one `acquire` event.
  */
 export async function acquire(
   ctx: LockContext,

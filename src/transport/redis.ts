@@ -8,8 +8,8 @@ export interface RedisLike {
   /** EVALSHA: run the cached script `sha1`; rejects with a NOSCRIPT error when Redis lacks it. */
   evalsha(sha1: string, keys: string[], args: (string | number)[]): Promise<unknown>;
   /**
-   * Any command (`@upstash/redis` ≥ 1.28): used for the blocking `BLPOP` of waiters. Without it,
-   * waiters poll.
+   * Any command (`@upstash/redis` ≥ 1.28). Not used by the library (waiters never send blocking
+   * commands, which the Upstash REST API lists as not supported); kept for compatible clients.
    */
   exec?(args: [string, ...(string | number)[]]): Promise<unknown>;
   /**

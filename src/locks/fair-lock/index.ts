@@ -2,9 +2,9 @@
  * Fair lock: Redisson's RFairLock over HTTP. FIFO and reentrant, with the reentrant lock's
  * methods and Lease. Redisson's layout (the lock HASH, `redisson_lock_queue:{<name>}` LIST,
  * `redisson_lock_timeout:{<name>}` ZSET) with server time instead of client clocks, and the
- * hand-off inside the release script: the lock goes straight to the first live waiter, which
- * a token on its own wake list wakes (BLPOP held open by the REST API), so a waiter spends one
- * request per wait instead of polling. Scripts: lua/fair-lock/*.lua.
+ * hand-off inside the release script: the lock goes straight to the first live waiter, and a
+ * message on its client's wake channel (pub/sub over SSE) carries the grant's epoch, so the
+ * waiter holds the lock on arrival, without polling. Scripts: lua/fair-lock/*.lua.
  * @module
  */
 import { sleep } from "../../abort.js";
@@ -23,10 +23,10 @@ export type { FairLockInspection } from "./hold.js";
 /**
  * A FIFO reentrant lock (Redisson RFairLock). Get one with `edgelock.getFairLock(name)`; the
  * object holds no state. Same methods as the reentrant lock. A waiter joins the queue with its
- * first attempt, then blocks on its wake list (or sleeps, with `wait: "poll"` or a client
- * without `exec`) for at most min(time left, the holder's remaining lease, half its queue slot)
- * and attempts again: the release script will have handed it the lock, which that attempt
- * confirms. A waiter that gives up or aborts leaves the queue; one that dies is skipped once its
+ * first attempt, then waits for the release's message (or sleeps, with `wait: "poll"` or a
+ * client without `subscribe`) for at most min(time left, the holder's remaining lease, half its
+ * queue slot): the message hands it the lock; otherwise it attempts again, which confirms a
+ * hand-off it missed. A waiter that gives up or aborts leaves the queue; one that dies is skipped once its
  * slot lapses (30 s); a hand-off its waiter never confirms costs the next waiter at most about
  * two claim windows (2 s each: the waiter second in line comes back at least that often).
  * A hand-off holds the lock for the waiter during the claim window (`FAIR_CLAIM_WINDOW_MS`,

@@ -22,7 +22,8 @@ import {
 export interface TryLockOptions {
   /**
    * How long to keep trying, in ms, integer in [0, 86 400 000]. Omitted or 0: one attempt.
-   * Waiters block on a wake-up or poll with jittered backoff, bounded by the holder's lease.
+   * Waiters wait for a release's message or poll with jittered backoff, bounded by the
+   * holder's lease.
    */
   waitTime?: number;
   /**
@@ -77,9 +78,10 @@ export abstract class HashLock<I extends Inspection> implements Inspectable<I> {
 
   /**
    * Tries to acquire, waiting up to `waitTime`. One HTTP request per attempt on a warm client,
-   * plus one per wait (`wait: "block"`). Algorithm: Redisson RedissonLock#tryLock(waitTime,
-   * leaseTime) with its acquire script (RedissonLock#tryLockInnerAsync), a wake list or polling
-   * instead of pub/sub, and a replay record per attempt.
+   * plus one subscription per client and name while it waits (docs/waiting.md). Algorithm:
+   * Redisson RedissonLock#tryLock(waitTime, leaseTime) with its acquire script
+   * (RedissonLock#tryLockInnerAsync), its pub/sub wake-ups (one waiter woken per release) or
+   * polling, and a replay record per attempt.
    * @returns the lease, or `null` when the lock stayed busy for the whole `waitTime`.
    * @throws TypeError / RangeError for bad options, before any request.
    * @throws signal.reason when aborted; an attempt in flight is cancelled in the background.

@@ -130,7 +130,7 @@ export class LockHolds implements HoldProtocol {
     this.kind = options.fenced ? "fenced-lock" : "lock";
   }
 
-  /** The list a waiter registered by {@link attempt} blocks on. */
+  /** Prefix of the wake channels a waiter registered by {@link attempt} listens on. */
   get wakeKey(): string {
     return keys.wake(this.name);
   }
@@ -288,7 +288,7 @@ export class LockHolds implements HoldProtocol {
     };
   }
 
-  /** The registered waiters and their wake list: keys of every script that can free the lock. */
+  /** The registered waiters and their wake channels: keys of every script that can free it. */
   #wakeKeys(): string[] {
     return [keys.waiting(this.name), keys.wake(this.name)];
   }

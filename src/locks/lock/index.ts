@@ -24,10 +24,11 @@ export { MAX_INSPECT_HOLDERS } from "./inspect.js";
 /**
  * A reentrant, non-fair distributed lock (Redisson RLock). Get one with `edgelock.getLock(name)`;
  * the object holds no state, so it can be created per request. Redisson RedissonLock#tryLock
- * with its acquire script RedissonLock#tryLockInnerAsync, waking waiters over HTTP instead of
- * pub/sub: a waiter registers with its busy attempt and blocks on the name's wake list (BLPOP),
- * the release that frees the lock pushes one token, and each wait is bounded by the holder's
- * lease and the waiter's deadline; with `wait: "poll"` waiters poll with jittered backoff.
+ * with its acquire script RedissonLock#tryLockInnerAsync and its pub/sub wake-ups over the REST
+ * API's SSE: a waiter registers with its busy attempt and waits for a message on its client's
+ * wake channel, the release that frees the lock publishes to one registered waiter, and each
+ * wait is bounded by the holder's lease and the waiter's deadline; with `wait: "poll"` waiters
+ * poll with jittered backoff.
  */
 export class ReentrantLock extends HashLock<LockInspection> {
   protected readonly holds: LockHolds;

@@ -2,7 +2,7 @@
  * The hold protocol of either side of a read-write lock (lua/read-write-lock/*.lua): Redisson
  * RedissonReadWriteLock's layout (the lock HASH with `mode`, reader fields `<owner>`, writer
  * fields `<owner>:write`, and one timeout key per read hold), the reentrant lock's replay
- * records, epoch and wake list.
+ * records, epoch and wake channels.
  * @module
  */
 import { LockUpgradeError, TransportError } from "../../errors.js";
@@ -64,7 +64,7 @@ export class ReadWriteHolds implements HoldProtocol {
     this.kind = side === "read" ? "read-lock" : "write-lock";
   }
 
-  /** Both sides' waiters block on the name's one wake list. */
+  /** Both sides' waiters share the name's wake channels (lua/lib/wake.lua). */
   get wakeKey(): string {
     return keys.wake(this.name);
   }

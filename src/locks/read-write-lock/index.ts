@@ -4,7 +4,8 @@
  * HASH with `mode`, reader fields `<owner>`, writer fields `<owner>:write`, one
  * `{<name>}:<owner>:rwlock_timeout:<k>` key per read hold so a crashed reader's holds expire on
  * their own), so JVM readers and writers exclude edge ones on the same name. Waiters of both
- * sides block on the name's wake list (or poll); the release that lets them in wakes them.
+ * sides wait for a message on their client's wake channel (or poll); the release that lets them
+ * in wakes them.
  * Scripts: lua/read-write-lock/*.lua.
  * @module
  */

@@ -187,7 +187,7 @@ describe("permit-expirable semaphore", () => {
           inside += 1;
           most = Math.max(most, inside);
           expect(inside).toBeLessThanOrEqual(3);
-          await new Promise((r) => setTimeout(r, 2));
+          await new Promise((r) => setTimeout(r, 20));
           inside -= 1;
           expect(await lease.release()).toBe("released");
         }
