@@ -101,14 +101,17 @@ export class Waker {
   async wait(ms: number): Promise<{ again: boolean; payload?: string }> {
     if (this.#polling || this.#prefix === undefined) return { again: false };
     if (!this.#slot) {
+      // Bounded by this wait's bound, so a slow confirmation never holds the wait past it.
       const joined = await this.#ctx.wakes.join(
         this.#name,
         this.#prefix,
         this.id,
         this.#counter,
         this.#signal,
+        ms,
       );
-      if (!joined) {
+      if (joined === "pending") return { again: true };
+      if (joined === "unavailable") {
         const full = this.#ctx.wakes.open >= this.#ctx.maxSubscriptions;
         return this.#poll(full ? "limit" : "failed");
       }

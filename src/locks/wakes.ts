@@ -13,6 +13,7 @@
  * that waits again soon registers with its first attempt instead of subscribing again.
  * @module
  */
+import { raceAbort } from "../abort.js";
 import { randomHex } from "../ids.js";
 import type { RequestCounter, ScriptRunner } from "../transport/index.js";
 
@@ -160,10 +161,11 @@ export class WakeHub {
   }
 
   /**
-   * A place for wait `id` ({@link waitId}) on `<prefix>:<hub id>`, subscribing first when needed (one request,
-   * added to `counter`) and resolving once the subscription is confirmed. `undefined` when the
-   * client cannot subscribe, `max` subscriptions are open, or the subscription failed: the wait
-   * then polls.
+   * A place for wait `id` ({@link waitId}) on `<prefix>:<hub id>`, subscribing first when needed
+   * (one request, added to `counter`) and resolving once the subscription is confirmed.
+   * @returns the slot; `"unavailable"` when the client cannot subscribe, `max` subscriptions are
+   * open, or the subscription failed (the wait then polls); `"pending"` when it was not
+   * confirmed within `withinMs` (the wait's bound: the caller attempts and may join again).
    * @throws signal.reason when `signal` aborts first.
    */
   async join(
@@ -172,28 +174,33 @@ export class WakeHub {
     id: string,
     counter: RequestCounter,
     signal: AbortSignal | undefined,
-  ): Promise<WakeSlot | undefined> {
-    if (!this.enabled) return undefined;
+    withinMs: number,
+  ): Promise<WakeSlot | "unavailable" | "pending"> {
+    if (!this.enabled) return "unavailable";
     const channel = this.#channel(prefix);
     let shared = this.#shared.get(channel);
     if (shared?.lost) shared = undefined;
     if (!shared) {
-      if (this.#shared.size >= this.#max) return undefined;
+      if (this.#shared.size >= this.#max) return "unavailable";
       shared = this.#subscribe(name, channel, counter);
     }
     const slot = this.#slot(shared, id);
-    let ok: boolean;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<"pending">((resolve) => {
+      timer = setTimeout(() => resolve("pending"), withinMs);
+    });
+    let outcome: boolean | "pending";
     try {
-      ok = await raceSignal(shared.ready, signal);
+      outcome = await raceAbort(Promise.race([shared.ready, late]), signal);
     } catch (error) {
       slot.leave();
       throw error;
+    } finally {
+      clearTimeout(timer);
     }
-    if (!ok) {
-      slot.leave();
-      return undefined;
-    }
-    return slot;
+    if (outcome === true) return slot;
+    slot.leave();
+    return outcome === "pending" ? "pending" : "unavailable";
   }
 
   #channel(prefix: string): string {
@@ -259,24 +266,4 @@ export class WakeHub {
     this.#shared.set(channel, shared);
     return shared;
   }
-}
-
-/** `promise`, or `signal.reason` when the signal aborts first. */
-function raceSignal<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise;
-  signal.throwIfAborted();
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(error);
-      },
-    );
-  });
 }

@@ -59,11 +59,15 @@ export function recordingEdgeLock(options: Partial<EdgeLockOptions> = {}) {
   return {
     edgelock,
     events,
+    /** Sum of `requests` over the recorded events of `type`. */
+    requests(type: LockEvent["type"]): number {
+      return events.filter((e) => e.type === type).reduce((n, e) => n + e.requests, 0);
+    },
     /** Resolves with the first event matching `predicate`, recorded before or after the call. */
-    until(predicate: (e: LockEvent) => boolean): Promise<LockEvent> {
+    until(predicate: (e: LockEvent, all: readonly LockEvent[]) => boolean): Promise<LockEvent> {
       return new Promise((resolve) => {
         const check = () => {
-          const found = events.find(predicate);
+          const found = events.find((e) => predicate(e, events));
           if (!found) return;
           waiters.delete(check);
           resolve(found);

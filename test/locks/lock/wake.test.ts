@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { BlockingMode } from "../../../src/bridge/index.js";
 import { lockAcquire } from "../../../src/lua.gen.js";
 import {
+  bridgeRedis,
   keyPrefix,
   type PrivateBridge,
   startPrivateBridge,
@@ -192,6 +193,28 @@ describe("reentrant lock wake-ups", () => {
       expect(await raw.zCard(waitingKey(name))).toBe(0);
       await held.release();
       await (await pending).release();
+    });
+
+    it("a subscription that is never confirmed does not hold the wait past its deadline", async () => {
+      const name = `${prefix}unconfirmed`;
+      const held = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
+      const real = bridgeRedis();
+      // A server that accepts the subscription request and never confirms it.
+      const silent = new Proxy(real, {
+        get(target, key) {
+          if (key === "subscribe") {
+            return () => ({ on: () => undefined, unsubscribe: async () => undefined });
+          }
+          const value: unknown = Reflect.get(target, key, target);
+          return typeof value === "function" ? value.bind(target) : value;
+        },
+      });
+      const waiter = recordingEdgeLock({}, silent);
+      const started = Date.now();
+      expect(await waiter.edgelock.getLock(name).tryLock({ waitTime: 300 })).toBeNull();
+      expect(Date.now() - started).toBeLessThan(300 + 500);
+      await Promise.all(waiter.background);
+      await held.release();
     });
 
     it("a client at maxSubscriptions polls", async () => {
