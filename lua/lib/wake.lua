@@ -18,17 +18,32 @@ local function wake_channel(id)
   return wake .. ':' .. (string.match(id, '^([^:]*):') or id)
 end
 
--- Registers (or refreshes) waiter `id` for `ms`. The key lives as long as its last registration.
-local function waiting_add(id, ms)
+-- The grants registered lock waiters asked for: HASH waiter id -> "<leaseMs>|<owner>", beside the
+-- ZSET (same hash slot).
+local function waiting_grants()
+  return waiting .. ':grant'
+end
+
+-- Registers (or refreshes) waiter `id` for `ms`; with `grant` ("<leaseMs>|<owner>"), a release
+-- may hand it the lock (hand_off_one). The keys live as long as the last registration.
+local function waiting_add(id, ms, grant)
   redis.call('zadd', waiting, wake_now() + ms, id)
   if redis.call('pttl', waiting) < ms then
     redis.call('pexpire', waiting, ms)
+  end
+  if grant then
+    local grants = waiting_grants()
+    redis.call('hset', grants, id, grant)
+    if redis.call('pttl', grants) < ms then
+      redis.call('pexpire', grants, ms)
+    end
   end
 end
 
 -- Unregisters waiter `id` (it acquired, gave up or was aborted).
 local function waiting_remove(id)
   redis.call('zrem', waiting, id)
+  redis.call('hdel', waiting_grants(), id)
 end
 
 -- Wakes up to `n` live waiters in registration order (earliest lapse first), each with a
@@ -43,6 +58,7 @@ local function wake_up_to(n)
       return
     end
     redis.call('zrem', waiting, head)
+    redis.call('hdel', waiting_grants(), head)
     if redis.call('publish', wake_channel(head), head) > 0 then
       woken = woken + 1
     end
@@ -64,4 +80,40 @@ end
 -- cannot use what it finds registers again.
 local function wake_n(n)
   wake_up_to(n)
+end
+
+-- The lock `name` was freed (needs lib/hold.lua): hands it to the first live waiter that asked
+-- for a grant, held by its owner for min(its lease, claimMs) and marked with its id
+-- ('edgelock:grant'), and sends it "<id>|<epoch>", so it holds the lock without another request;
+-- a waiter that asked for none is only woken. A PUBLISH nobody received undoes its grant and the
+-- next waiter is tried. A waiter that never confirms (it gave up meanwhile) keeps the lock from
+-- others for at most claimMs.
+local function hand_off_one(claimMs)
+  local now = wake_now()
+  redis.call('zremrangebyscore', waiting, '-inf', now)
+  local grants = waiting_grants()
+  while true do
+    local head = redis.call('zrange', waiting, 0, 0)[1]
+    if not head then
+      return
+    end
+    redis.call('zrem', waiting, head)
+    local grant = redis.call('hget', grants, head)
+    redis.call('hdel', grants, head)
+    local ms, owner
+    if grant then
+      ms, owner = string.match(grant, '^(%d+)|(.*)$')
+    end
+    if owner then
+      redis.call('hset', name, owner, 1, 'edgelock:grant', head)
+      local e = new_epoch()
+      redis.call('pexpire', name, math.max(1, math.min(tonumber(ms), claimMs)))
+      if redis.call('publish', wake_channel(head), head .. '|' .. e) > 0 then
+        return
+      end
+      redis.call('del', name)
+    elseif redis.call('publish', wake_channel(head), head) > 0 then
+      return
+    end
+  end
 end

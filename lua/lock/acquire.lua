@@ -15,6 +15,9 @@
 -- ARGV[4]  request id (32 hex characters; becomes the lease id)
 -- ARGV[5]  waiter id of a call that blocks for a wake-up between attempts ('' = none)
 -- ARGV[6]  with a waiter id: how long its registration lasts, in ms
+-- ARGV[7]  '1': a release may hand the lock to this waiter (lib/wake.lua, hand_off_one), which
+--          then holds it with the release's message; its next attempt confirms it (the TTL
+--          becomes its lease). '0': only woken (fenced locks, idempotency keys)
 -- Returns  {1, holdCount, epoch} acquired; epoch identifies this incarnation of the lock
 --          | {0, pttl, jvm} held by another owner (pttl -1: no TTL); jvm 1 when the holder is
 --          not an edgelock client (no epoch field: a Redisson client, whose release publishes
@@ -53,7 +56,13 @@ if done and redis.call('exists', done) == 1 then
 end
 
 local e
-if redis.call('exists', name) == 0 then
+local count
+if waiter ~= '' and redis.call('hget', name, 'edgelock:grant') == waiter then
+  -- A release handed the lock to this waiter: confirm it for the whole lease.
+  redis.call('hdel', name, 'edgelock:grant')
+  e = epoch()
+  count = tonumber(redis.call('hget', name, owner))
+elseif redis.call('exists', name) == 0 then
   e = new_epoch()
 elseif redis.call('hexists', name, owner) == 1 then
   e = epoch()
@@ -61,14 +70,14 @@ else
   -- A Redisson holder's unlock publishes only on Redisson's channel: nothing would wake a
   -- registered waiter, which polls instead.
   if waiter ~= '' and epoch() ~= '' then
-    waiting_add(waiter, tonumber(ARGV[6]))
+    waiting_add(waiter, tonumber(ARGV[6]), ARGV[7] == '1' and (leaseMs .. '|' .. owner) or nil)
   end
   return {0, redis.call('pttl', name), epoch() == '' and 1 or 0}
 end
 if waiter ~= '' then
   waiting_remove(waiter)
 end
-local count = redis.call('hincrby', name, owner, 1)
+count = count or redis.call('hincrby', name, owner, 1)
 extend(leaseMs)
 replay_set(id, 'A' .. e)
 return {1, count, tonumber(e) or 0}

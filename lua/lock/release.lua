@@ -1,7 +1,8 @@
 -- Release one hold of a reentrant lock: Redisson RedissonLock#unlockInnerAsync with a replay
 -- record, so a replayed release reports the first result and never decrements twice. A lease
 -- passes the epoch of its acquire: once the lock it held has expired, a newer hold of the same
--- owner is left alone. Freeing the lock wakes one registered waiter (lib/wake.lua). With a
+-- owner is left alone. Freeing the lock hands it to the first registered waiter that asked for
+-- a grant, or wakes the first that did not (lib/wake.lua, hand_off_one). With a
 -- seventh key it completes an idempotency key: the completion marker
 -- is recorded in the same step, so no claim can slip in between the release and the record.
 -- KEYS[1]  lock name (HASH)
@@ -17,6 +18,7 @@
 -- ARGV[4]  request id (the lease id, or a fresh one for unlock(owner))
 -- ARGV[5]  epoch of the hold being released, decimal ("0" = any hold of the owner)
 -- ARGV[6]  with KEYS[7]: completion TTL in ms (PX of the marker; an existing marker is kept)
+-- ARGV[7]  claim window in ms of a hand-off to a waiter
 -- Returns  1 released (last hold gone) | 2 still held (count > 0) | 0 expired (no key, or only
 --          a newer incarnation) | 3 not owner (held by someone else)
 -- Records  "R<result>" for results 1 and 2
@@ -65,7 +67,7 @@ if redis.call('hincrby', name, owner, -1) > 0 then
 else
   redis.call('del', name)
   redis.call('publish', channel, 0)
-  wake_one()
+  hand_off_one(tonumber(ARGV[7]))
 end
 replay_set(id, 'R' .. result)
 return result

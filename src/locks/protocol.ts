@@ -29,6 +29,7 @@ import {
   type LeaseKind,
   type ReleaseResult,
 } from "../lease.js";
+import { FAIR_CLAIM_WINDOW_MS } from "../limits.js";
 import { lockLeave } from "../lua.gen.js";
 import type { RequestCounter } from "../transport/index.js";
 import { asInteger } from "../transport/index.js";
@@ -93,6 +94,11 @@ export interface HoldProtocol {
   readonly name: string;
   /** Prefix of the wake channels registered waiters listen on; absent when they can only poll. */
   readonly wakeKey?: string;
+  /**
+   * Whether a release hands the lock straight to a registered waiter, which then holds it on the
+   * release's message (lib/wake.lua, hand_off_one).
+   */
+  readonly handsOff?: boolean;
   /** Unregisters a waiter that gives up (in the background); with `wakeKey`. */
   unregister?(waiter: string): void;
   attempt(s: HoldSettings, counter: RequestCounter, waiter?: string): Promise<AttemptReply>;
@@ -158,6 +164,9 @@ export async function acquire(
           : { pttl: reply.pttl };
       },
       unregister: protocol.unregister?.bind(protocol),
+      fromGrant: protocol.handsOff
+        ? (payload, sentAt) => grantFromHandOff(payload, sentAt, settings.leaseTime)
+        : undefined,
     });
     attempts = polled.attempts;
     if (polled.value === null) return { lease: null, attempts, holderTtl: polled.pttl };
@@ -167,6 +176,24 @@ export async function acquire(
   } finally {
     emitAcquire(ctx, protocol.name, started, counter, acquired, attempts);
   }
+}
+
+/**
+ * The grant a hand-off message carries (`<epoch>`): the lock is held from the hand-off, which came
+ * after the busy attempt sent at `sentAt`, for min(leaseTime, claim window); the lease confirms
+ * its full lease time before that runs out. `undefined` (confirm with an attempt) when too little
+ * of that is known to be left.
+ */
+export function grantFromHandOff(
+  payload: string,
+  sentAt: number,
+  leaseTime: number,
+): Grant | undefined {
+  const epoch = Number(payload);
+  if (!Number.isSafeInteger(epoch) || epoch <= 0) return undefined;
+  const ttl = Math.min(leaseTime, FAIR_CLAIM_WINDOW_MS);
+  if (sentAt + ttl - Date.now() <= ttl / 4) return undefined;
+  return { id: randomHex(), sentAt, epoch, ttl };
 }
 
 /** Reports an acquire call through `onEvent`. */

@@ -38,6 +38,13 @@ export interface WaitSpec<T> {
   attempt(waiter: string): Promise<AttemptOutcome<T>>;
   /** Unregisters a waiter that gives up (in the background). */
   unregister?(waiter: string): void;
+  /**
+   * For a kind whose releases hand the lock to a registered waiter (lib/wake.lua,
+   * hand_off_one): the value a hand-off message's payload grants, `sentAt` being when the last
+   * busy attempt was sent (the hand-off came after it), or `undefined` to confirm it with an
+   * attempt instead.
+   */
+  fromGrant?(payload: string, sentAt: number): T | undefined;
 }
 
 /**
@@ -175,15 +182,24 @@ export async function waitFor<T>(
   // The id the last busy attempt registered ('' = none): a successful attempt ends the
   // registration, and so does giving up or aborting (one background request).
   let registered = "";
+  // A hand-off the last wait received: the next "attempt" takes it without a request.
+  let granted: T | undefined;
+  let sentAt = 0;
   try {
     return await pollUntil(
       async (): Promise<AttemptOutcome<T>> => {
+        if (granted !== undefined) {
+          // The release that handed it over also unregistered this waiter.
+          registered = "";
+          return { acquired: granted };
+        }
         const waiter = waker.waiter;
         if (waiter === "" && registered !== "") {
           // Polling from now on: nothing will wake the registration an earlier attempt made.
           spec.unregister?.(registered);
           registered = "";
         }
+        sentAt = Date.now();
         const outcome = await spec.attempt(waiter);
         registered = "acquired" in outcome ? "" : waiter;
         return outcome;
@@ -195,7 +211,8 @@ export async function waitFor<T>(
         block: waker.polling
           ? undefined
           : async (ms) => {
-              const { again } = await waker.wait(ms);
+              const { again, payload } = await waker.wait(ms);
+              if (payload) granted = spec.fromGrant?.(payload, sentAt);
               return again;
             },
         blockCap: LOCK_WAITER_SLOT_MS / 2,

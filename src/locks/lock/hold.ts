@@ -7,7 +7,7 @@
 import { TransportError } from "../../errors.js";
 import { randomHex } from "../../ids.js";
 import type { ReleaseResult } from "../../lease.js";
-import { LOCK_WAITER_SLOT_MS } from "../../limits.js";
+import { FAIR_CLAIM_WINDOW_MS, LOCK_WAITER_SLOT_MS } from "../../limits.js";
 import {
   fencedLockAcquire,
   type LuaScript,
@@ -130,6 +130,16 @@ export class LockHolds implements HoldProtocol {
     this.kind = options.fenced ? "fenced-lock" : "lock";
   }
 
+  /**
+   * Whether a release hands the lock straight to a registered waiter (lib/wake.lua,
+   * hand_off_one), which holds it on the release's message: the plain reentrant lock. A fenced
+   * lock's grant must take a token, and an idempotency key's waiter must see the completion
+   * marker, so their waiters are only woken.
+   */
+  get handsOff(): boolean {
+    return this.kind === "lock" && !this.#completion;
+  }
+
   /** Prefix of the wake channels a waiter registered by {@link attempt} listens on. */
   get wakeKey(): string {
     return keys.wake(this.name);
@@ -157,7 +167,15 @@ export class LockHolds implements HoldProtocol {
         script: fenced ? fencedLockAcquire : lockAcquire,
         name: this.name,
         keys: scriptKeys,
-        args: [s.leaseTime, s.owner, this.#ctx.replayWindow, id, waiter, LOCK_WAITER_SLOT_MS],
+        args: [
+          s.leaseTime,
+          s.owner,
+          this.#ctx.replayWindow,
+          id,
+          waiter,
+          LOCK_WAITER_SLOT_MS,
+          this.handsOff ? "1" : "0",
+        ],
         signal: s.signal,
       };
       if (fenced) {
@@ -228,11 +246,10 @@ export class LockHolds implements HoldProtocol {
       this.#ctx.replayWindow,
       hold.id,
       hold.epoch,
+      completionTtl ?? 0,
+      FAIR_CLAIM_WINDOW_MS,
     ];
-    if (completionTtl !== undefined) {
-      scriptKeys.push(doneKey(this.name));
-      args.push(completionTtl);
-    }
+    if (completionTtl !== undefined) scriptKeys.push(doneKey(this.name));
     return runRelease(this.#ctx, { script: lockRelease, name: this.name, keys: scriptKeys, args });
   }
 

@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { BlockingMode } from "../../../src/bridge/index.js";
-import { lockAcquire } from "../../../src/lua.gen.js";
+import { lockAcquire, lockRelease } from "../../../src/lua.gen.js";
 import {
   bridgeRedis,
   keyPrefix,
@@ -49,8 +49,9 @@ describe("reentrant lock wake-ups", () => {
     // A poll would come back after up to a second; a wait that ran out, after 15 s.
     expect(Date.now() - released).toBeLessThan(1_000);
     expect(lease).not.toBeNull();
-    // Busy attempt, subscription, registering attempt, acquiring attempt (Redisson's order).
-    expect(waiter.requests("acquire")).toBe(4);
+    // Busy attempt, subscription, registering attempt (Redisson's order); the release handed
+    // the lock over with its message, so no acquiring attempt follows.
+    expect(waiter.requests("acquire")).toBe(3);
     expect(await wakeKeysOf(name)).toEqual([]);
     // A second wait of the same client soon after reuses the open subscription: it registers
     // with its first attempt.
@@ -60,7 +61,8 @@ describe("reentrant lock wake-ups", () => {
     const second = await again;
     expect(second).not.toBeNull();
     const acquires = waiter.events.filter((e) => e.type === "acquire");
-    expect(acquires.at(-1)?.requests).toBe(2);
+    // One attempt (it registers at once); the hand-off needs no other.
+    expect(acquires.at(-1)?.requests).toBe(1);
     await second?.release();
   });
 
@@ -77,10 +79,11 @@ describe("reentrant lock wake-ups", () => {
     expect(await raw.zCard(waitingKey(name))).toBe(3);
     await held.release();
     await Promise.all(done);
-    // A waiter woken for nothing would have attempted again and waited a third time.
+    // A waiter woken for nothing would have attempted again and waited a third time; each was
+    // handed the lock by a release, without an acquiring attempt.
     for (const w of waiters) {
       expect(waits(w.events)).toBe(2);
-      expect(w.requests("acquire")).toBe(4);
+      expect(w.requests("acquire")).toBe(3);
     }
     expect(await wakeKeysOf(name)).toEqual([]);
   });
@@ -119,6 +122,93 @@ describe("reentrant lock wake-ups", () => {
     expect(await wakeKeysOf(name)).toEqual([]);
     await held.release();
     expect(await wakeKeysOf(name)).toEqual([]);
+  });
+
+  it("a release hands the lock to the registered waiter: held by its owner on the message, for the claim window, then its lease", async () => {
+    const name = `${prefix}hand-off`;
+    const holder = recordingEdgeLock();
+    const held = await holder.edgelock.getLock(name).lock({ leaseTime: 20_000 });
+    const waiter = recordingEdgeLock();
+    const pending = waiter.edgelock.getLock(name).tryLock({ waitTime: 20_000, owner: "next" });
+    await waiter.until((_e, all) => waits(all) === 2);
+    expect(await held.release()).toBe("released");
+    // Straight after the release, before the waiter's answer: the lock is already its owner's.
+    expect(String(await raw.hGet(name, "next"))).toBe("1");
+    expect(Number(await raw.pTTL(name))).toBeLessThanOrEqual(2_000);
+    const lease = await pending;
+    expect(lease?.owner).toBe("next");
+    // Its watchdog lease confirms the full lease within the claim window (the renewal drops the
+    // hand-off mark).
+    await waiter.until((e) => e.type === "renew" && e.renewed);
+    expect(Number(await raw.pTTL(name))).toBeGreaterThan(2_000);
+    expect(await raw.hExists(name, "edgelock:grant")).toBe(0);
+    expect(await lease?.release()).toBe("released");
+    expect(await wakeKeysOf(name)).toEqual([]);
+  });
+
+  it("scripts: a waiter's attempt confirms a hand-off made to it (hold count 1, lease TTL), never re-enters it", async () => {
+    const name = `${prefix}confirm`;
+    const acquire = (owner: string, id: string, waiter: string, lease = "9000") =>
+      raw.eval(lockAcquire.source, {
+        keys: [name, ...replayKeys(name), waitingKey(name), wakeKey(name)],
+        arguments: [lease, owner, "30000", id, waiter, "30000", "1"],
+      }) as Promise<number[]>;
+    expect((await acquire("holder", "a".repeat(32), ""))[0]).toBe(1);
+    const sub = raw.duplicate();
+    await sub.connect();
+    const heard: string[] = [];
+    await sub.pSubscribe(`edgelock_wake:{${name}}:*`, (m) => heard.push(String(m)));
+    // The waiter registers, asking for a hand-off.
+    expect((await acquire("w-owner", "b".repeat(32), "hub:w1"))[0]).toBe(0);
+    const released = await raw.eval(lockRelease.source, {
+      keys: [
+        name,
+        ...replayKeys(name),
+        `redisson_lock__channel:{${name}}`,
+        waitingKey(name),
+        wakeKey(name),
+      ],
+      arguments: ["holder", "0", "30000", "c".repeat(32), "0", "0", "2000"],
+    });
+    expect(released).toBe(1);
+    await expect.poll(() => heard.length).toBe(1);
+    const [waiter, epoch] = (heard[0] as string).split("|");
+    expect(waiter).toBe("hub:w1");
+    expect(Number(await raw.pTTL(name))).toBeLessThanOrEqual(2_000);
+    // Its attempt confirms: count 1 (not a re-entry), the same epoch, the TTL its lease.
+    const [ok, count, confirmed] = await acquire("w-owner", "d".repeat(32), "hub:w1");
+    expect([ok, count, confirmed]).toEqual([1, 1, Number(epoch)]);
+    expect(Number(await raw.pTTL(name))).toBeGreaterThan(8_000);
+    expect(await raw.hExists(name, "edgelock:grant")).toBe(0);
+    await sub.destroy();
+  });
+
+  it("a lease shorter than the claim window is handed over for exactly that lease", async () => {
+    const name = `${prefix}short-hand-off`;
+    const held = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
+    const waiter = recordingEdgeLock();
+    const pending = waiter.edgelock.getLock(name).tryLock({ waitTime: 20_000, leaseTime: 800 });
+    await waiter.until((_e, all) => waits(all) === 2);
+    await held.release();
+    expect(Number(await raw.pTTL(name))).toBeLessThanOrEqual(800);
+    const lease = await pending;
+    expect(lease).not.toBeNull();
+    expect((lease?.expiresAt ?? 0) - Date.now()).toBeLessThanOrEqual(800);
+    await expect.poll(() => raw.exists(name), { timeout: 2_000 }).toBe(0);
+  });
+
+  it("the fenced lock's waiters are woken, not handed the lock: each grant takes a token", async () => {
+    const name = `${prefix}fenced-wake`;
+    const held = await recordingEdgeLock().edgelock.getFencedLock(name).lock({ leaseTime: 20_000 });
+    const waiter = recordingEdgeLock();
+    const pending = waiter.edgelock.getFencedLock(name).tryLock({ waitTime: 20_000 });
+    await waiter.until((_e, all) => waits(all) === 2);
+    await held.release();
+    const lease = await pending;
+    expect(lease?.fencingToken).toBeGreaterThan(held.fencingToken);
+    // Busy attempt, subscription, registering attempt, and the attempt that takes the token.
+    expect(waiter.requests("acquire")).toBe(4);
+    await lease?.release();
   });
 
   it("a registered waiter nobody listens for is skipped: the release wakes the next live one", async () => {
