@@ -85,8 +85,10 @@ end
 -- The lock `name` was freed (needs lib/hold.lua): hands it to the first live waiter that asked
 -- for a grant, held by its owner for min(its lease, claimMs) and marked with its id
 -- ('edgelock:grant'), and sends it "<id>|<epoch>", so it holds the lock without another request;
--- a waiter that asked for none is only woken. A PUBLISH nobody received undoes its grant and the
--- next waiter is tried. A waiter that never confirms (it gave up meanwhile) keeps the lock from
+-- a waiter that asked for none is only woken (the next one too when nobody received that). A
+-- grant is never taken back, whatever PUBLISH counts: the count covers only this node's
+-- subscribers (Redis Cluster delivers to the others too), so a waiter may hold the lock on a
+-- message counted 0. A waiter that never takes it (it died or gave up) keeps the lock from
 -- others for at most claimMs.
 local function hand_off_one(claimMs)
   local now = wake_now()
@@ -108,10 +110,8 @@ local function hand_off_one(claimMs)
       redis.call('hset', name, owner, 1, 'edgelock:grant', head)
       local e = new_epoch()
       redis.call('pexpire', name, math.max(1, math.min(tonumber(ms), claimMs)))
-      if redis.call('publish', wake_channel(head), head .. '|' .. e) > 0 then
-        return
-      end
-      redis.call('del', name)
+      redis.call('publish', wake_channel(head), head .. '|' .. e)
+      return
     elseif redis.call('publish', wake_channel(head), head) > 0 then
       return
     end

@@ -188,6 +188,11 @@ export class ClusterBackend implements Backend {
     return this.#blocking.run(commands, signal, this.#urlOf(node as string));
   }
 
+  /** The node owning `channel`'s hash slot (its `{tag}`), where a script publishing to it runs. */
+  async subscriptionUrl(channel: string): Promise<string> {
+    return this.#urlOf(addressOf(await this.#nodeFor(channel)));
+  }
+
   /** Destroys the blocking pool's connections, then closes the cluster client. */
   async close(): Promise<void> {
     this.#blocking.close();

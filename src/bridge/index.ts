@@ -201,7 +201,10 @@ export async function startBridge(options: BridgeOptions): Promise<Bridge> {
       : await ClusterBackend.connect(target, pool);
   const closing = new AbortController();
   const subscriptions = new Subscriptions(
-    typeof target === "string" ? target : (target[0] as string),
+    (kind, channel) =>
+      kind === "subscribe"
+        ? redis.subscriptionUrl(channel)
+        : Promise.resolve(redis.blockingPool.url),
     maxSubscriptions,
   );
   const app = createBridgeApp({

@@ -34,19 +34,20 @@ export const DEFAULT_MAX_SUBSCRIPTIONS = 256;
 
 /** The open subscriptions of a bridge, each on a Redis connection of its own. */
 export class Subscriptions {
-  readonly #url: string;
+  readonly #urlFor: (kind: SubscriptionKind, target: string) => Promise<string>;
   readonly max: number;
   readonly #open = new Set<{ lose(): void }>();
   #taken = 0;
   #closed = false;
 
   /**
-   * @param url Redis to subscribe on. On a cluster any node will do: Redis Cluster delivers a
-   * PUBLISH to the subscribers of every node.
+   * @param urlFor the Redis a subscription connects to. On a cluster any node hears every
+   * PUBLISH, but only the publishing node counts it: a channel's subscription goes to its slot's
+   * owner.
    * @param max most subscriptions open at once.
    */
-  constructor(url: string, max: number) {
-    this.#url = url;
+  constructor(urlFor: (kind: SubscriptionKind, target: string) => Promise<string>, max: number) {
+    this.#urlFor = urlFor;
     this.max = max;
   }
 
@@ -72,9 +73,16 @@ export class Subscriptions {
     if (this.#closed) throw new RedisUnavailableError(new Error("bridge closing"));
     if (this.#taken >= this.max) throw new SubscriptionLimitError(this.max);
     this.#taken += 1;
+    let url: string;
+    try {
+      url = await this.#urlFor(kind, target);
+    } catch (error) {
+      this.#taken -= 1;
+      throw new RedisUnavailableError(error);
+    }
     let done = false;
     const client = createClient({
-      url: this.#url,
+      url,
       RESP: 2,
       disableOfflineQueue: true,
       disableClientInfo: true,

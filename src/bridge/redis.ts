@@ -59,6 +59,11 @@ export interface Backend {
    * @throws BlockingPoolBusyError, RedisUnavailableError, CommandRefusedError
    */
   blocking(commands: readonly Command[], signal?: AbortSignal): Promise<RawReply[]>;
+  /**
+   * The Redis URL a subscription to `channel` connects to: the server, or on a cluster the node
+   * owning the channel's hash slot, so that a PUBLISH from a script on that node counts it.
+   */
+  subscriptionUrl(channel: string): Promise<string>;
   /** Closes every connection. */
   close(): Promise<void>;
 }
@@ -138,6 +143,11 @@ export class BlockingPool {
   constructor(url: string, options: BlockingPoolOptions) {
     this.#url = url;
     this.#options = options;
+  }
+
+  /** The URL connections go to unless told otherwise. */
+  get url(): string {
+    return this.#url;
   }
 
   /** The most connections the pool opens. */
@@ -315,6 +325,11 @@ export class RedisBackend implements Backend {
    * Sends a request containing a blocking command (a single command, or a whole pipeline so its
    * order holds) on a connection of the blocking pool; see {@link BlockingPool.run}.
    */
+  /** The server's URL: every subscription connects there. */
+  subscriptionUrl(): Promise<string> {
+    return Promise.resolve(this.blockingPool.url);
+  }
+
   blocking(commands: readonly Command[], signal?: AbortSignal): Promise<RawReply[]> {
     return this.#blocking.run(commands, signal);
   }

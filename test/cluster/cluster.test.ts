@@ -348,8 +348,14 @@ describe("every primitive on every master", () => {
     const counts = wakeCounts();
     const waiting = b.edgelock.getLock(name).tryAcquire({ waitTime: 10_000, leaseTime: 10_000 });
     await b.until((_e, all) => all.filter((x) => x.type === "wait").length === 2);
+    // The registration and the hand-off it asks for (`…:grant`), in the name's slot.
     expect(await expectKeysInOneSlot(name)).toEqual(
-      [name, `edgelock_replay:{${name}}`, `edgelock_waiting:{${name}}`].sort(),
+      [
+        name,
+        `edgelock_replay:{${name}}`,
+        `edgelock_waiting:{${name}}`,
+        `edgelock_waiting:{${name}}:grant`,
+      ].sort(),
     );
     expect(await again.release()).toBe("still-held");
     expect(await lease.release()).toBe("released");
