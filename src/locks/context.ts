@@ -10,6 +10,11 @@ export interface LockContext {
   readonly watchdogTimeout: number;
   /** How long replay records live, in ms. */
   readonly replayWindow: number;
+  /**
+   * How long a call that cannot be repeated safely resends its request until Redis answers, in
+   * ms (locks/definite.ts); at most half of `replayWindow`.
+   */
+  readonly definiteWithin: number;
   readonly backoff: BackoffPolicy;
   /** How waiters that can wait for a wake-up do so: BLPOP on their wake list, or polling. */
   readonly wait: "block" | "poll";
