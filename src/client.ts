@@ -74,8 +74,9 @@ export interface EdgeLockOptions {
    * kind, permit leases), `unlock`, a semaphore's `release(permits)`, `addPermits`,
    * `trySetPermits`, a latch's `countDown` and `trySetCount` — resends its own request (same
    * request id: it applies at most once) until Redis answers, in integer ms in
-   * [0, `replayWindow` / 2]. The first send has the full `requestTimeout`; resends follow with
-   * backoff (50 ms doubling to 1 s, jittered), each ending by this bound. Only past it does the
+   * [0, `replayWindow` / 2]. The first send has the full `requestTimeout`; another copy follows
+   * a failed one after a backoff pause (50 ms doubling to 1 s, jittered), or a copy unanswered
+   * for a third of `requestTimeout`, each ending by this bound. Only past it does the
    * call throw an ambiguous {@link TransportError}; the request is then resent in the background
    * until Redis answers or half the `replayWindow` has passed, and a `settle` event says which.
    * 0: one send, then background resends only.

@@ -14,12 +14,11 @@
  * that margin. Past it a resend could apply a second time, so none is sent.
  * @module
  */
-import { sleep } from "../abort.js";
 import { type EdgeLockError, TransportError } from "../errors.js";
 import type { DefiniteOperation } from "../events.js";
 import { MIN_REQUEST_TIMEOUT_MS } from "../limits.js";
 import type { RequestCounter, ScriptCall } from "../transport/index.js";
-import { type BackoffPolicy, backoffDelay } from "../wait.js";
+import { type BackoffPolicy, backoffDelay, SLEEP_FLOOR_MS } from "../wait.js";
 import type { LockContext } from "./context.js";
 
 /** Backoff between two sends of one request: from 50 ms, doubling, at most 1 s (jittered). */
@@ -38,10 +37,9 @@ function isAmbiguous(error: unknown): error is TransportError {
 }
 
 /**
- * Runs `call` (a replay-safe script whose request id is in its arguments) until Redis answers:
- * the first send has the full `requestTimeout`, resends follow with backoff while
- * `definiteWithin` (from the first send) lasts, each limited to the time left. Counts every
- * HTTP request in `counter`.
+ * Runs `call` (a replay-safe script whose request id is in its arguments) until Redis answers,
+ * within `definiteWithin` from the first send (see {@link sendUntil}). Counts every HTTP request
+ * in `counter`.
  * @returns the decoded answer.
  * @throws {TransportError} a definite failure at once (`ambiguous: false`: nothing applied); an
  * ambiguous one only once `definiteWithin` has passed, and the request is then resent in the
@@ -56,7 +54,7 @@ export async function runDefinite<T>(
   counter: RequestCounter,
 ): Promise<T> {
   const started = Date.now();
-  const first = await sendUntil(ctx, call, decode, counter, started + ctx.definiteWithin, 0);
+  const first = await sendUntil(ctx, call, decode, counter, started + ctx.definiteWithin, 0, 0);
   if ("value" in first.sent) return first.sent.value;
   const error = first.sent.error;
   if (!isAmbiguous(error)) throw error;
@@ -70,39 +68,73 @@ export async function runDefinite<T>(
 }
 
 /**
- * Sends `call` (the first send counted as number `sends + 1`) until an answer, a definite
- * failure, or `deadline`: a resend is made only when at least the smallest `requestTimeout`
- * is left, and waits for at most the time left.
+ * Sends copies of `call` until one is answered, one fails definitely, or `deadline` leaves no
+ * room for another: the first after `delay` ms, then a next one when a copy failed (after a
+ * backoff pause) or when the latest copy has had no answer for a third of `requestTimeout`
+ * (far above a healthy round trip: a hung request is not waited out before the next copy
+ * goes, while a merely slow one is not doubled). Copies in flight together are harmless: the
+ * request id makes every one answer what the first applied did. The very first send of a call
+ * keeps its full `requestTimeout`; every later one ends by `deadline`. `sends`: copies sent
+ * before this run (they number the backoff).
  */
-async function sendUntil<T>(
+function sendUntil<T>(
   ctx: LockContext,
   call: ScriptCall,
   decode: (reply: unknown) => T | undefined,
   counter: RequestCounter,
   deadline: number,
   sends: number,
+  delay: number,
 ): Promise<{ sent: Sent<T>; sends: number }> {
-  let sent: Sent<T> | undefined;
-  let n = sends;
-  for (;;) {
-    // The first send of a call keeps its full time limit; every later one ends by the deadline.
-    const timeout =
-      n === 0 ? call.timeout : Math.min(deadline - Date.now(), ctx.runner.requestTimeout);
-    try {
+  const requestTimeout = ctx.runner.requestTimeout;
+  const hedgeAfter = Math.max(MIN_REQUEST_TIMEOUT_MS, Math.floor(requestTimeout / 3));
+  return new Promise((resolve) => {
+    let n = sends;
+    let inFlight = 0;
+    let last: unknown;
+    let done = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const finish = (sent: Sent<T>) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve({ sent, sends: n });
+    };
+    /** Schedules the next copy in `ms`, or ends once nothing is in flight and time is up. */
+    const next = (ms: number) => {
+      clearTimeout(timer);
+      timer = undefined;
+      if (deadline - Date.now() - ms >= MIN_REQUEST_TIMEOUT_MS) {
+        timer = setTimeout(send, ms);
+      } else if (inFlight === 0) {
+        finish({ error: last });
+      }
+    };
+    const send = () => {
+      timer = undefined;
+      const copy = n;
+      const timeout = copy === 0 ? call.timeout : Math.min(deadline - Date.now(), requestTimeout);
       n += 1;
-      return {
-        sent: { value: await ctx.runner.run({ ...call, timeout }, decode, counter) },
-        sends: n,
-      };
-    } catch (error) {
-      sent = { error };
-      if (!isAmbiguous(error)) return { sent, sends: n };
-    }
-    const left = deadline - Date.now();
-    const pause = backoffDelay(RESEND_BACKOFF, n - 1, -1, left);
-    if (left - pause < MIN_REQUEST_TIMEOUT_MS) return { sent, sends: n };
-    await sleep(pause);
-  }
+      inFlight += 1;
+      next(hedgeAfter);
+      ctx.runner.run({ ...call, timeout }, decode, counter).then(
+        (value) => finish({ value }),
+        (error: unknown) => {
+          inFlight -= 1;
+          last = error;
+          if (!isAmbiguous(error)) finish({ error });
+          else if (!done) {
+            // The pause is cut short so that a last copy still goes out before the deadline.
+            const room = deadline - Date.now() - MIN_REQUEST_TIMEOUT_MS;
+            const pause = backoffDelay(RESEND_BACKOFF, copy, -1, room);
+            next(pause >= SLEEP_FLOOR_MS ? pause : room + 1);
+          }
+        },
+      );
+    };
+    if (delay > 0) next(delay);
+    else send();
+  });
 }
 
 /**
@@ -122,14 +154,14 @@ function resendInBackground<T>(
 ): void {
   const horizon = started + Math.floor(ctx.replayWindow / 2);
   const task = (async () => {
-    let sent: Sent<T> = { error: lastError };
-    // The call has just failed: one backoff step before the first background send.
+    // The call has just failed: one backoff pause before the first background send.
     const pause = backoffDelay(RESEND_BACKOFF, sends - 1, -1, Math.max(0, horizon - Date.now()));
-    await sleep(pause);
-    if (horizon - Date.now() >= MIN_REQUEST_TIMEOUT_MS) {
-      ({ sent } = await sendUntil(ctx, call, decode, counter, horizon, sends));
-    }
-    const error = "error" in sent ? (sent.error as EdgeLockError) : undefined;
+    const { sent } =
+      horizon - Date.now() - pause >= MIN_REQUEST_TIMEOUT_MS
+        ? await sendUntil(ctx, call, decode, counter, horizon, sends, Math.max(1, pause))
+        : { sent: { error: lastError } as Sent<T> };
+    // No copy sent (time was up): the call's own last failure stands.
+    const error = "error" in sent ? ((sent.error ?? lastError) as EdgeLockError) : undefined;
     ctx.emit({
       type: "settle",
       name: call.name,
