@@ -54,11 +54,13 @@ export async function runDefinite<T>(
   counter: RequestCounter,
 ): Promise<T> {
   const started = Date.now();
-  const first = await sendUntil(ctx, call, decode, counter, started + ctx.definiteWithin, 0, 0);
+  const send = (timeout: number | undefined) =>
+    ctx.runner.run({ ...call, timeout: timeout ?? call.timeout }, decode, counter);
+  const first = await sendUntil(ctx, send, started + ctx.definiteWithin, 0, 0);
   if ("value" in first.sent) return first.sent.value;
   const error = first.sent.error;
   if (!isAmbiguous(error)) throw error;
-  resendInBackground(ctx, operation, call, decode, counter, started, first.sends, error);
+  resendInBackground(ctx, operation, call.name, send, counter, started, first.sends, error);
   throw new TransportError(
     call.name,
     `${error.message} (sent ${first.sends} time(s) within definiteWithin, ${ctx.definiteWithin} ms; still resending in the background, see the settle event)`,
@@ -68,20 +70,32 @@ export async function runDefinite<T>(
 }
 
 /**
- * Sends copies of `call` until one is answered, one fails definitely, or `deadline` leaves no
+ * Runs `task` — one replay-safe request that nobody awaits, e.g. the cancel of an acquire whose
+ * answer never arrived — and sends it again while it fails ambiguously, as the background
+ * resends of {@link runDefinite} do: until Redis answers or half the `replayWindow` has passed.
+ * @returns the task's answer.
+ * @throws the last failure.
+ */
+export async function resendUntilAnswered<T>(ctx: LockContext, task: () => Promise<T>): Promise<T> {
+  const horizon = Date.now() + Math.floor(ctx.replayWindow / 2);
+  const { sent } = await sendUntil(ctx, () => task(), horizon, 0, 0);
+  if ("value" in sent) return sent.value;
+  throw sent.error;
+}
+
+/**
+ * Sends copies of a request (`send`, given each copy's time limit) until one is answered, one fails definitely, or `deadline` leaves no
  * room for another: the first after `delay` ms, then a next one when a copy failed (after a
  * backoff pause) or when the latest copy has had no answer for a third of `requestTimeout`
  * (far above a healthy round trip: a hung request is not waited out before the next copy
  * goes, while a merely slow one is not doubled). Copies in flight together are harmless: the
  * request id makes every one answer what the first applied did. The very first send of a call
- * keeps its full `requestTimeout`; every later one ends by `deadline`. `sends`: copies sent
+ * keeps its full time limit (`undefined`: the call's own); every later one ends by `deadline`. `sends`: copies sent
  * before this run (they number the backoff).
  */
 function sendUntil<T>(
   ctx: LockContext,
-  call: ScriptCall,
-  decode: (reply: unknown) => T | undefined,
-  counter: RequestCounter,
+  sendCopy: (timeout: number | undefined) => Promise<T>,
   deadline: number,
   sends: number,
   delay: number,
@@ -113,11 +127,11 @@ function sendUntil<T>(
     const send = () => {
       timer = undefined;
       const copy = n;
-      const timeout = copy === 0 ? call.timeout : Math.min(deadline - Date.now(), requestTimeout);
+      const timeout = copy === 0 ? undefined : Math.min(deadline - Date.now(), requestTimeout);
       n += 1;
       inFlight += 1;
       next(hedgeAfter);
-      ctx.runner.run({ ...call, timeout }, decode, counter).then(
+      sendCopy(timeout).then(
         (value) => finish({ value }),
         (error: unknown) => {
           inFlight -= 1;
@@ -145,8 +159,8 @@ function sendUntil<T>(
 function resendInBackground<T>(
   ctx: LockContext,
   operation: DefiniteOperation,
-  call: ScriptCall,
-  decode: (reply: unknown) => T | undefined,
+  name: string,
+  send: (timeout: number | undefined) => Promise<T>,
   counter: RequestCounter,
   started: number,
   sends: number,
@@ -158,13 +172,13 @@ function resendInBackground<T>(
     const pause = backoffDelay(RESEND_BACKOFF, sends - 1, -1, Math.max(0, horizon - Date.now()));
     const { sent } =
       horizon - Date.now() - pause >= MIN_REQUEST_TIMEOUT_MS
-        ? await sendUntil(ctx, call, decode, counter, horizon, sends, Math.max(1, pause))
+        ? await sendUntil(ctx, send, horizon, sends, Math.max(1, pause))
         : { sent: { error: lastError } as Sent<T> };
     // No copy sent (time was up): the call's own last failure stands.
     const error = "error" in sent ? ((sent.error ?? lastError) as EdgeLockError) : undefined;
     ctx.emit({
       type: "settle",
-      name: call.name,
+      name,
       requests: counter.requests,
       durationMs: Date.now() - started,
       operation,

@@ -16,14 +16,17 @@ import {
   EdgeLock,
   type Lease,
   type LockEvent,
+  OverReleaseError,
+  type RedisLike,
   type SettleEvent,
   TransportError,
 } from "../../../src/index.js";
-import { keyPrefix, usePrivateBridge } from "../../support/env.js";
+import { keyPrefix, usePrivateBridge, useRawRedis } from "../../support/env.js";
 import { recordingEdgeLock } from "../../support/locks.js";
 
 const prefix = keyPrefix();
 const bridge = usePrivateBridge();
+const raw = useRawRedis();
 afterEach(() => {
   bridge.bridge.clearFaults();
 });
@@ -32,7 +35,7 @@ const CYCLES = Number(process.env.DEFINITE_CYCLES ?? 25);
 const MODES = ["close", "503", "hang"] as const;
 type Mode = (typeof MODES)[number];
 /** requestTimeout of the faulted clients: a hung answer costs this much, so keep it short. */
-const REQUEST_TIMEOUT = 150;
+const REQUEST_TIMEOUT = 300;
 
 /** 20 % of requests applied by Redis, then their answer lost in `mode`. */
 function lose(mode: Mode, seed: number, rate = 0.2): { rules: FaultRule[]; seed: number } {
@@ -42,6 +45,25 @@ function lose(mode: Mode, seed: number, rate = 0.2): { rules: FaultRule[]; seed:
 /** One EdgeLock on the fault bridge with a short requestTimeout (definiteWithin: its default). */
 function faulted(options = {}) {
   return recordingEdgeLock({ requestTimeout: REQUEST_TIMEOUT, ...options }, bridge.redis());
+}
+
+/** A client on the fault bridge counting the scripts it sends (EVALSHA and EVAL). */
+function counting(): { redis: RedisLike; calls: () => number } {
+  const real = bridge.redis();
+  let n = 0;
+  return {
+    redis: {
+      eval: (script, keys, args) => {
+        n++;
+        return real.eval(script, keys, args);
+      },
+      evalsha: (sha, keys, args) => {
+        n++;
+        return real.evalsha(sha, keys, args);
+      },
+    },
+    calls: () => n,
+  };
 }
 
 const isAmbiguous = (e: unknown) => e instanceof TransportError && e.ambiguous;
@@ -199,7 +221,8 @@ describe("callers that retry every failed call never apply twice", () => {
   it("a 3-permit semaphore never has more than 3 holders and ends with exactly 3 permits", async () => {
     const name = `${prefix}retry:sem`;
     const clients = Array.from({ length: 8 }, () => faulted({ definiteWithin: 0 }));
-    await clients[0]?.edgelock.getSemaphore(name).trySetPermits(3);
+    const clean = recordingEdgeLock({}, bridge.redis()).edgelock;
+    await clean.getSemaphore(name).trySetPermits(3);
     bridge.bridge.setFaults({
       seed: 7,
       rules: [
@@ -236,7 +259,7 @@ describe("callers that retry every failed call never apply twice", () => {
     expect(most).toBeLessThanOrEqual(3);
     expect(most).toBeGreaterThan(0);
     expect(failedReleases).toBeGreaterThan(0); // the retries were exercised
-    const inspection = await clients[0]?.edgelock.getSemaphore(name).inspect();
+    const inspection = await clean.getSemaphore(name).inspect();
     expect(inspection).toMatchObject({ available: 3, permits: 3 });
   });
 
@@ -244,10 +267,9 @@ describe("callers that retry every failed call never apply twice", () => {
     const name = `${prefix}retry:latch`;
     const parts = 24;
     const clients = Array.from({ length: 6 }, () => faulted({ definiteWithin: 0 }));
-    const latch = clients[0]?.edgelock.getCountDownLatch(name);
-    if (!latch) throw new Error("no client");
+    const latch = recordingEdgeLock({}, bridge.redis()).edgelock.getCountDownLatch(name);
     await latch.trySetCount(parts);
-    const opened = faulted().edgelock.getCountDownLatch(name).await({ waitTime: 60_000 });
+    const opened = latch.await({ waitTime: 60_000 });
     bridge.bridge.setFaults({
       seed: 11,
       rules: [
@@ -304,7 +326,7 @@ describe("the background resend", () => {
     expect(error).toMatchObject({ code: "TRANSPORT", ambiguous: true });
     expect((error as Error).message).toMatch(/definiteWithin, 200 ms; still resending/);
     // Thrown once definiteWithin (plus the last copy's own limit) had passed.
-    expect(Date.now() - started).toBeLessThan(200 + REQUEST_TIMEOUT + 500);
+    expect(Date.now() - started).toBeLessThan(200 + REQUEST_TIMEOUT + 1_500);
     expect(settled(rec.events)).toEqual([]);
     bridge.bridge.clearFaults();
     const event = await rec.until((e) => e.type === "settle");
@@ -336,15 +358,48 @@ describe("the background resend", () => {
     await Promise.all(rec.background);
   });
 
-  it("a definite failure is thrown at once, without resends or background work", async () => {
+  it("a background copy that Redis refuses ends with settle 'refused'", async () => {
+    const rec = faulted({ definiteWithin: 100 });
+    const name = `${prefix}bg:refused`;
+    const lease = await rec.edgelock.getLock(name).tryLock({ leaseTime: 10_000 });
+    if (!lease) throw new Error("not acquired");
+    // Every copy fails before Redis while the call lasts.
+    bridge.bridge.setFaults({ rules: [{ action: "fail", mode: "503" }] });
+    await expect(lease.release()).rejects.toMatchObject({ ambiguous: true });
+    // Meanwhile the name became a STRING: the next copy gets WRONGTYPE, a definite refusal.
+    await raw.set(name, "not a lock");
+    bridge.bridge.clearFaults();
+    const event = (await rec.until((e) => e.type === "settle")) as SettleEvent;
+    expect(event).toMatchObject({ operation: "release", outcome: "refused" });
+    expect(event.error).toMatchObject({ code: "TRANSPORT", ambiguous: false });
+    expect(String(await raw.get(name))).toBe("not a lock");
+    await raw.del(name);
+    await Promise.all(rec.background);
+  });
+
+  it("a healthy but slow answer is waited for: one request, no extra copy", async () => {
     const rec = faulted();
+    const lock = rec.edgelock.getLock(`${prefix}bg:slow`);
+    const lease = await lock.tryLock({ leaseTime: 10_000 });
+    if (!lease) throw new Error("not acquired");
+    // 30 ms of latency: below the third of requestTimeout (50 ms) after which a copy is sent.
+    bridge.bridge.setFaults({ delayMs: 30 });
+    expect(await lease.release()).toBe("released");
+    const release = rec.events.find((e) => e.type === "release");
+    expect(release?.requests).toBe(1);
+  });
+
+  it("a definite failure is thrown at once, without resends or background work", async () => {
+    const c = counting();
+    const rec = recordingEdgeLock({}, c.redis as Redis);
     const name = `${prefix}bg:definite`;
     const latch = rec.edgelock.getCountDownLatch(name);
     await rec.edgelock.getLock(name).tryLock({ leaseTime: 5_000 }); // a HASH: not a latch
-    const counted = bridge.bridge.stats().requests;
+    await rec.edgelock.getCountDownLatch(`${name}:warm`).countDown(); // the script is cached
+    const before = c.calls();
     const error = await latch.countDown().catch((e: unknown) => e);
     expect(error).toMatchObject({ code: "TRANSPORT", ambiguous: false });
-    expect(bridge.bridge.stats().requests - counted).toBe(1);
+    expect(c.calls() - before).toBe(1);
     expect(rec.background).toEqual([]);
     await rec.edgelock.getLock(name).forceUnlock();
   });
@@ -374,16 +429,32 @@ describe("options", () => {
   });
 
   it("countDown's idempotencyKey is a string of 1–200 characters, checked before any request", async () => {
-    const rec = faulted();
-    const latch = rec.edgelock.getCountDownLatch(`${prefix}opt:latch`);
-    const counted = bridge.bridge.stats().requests;
+    const c = counting();
+    const latch = recordingEdgeLock({}, c.redis as Redis).edgelock.getCountDownLatch(
+      `${prefix}opt:latch`,
+    );
     await expect(latch.countDown({ idempotencyKey: "" })).rejects.toThrow(RangeError);
     await expect(latch.countDown({ idempotencyKey: "x".repeat(201) })).rejects.toThrow(
       /`idempotencyKey` must be 1 to 200 characters/,
     );
     await expect(latch.countDown({ idempotencyKey: 7 as never })).rejects.toThrow(TypeError);
     await expect(latch.countDown({ key: "a" } as never)).rejects.toThrow(/unknown option `key`/);
-    expect(bridge.bridge.stats().requests).toBe(counted);
+    expect(c.calls()).toBe(0);
+  });
+
+  it("a permit handle's release refused by the over-release guard can be called again", async () => {
+    const { edgelock } = faulted();
+    const s = edgelock.getSemaphore(`${prefix}opt:over`);
+    await s.trySetPermits(2);
+    const handle = await s.tryAcquire();
+    if (!handle) throw new Error("no permit");
+    await s.addPermits(-1); // permits set 1, none available
+    await s.release(); // one available again: the handle's permit would make 2 of 1
+    await expect(handle.release()).rejects.toBeInstanceOf(OverReleaseError);
+    expect(handle.released).toBe(false);
+    await expect(handle.release()).rejects.toBeInstanceOf(OverReleaseError);
+    expect(await handle.release({ overRelease: true })).toBe(2);
+    expect(handle.released).toBe(true);
   });
 
   it("a permit handle's release is idempotent and validates its options", async () => {
