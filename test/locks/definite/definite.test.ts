@@ -190,7 +190,7 @@ describe.each(MODES)("apply-then-lose, mode %s, 20 %% of answers lost", (mode) =
     const set = await cyclesUnderFaults(
       mode,
       CYCLES,
-      async (i) => edgelock.getCountDownLatch(`${prefix}${mode}:set:${i}`),
+      async (i) => edgelock.getCountDownLatch(`${prefix}${mode}:latch-set:${i}`),
       async (fresh) => {
         expect(await fresh.trySetCount(1)).toBe(true);
         expect(await fresh.countDown()).toBe(0);
