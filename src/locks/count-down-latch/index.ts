@@ -189,6 +189,11 @@ export class CountDownLatch implements Inspectable<CountDownLatchInspection> {
    * @throws {TransportError} when Redis refused it (the key is not a latch), or gave no answer
    * within `definiteWithin` (`ambiguous`: still resent in the background, see the `settle`
    * event; calling again with the same `idempotencyKey` is safe).
+   * @example
+   * ```ts
+   * // Each worker names its part: a retry after a TransportError never counts twice.
+   * await latch.countDown({ idempotencyKey: `part:${partId}` });
+   * ```
    */
   async countDown(options?: CountDownOptions): Promise<number> {
     const o = checkOptions(options, "countDown", ["idempotencyKey"]);
