@@ -25,7 +25,7 @@ import { checkOptions, checkSignal, checkWaitTime } from "../../validate.js";
 import type { AttemptOutcome } from "../../wait.js";
 import { keys, type LockContext } from "../context.js";
 import { runDefinite } from "../definite.js";
-import { inBackground, unregisterWaiter } from "../protocol.js";
+import { unregisterWaiter } from "../protocol.js";
 import { waitFor } from "../waiting.js";
 
 /** Options of {@link CountDownLatch.await}. Times in integer ms. */
