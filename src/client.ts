@@ -9,6 +9,7 @@ import { randomHex } from "./ids.js";
 import type { KeeperLeaseKind, LeaseKeeperBinding } from "./keeper.js";
 import { type KeepAlive, type Lease, parseSerializedLease, type SerializedLease } from "./lease.js";
 import {
+  DEFAULT_DEFINITE_WITHIN_REQUEST_TIMEOUTS,
   DEFAULT_MAX_SUBSCRIPTIONS,
   DEFAULT_REPLAY_WINDOW_MS,
   DEFAULT_REQUEST_TIMEOUT_MS,
@@ -70,6 +71,20 @@ export interface EdgeLockOptions {
    * window. @default max(30000, 10 × requestTimeout)
    */
   replayWindow?: number;
+  /**
+   * How long a call that its caller cannot repeat safely — the release of any lease (every lock
+   * kind, permit leases), `unlock`, a semaphore's `release(permits)`, `addPermits`,
+   * `trySetPermits`, a latch's `countDown` and `trySetCount` — resends its own request (same
+   * request id: it applies at most once) until Redis answers, in integer ms in
+   * [0, `replayWindow` / 2]. The first send has the full `requestTimeout`; another copy follows
+   * a failed one after a backoff pause (50 ms doubling to 1 s, jittered), or a copy unanswered
+   * for a third of `requestTimeout`, each ending by this bound. Only past it does the
+   * call throw an ambiguous {@link TransportError}; the request is then resent in the background
+   * until Redis answers or half the `replayWindow` has passed, and a `settle` event says which.
+   * 0: one send, then background resends only.
+   * @default min(3 × requestTimeout, replayWindow / 2)
+   */
+  definiteWithin?: number;
   /**
    * How waiters wait between attempts:
    * - `"subscribe"`: for a release's message over pub/sub (`redis.subscribe()`, which the REST
@@ -152,6 +167,8 @@ export class EdgeLock {
   readonly requestTimeout: number;
   /** How long replay records live, in ms. */
   readonly replayWindow: number;
+  /** How long a call its caller cannot repeat safely resends its request, in ms. */
+  readonly definiteWithin: number;
   readonly #ctx: LockContext;
 
   /** @throws TypeError / RangeError for bad options. */
@@ -162,6 +179,7 @@ export class EdgeLock {
       "watchdogTimeout",
       "requestTimeout",
       "replayWindow",
+      "definiteWithin",
       "wait",
       "backoff",
       "keeper",
@@ -198,6 +216,11 @@ export class EdgeLock {
       o.replayWindow === undefined
         ? Math.max(DEFAULT_REPLAY_WINDOW_MS, 10 * this.requestTimeout)
         : checkMs(o.replayWindow, "replayWindow", MIN_REPLAY_WINDOW_MS);
+    this.definiteWithin = checkDefiniteWithin(
+      o.definiteWithin,
+      this.requestTimeout,
+      this.replayWindow,
+    );
     const backoff = resolveBackoff(o.backoff);
     const waitOption = o.wait ?? "auto";
     if (!["auto", "subscribe", "poll", "block"].includes(waitOption)) {
@@ -222,6 +245,7 @@ export class EdgeLock {
       clientId: this.clientId,
       watchdogTimeout: this.watchdogTimeout,
       replayWindow: this.replayWindow,
+      definiteWithin: this.definiteWithin,
       backoff,
       wait,
       wakes: new WakeHub(runner, maxSubscriptions),
@@ -403,6 +427,23 @@ export class EdgeLock {
         return this.getPermitExpirableSemaphore(s.name).restore(s);
     }
   }
+}
+
+/**
+ * `definiteWithin`: an integer in [0, replayWindow / 2] (resends past half the window could
+ * apply twice); default min(3 × requestTimeout, replayWindow / 2).
+ */
+function checkDefiniteWithin(value: unknown, requestTimeout: number, replayWindow: number): number {
+  const max = Math.floor(replayWindow / 2);
+  if (value === undefined) {
+    return Math.min(DEFAULT_DEFINITE_WITHIN_REQUEST_TIMEOUTS * requestTimeout, max);
+  }
+  if (typeof value === "number" && Number.isInteger(value) && value > max) {
+    throw new RangeError(
+      `\`definiteWithin\` must be at most half of \`replayWindow\` (${max} ms): a resend later than that could apply twice`,
+    );
+  }
+  return checkMs(value, "definiteWithin", 0, max);
 }
 
 /** The context of every EdgeLock, for the integrations' internal entry points below. */

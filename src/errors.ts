@@ -168,7 +168,10 @@ export class PermitNotHeldError extends EdgeLockError {
 /**
  * The HTTP request or Redis failed. `ambiguous` is true when the command may have been applied
  * (network failure, 5xx, malformed reply); edgelock's scripts are idempotent, so an ambiguous
- * acquire is cancelled in the background and an ambiguous release can simply be retried.
+ * acquire is cancelled in the background. A release or count change resends its request until
+ * Redis answers (`definiteWithin`) and is ambiguous only past that bound; it is then resent in
+ * the background (a `settle` event says how it ended), and repeating the same lease's or permit
+ * handle's `release()` is safe.
  * `cause` is a scrubbed copy of the client error (the original embeds the whole command).
  */
 export class TransportError extends EdgeLockError {

@@ -78,6 +78,37 @@ export interface ErrorEvent extends EventBase {
   error: EdgeLockError;
 }
 
+/** The calls that resend their request until Redis answers (see `definiteWithin`). */
+export type DefiniteOperation =
+  | "release"
+  | "countDown"
+  | "trySetCount"
+  | "addPermits"
+  | "trySetPermits";
+
+/**
+ * How a call that threw an ambiguous `TransportError` (no answer within `definiteWithin`) ended:
+ * the library kept resending the same request (same request id, so it applies at most once) in
+ * the background until Redis answered or half the `replayWindow` had passed since the call began.
+ * `requests` and `durationMs` count from the call's first send (the call's own sends included).
+ */
+export interface SettleEvent extends EventBase {
+  type: "settle";
+  /** The call: a release (of any lease, `unlock`, or semaphore permits) or a count change. */
+  operation: DefiniteOperation;
+  /**
+   * - `"answered"`: Redis answered; the request took effect exactly once, as its answer says
+   *   (e.g. a release that found the lease expired, or a semaphore release the over-release guard
+   *   refused, changed nothing);
+   * - `"refused"`: Redis refused it (a definite error, in `error`): nothing was applied;
+   * - `"unknown"`: no answer before the resends stopped (`error` is the last failure): it was
+   *   applied once or not at all, and a resend now could no longer be told apart from a new call.
+   */
+  outcome: "answered" | "refused" | "unknown";
+  /** With `"refused"` and `"unknown"`: the last error. */
+  error?: EdgeLockError;
+}
+
 /** Every event `onEvent` can receive; switch on `type`. */
 export type LockEvent =
   | AcquireEvent
@@ -87,7 +118,8 @@ export type LockEvent =
   | ReleaseEvent
   | LostEvent
   | SkipEvent
-  | ErrorEvent;
+  | ErrorEvent
+  | SettleEvent;
 
 /** Listener for {@link LockEvent}s. It must not throw; if it does, the error is ignored. */
 export type LockEventListener = (event: LockEvent) => void;

@@ -17,12 +17,14 @@ export {
 } from "./errors.js";
 export type {
   AcquireEvent,
+  DefiniteOperation,
   ErrorEvent,
   LockEvent,
   LockEventListener,
   LostEvent,
   ReleaseEvent,
   RenewEvent,
+  SettleEvent,
   SkipEvent,
   WaitEvent,
 } from "./events.js";
@@ -44,6 +46,7 @@ export {
   type SerializedLease,
 } from "./lease.js";
 export {
+  DEFAULT_DEFINITE_WITHIN_REQUEST_TIMEOUTS,
   DEFAULT_REPLAY_WINDOW_MS,
   DEFAULT_REQUEST_TIMEOUT_MS,
   DEFAULT_WATCHDOG_TIMEOUT_MS,
@@ -60,6 +63,7 @@ export type {
   CountDownLatch,
   CountDownLatchAwaitOptions,
   CountDownLatchInspection,
+  CountDownOptions,
 } from "./locks/count-down-latch/index.js";
 export type { FairLock, FairLockInspection } from "./locks/fair-lock/index.js";
 export type {
@@ -122,6 +126,7 @@ export type {
   Semaphore,
   SemaphoreAcquireOptions,
   SemaphoreInspection,
+  SemaphorePermits,
   SemaphoreReleaseOptions,
 } from "./locks/semaphore/index.js";
 export type { RedisLike } from "./transport/index.js";

@@ -154,12 +154,16 @@ export class Lease {
   }
 
   /**
-   * Releases this hold. Never throws for an expired lease. One HTTP request.
-   * Algorithm: Redisson RedissonLock#unlockInnerAsync with its request-id latch.
+   * Releases this hold. Never throws for an expired lease. One HTTP request on a healthy link;
+   * a lost answer is resent (same request id: it applies once) until Redis answers, within the
+   * EdgeLock's `definiteWithin`. Algorithm: Redisson RedissonLock#unlockInnerAsync with its
+   * request-id latch.
    * @returns `"released"` (last hold gone), `"still-held"` (reentrant count still > 0),
    * `"expired"` (the key is gone) or `"not-owner"` (someone else holds it now). Calling it again
    * returns the first answer.
-   * @throws {TransportError} when Redis could not be reached; calling again is safe.
+   * @throws {TransportError} when Redis refused it, or gave no answer within `definiteWithin`
+   * (`ambiguous`: still resent in the background, see the `settle` event); calling again is
+   * safe.
    */
   release(): Promise<ReleaseResult> {
     return this.releaseVia((lease) => this.#host.release(lease)).result;

@@ -33,6 +33,13 @@ export const MIN_REQUEST_TIMEOUT_MS = 10;
  * can still arrive much later than 6 × `requestTimeout` + 4.3 s after it was first sent.
  */
 export const DEFAULT_REPLAY_WINDOW_MS = 30_000;
+/**
+ * Default `definiteWithin`, in `requestTimeout`s (capped at half the replay window): how long a
+ * call that cannot be repeated safely (a release, `countDown`, …) resends its request before it
+ * reports the rare ambiguous outcome. Three sends of a full `requestTimeout` each ride out a
+ * lost answer or two, and leave the rest of the first half of the window to background resends.
+ */
+export const DEFAULT_DEFINITE_WITHIN_REQUEST_TIMEOUTS = 3;
 /** Smallest `replayWindow` accepted. */
 export const MIN_REPLAY_WINDOW_MS = 1_000;
 /**

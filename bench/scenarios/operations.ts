@@ -52,7 +52,7 @@ function held<L extends Lease>(lease: L | null): L {
   return lease;
 }
 
-function check(ok: boolean, what: string): void {
+function check(ok: unknown, what: string): void {
   if (!ok) throw new Error(`bench: ${what} did not succeed`);
 }
 

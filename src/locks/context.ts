@@ -11,6 +11,11 @@ export interface LockContext {
   readonly watchdogTimeout: number;
   /** How long replay records live, in ms. */
   readonly replayWindow: number;
+  /**
+   * How long a call that cannot be repeated safely resends its request until Redis answers, in
+   * ms (locks/definite.ts); at most half of `replayWindow`.
+   */
+  readonly definiteWithin: number;
   readonly backoff: BackoffPolicy;
   /** How waiters wait: for a release's message where the client subscribes, or polling. */
   readonly wait: "auto" | "subscribe" | "poll";

@@ -36,6 +36,7 @@ import { asInteger } from "../transport/index.js";
 import { checkLeaseTime, checkOwner, checkSignal } from "../validate.js";
 import type { AttemptOutcome } from "../wait.js";
 import { keys, type LockContext } from "./context.js";
+import { resendUntilAnswered } from "./definite.js";
 import { waitFor } from "./waiting.js";
 
 /** Acquire options every hold-based primitive accepts. */
@@ -259,8 +260,9 @@ export function hostFor(ctx: LockContext, protocol: HoldProtocol): LeaseHost {
 }
 
 /**
- * Runs `task` in the background (kept alive by `waitUntil`), reporting a transport failure as an
- * `error` event for `operation`: clean-ups nobody awaits.
+ * Runs `task` (one replay-safe request) in the background, kept alive by `waitUntil`, sending it
+ * again while it fails ambiguously (locks/definite.ts), and reports a failure as an `error`
+ * event for `operation`: clean-ups nobody awaits.
  */
 export function inBackground(
   ctx: LockContext,
@@ -271,7 +273,7 @@ export function inBackground(
   const counter = { requests: 0 };
   const started = Date.now();
   ctx.background(
-    task(counter).catch((error: unknown) =>
+    resendUntilAnswered(ctx, () => task(counter)).catch((error: unknown) =>
       reportError(ctx, name, operation, error, counter.requests, started),
     ),
   );

@@ -12,7 +12,7 @@
 import { TransportError } from "../../errors.js";
 import { randomHex } from "../../ids.js";
 import type { Inspectable, Inspection } from "../../inspect.js";
-import { LOCK_WAITER_SLOT_MS } from "../../limits.js";
+import { LOCK_WAITER_SLOT_MS, MAX_OWNER_LENGTH } from "../../limits.js";
 import {
   countDownLatchAwait,
   countDownLatchCountDown,
@@ -24,6 +24,7 @@ import { asInteger, asIntegers, type RequestCounter } from "../../transport/inde
 import { checkOptions, checkSignal, checkWaitTime } from "../../validate.js";
 import type { AttemptOutcome } from "../../wait.js";
 import { keys, type LockContext } from "../context.js";
+import { runDefinite } from "../definite.js";
 import { unregisterWaiter } from "../protocol.js";
 import { waitFor } from "../waiting.js";
 
@@ -39,6 +40,25 @@ export interface CountDownLatchAwaitOptions {
    * request in the background).
    */
   signal?: AbortSignal;
+}
+
+/** Options of {@link CountDownLatch.countDown}. */
+export interface CountDownOptions {
+  /**
+   * Names this count-down, 1–200 characters: calls with the same key on one latch count down
+   * once (within `replayWindow` of the first one applied), so a retry never counts twice.
+   * @default none: every call counts down
+   */
+  idempotencyKey?: string;
+}
+
+/** An idempotency key: a string of 1 to {@link MAX_OWNER_LENGTH} characters. */
+function checkIdempotencyKey(value: unknown): string {
+  if (typeof value !== "string") throw new TypeError("`idempotencyKey` must be a string");
+  if (value.length === 0 || value.length > MAX_OWNER_LENGTH) {
+    throw new RangeError(`\`idempotencyKey\` must be 1 to ${MAX_OWNER_LENGTH} characters long`);
+  }
+  return value;
 }
 
 /**
@@ -125,17 +145,21 @@ export class CountDownLatch implements Inspectable<CountDownLatchInspection> {
    * Sets the count if the latch does not exist (it is open), and publishes Redisson's NEW_COUNT
    * message so JVM waiters see it closed. One HTTP request on a warm client. Redisson
    * RedissonCountDownLatch#trySetCount, with a replay record: a resent copy (an HTTP retry after
-   * a lost answer) answers what the first copy did.
+   * a lost answer) answers what the first copy did, so it is resent until Redis answers within
+   * the EdgeLock's `definiteWithin`.
    * @param count the count, an integer in [1, 2^53 − 1]. Redisson also accepts 0; here it is a
    * RangeError, since a latch at 0 is open and has no key.
    * @returns true when the count was set, false when the latch already exists (its count is left
    * as it is).
    * @throws TypeError / RangeError for a bad count, before any request.
-   * @throws {TransportError} when Redis could not be reached.
+   * @throws {TransportError} when Redis refused it, or gave no answer within `definiteWithin`
+   * (`ambiguous`: resent in the background, see the `settle` event).
    */
   async trySetCount(count: number): Promise<boolean> {
     checkCount(count);
-    return this.#ctx.runner.run(
+    return runDefinite(
+      this.#ctx,
+      "trySetCount",
       {
         script: countDownLatchTrySetCount,
         name: this.name,
@@ -150,20 +174,39 @@ export class CountDownLatch implements Inspectable<CountDownLatchInspection> {
   /**
    * Counts the latch down by one. At zero the key is deleted, Redisson's ZERO_COUNT message is
    * published and every waiting `await` is woken. On a latch that does not exist it changes
-   * nothing. One HTTP request on a warm client. Redisson RedissonCountDownLatch#countDown, with a
-   * replay record: a resent copy (an HTTP retry after a lost answer) never counts twice.
+   * nothing. One HTTP request on a warm client, resent until Redis answers within the EdgeLock's
+   * `definiteWithin`. Redisson RedissonCountDownLatch#countDown, with a replay record: a resent
+   * copy never counts twice.
+   *
+   * Without `idempotencyKey` each call is a new request, so a caller that repeats a call that
+   * threw may count down twice. With it, every call carrying the same key (on this latch,
+   * within `replayWindow` of the first one applied) counts down once and answers what the first
+   * did: pass one key per party, e.g. the id of the part of the work it finished.
+   * @param options `idempotencyKey`: a string of 1–200 characters naming this count-down.
    * @returns the count left: 0 when the latch is open (this call opened it, or it did not
    * exist). Redisson's countDown returns nothing.
-   * @throws {TransportError} when Redis could not be reached (the count-down may still apply,
-   * once), or the key is not a latch.
+   * @throws TypeError / RangeError for a bad option, before any request.
+   * @throws {TransportError} when Redis refused it (the key is not a latch), or gave no answer
+   * within `definiteWithin` (`ambiguous`: still resent in the background, see the `settle`
+   * event; calling again with the same `idempotencyKey` is safe).
+   * @example
+   * ```ts
+   * // Each worker names its part: a retry after a TransportError never counts twice.
+   * await latch.countDown({ idempotencyKey: `part:${partId}` });
+   * ```
    */
-  async countDown(): Promise<number> {
-    return this.#ctx.runner.run(
+  async countDown(options?: CountDownOptions): Promise<number> {
+    const o = checkOptions(options, "countDown", ["idempotencyKey"]);
+    const requestId =
+      o.idempotencyKey === undefined ? randomHex() : `k:${checkIdempotencyKey(o.idempotencyKey)}`;
+    return runDefinite(
+      this.#ctx,
+      "countDown",
       {
         script: countDownLatchCountDown,
         name: this.name,
         keys: [this.name, latchChannel(this.name), ...this.#replayKeys(), ...this.#wakeKeys()],
-        args: [this.#ctx.replayWindow, randomHex()],
+        args: [this.#ctx.replayWindow, requestId],
       },
       decodeCount,
       { requests: 0 },

@@ -25,6 +25,7 @@ import {
   type ScriptCall,
 } from "../../transport/index.js";
 import { keys, type LockContext } from "../context.js";
+import { runDefinite } from "../definite.js";
 import {
   type AttemptReply,
   type HoldProtocol,
@@ -87,11 +88,14 @@ export async function renewHold(
   return renewed === 1;
 }
 
-/** Runs a release script (replying 0–3, as lua/lock/release.lua) and reports a `release` event. */
+/**
+ * Runs a release script (replying 0–3, as lua/lock/release.lua) until Redis answers (see
+ * locks/definite.ts) and reports a `release` event.
+ */
 export async function runRelease(ctx: LockContext, call: ScriptCall): Promise<ReleaseResult> {
   const counter = { requests: 0 };
   const started = Date.now();
-  const result = await ctx.runner.run(call, decodeRelease, counter);
+  const result = await runDefinite(ctx, "release", call, decodeRelease, counter);
   ctx.emit({
     type: "release",
     name: call.name,

@@ -24,6 +24,7 @@ import { isLeaseId } from "../../renewal.js";
 import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
 import { checkMs, checkOptions, checkWaitTime } from "../../validate.js";
 import { keys, type LockContext } from "../context.js";
+import { runDefinite } from "../definite.js";
 import {
   emitAcquire,
   holdSettings,
@@ -421,7 +422,9 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
     permitIds: readonly string[],
     counter: RequestCounter = { requests: 0 },
   ): Promise<number> {
-    return this.#ctx.runner.run(
+    return runDefinite(
+      this.#ctx,
+      "release",
       {
         script: permitExpirableSemaphoreRelease,
         name: this.name,

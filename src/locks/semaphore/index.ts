@@ -6,10 +6,12 @@
  * @module
  */
 import { OverReleaseError, TransportError } from "../../errors.js";
+import type { DefiniteOperation } from "../../events.js";
 import { randomHex } from "../../ids.js";
 import type { Inspectable, Inspection } from "../../inspect.js";
 import { LOCK_WAITER_SLOT_MS, MAX_PERMITS } from "../../limits.js";
 import {
+  type LuaScript,
   semaphoreAcquire,
   semaphoreAddPermits,
   semaphoreCancel,
@@ -22,6 +24,7 @@ import {
 import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
 import { checkOptions, checkSignal, checkWaitTime } from "../../validate.js";
 import { keys, type LockContext } from "../context.js";
+import { runDefinite } from "../definite.js";
 import { emitAcquire, inBackground, unregisterWaiter } from "../protocol.js";
 import { waitFor } from "../waiting.js";
 
@@ -88,17 +91,19 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
   /**
    * Sets the permits if the semaphore does not exist yet (Redisson
    * RSemaphore#trySetPermits). The count is also recorded as the permits set, which bounds
-   * `release`. One request; a resent request answers what the first copy did.
+   * `release`. One request; a resent request answers what the first copy did, so it is resent
+   * until Redis answers, within the EdgeLock's `definiteWithin`.
    * @param permits integer in [0, 2^31).
    * @returns true when set, false when the semaphore already existed (nothing changed).
    * @throws TypeError / RangeError for a bad count, before any request.
-   * @throws {TransportError} when Redis could not be reached.
+   * @throws {TransportError} when Redis refused it, or gave no answer within `definiteWithin`
+   * (`ambiguous`; resent in the background, see the `settle` event).
    */
   async trySetPermits(permits: number): Promise<boolean> {
     checkPermits(permits, "permits", 0);
-    const reply = await this.#run(
+    const reply = await this.#runDefinite(
+      "trySetPermits",
       semaphoreTrySetPermits,
-      this.#writeKeys(),
       [permits, this.#ctx.replayWindow, randomHex()],
       asInteger,
     );
@@ -108,17 +113,20 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
   /**
    * Adds permits, or removes them with a negative count (Redisson RSemaphore#addPermits):
    * available permits and the permits set move together; available permits may go below 0.
-   * Creates the semaphore when it does not exist. Wakes waiters the new permits can serve.
+   * Creates the semaphore when it does not exist. Wakes waiters the new permits can serve. One
+   * request, resent until Redis answers within `definiteWithin` (replay-safe: it adds once).
+   * Each call is a new request: a caller repeating a call that threw adds twice.
    * @param permits non-zero integer in (-2^31, 2^31).
    * @returns the available permits after the change.
    * @throws TypeError / RangeError for a bad count, before any request.
-   * @throws {TransportError} when Redis could not be reached.
+   * @throws {TransportError} when Redis refused it, or gave no answer within `definiteWithin`
+   * (`ambiguous`; resent in the background, see the `settle` event).
    */
   async addPermits(permits: number): Promise<number> {
     checkDelta(permits);
-    return this.#run(
+    return this.#runDefinite(
+      "addPermits",
       semaphoreAddPermits,
-      this.#writeKeys(),
       [permits, this.#ctx.replayWindow, randomHex()],
       asInteger,
     );
@@ -131,12 +139,14 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
    * `addPermits` that frees permits, or polls with backoff on a client that cannot block. An
    * attempt whose answer never arrives (aborted, timed out) is cancelled in the background and
    * its permits given back.
-   * @returns true when the permits were taken, false when `waitTime` ran out first.
+   * @returns a {@link SemaphorePermits} handle when the permits were taken (give them back with
+   * its idempotent `release()`), `null` when `waitTime` ran out first. The handle is truthy and
+   * `null` falsy, so `if (await semaphore.tryAcquire())` reads as Redisson's boolean.
    * @throws TypeError / RangeError for bad options, before any request.
    * @throws signal.reason when aborted.
    * @throws {TransportError} when Redis could not be reached.
    */
-  async tryAcquire(options?: SemaphoreAcquireOptions): Promise<boolean> {
+  async tryAcquire(options?: SemaphoreAcquireOptions): Promise<SemaphorePermits | null> {
     const o = checkOptions(options, "tryAcquire", ACQUIRE_KEYS);
     return this.#acquire(o, checkWaitTime(o.waitTime) ?? 0);
   }
@@ -144,47 +154,56 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
   /**
    * Takes `permits` permits, waiting as long as it takes (until `signal` aborts). Redisson
    * RSemaphore#acquire(permits).
+   * @returns the {@link SemaphorePermits} handle of the permits taken.
    * @throws TypeError / RangeError for bad options, before any request.
    * @throws signal.reason when aborted.
    * @throws {TransportError} when Redis could not be reached.
    */
-  async acquire(options?: Omit<SemaphoreAcquireOptions, "waitTime">): Promise<void> {
+  async acquire(options?: Omit<SemaphoreAcquireOptions, "waitTime">): Promise<SemaphorePermits> {
     const o = checkOptions(
       options,
       "acquire",
       ACQUIRE_KEYS.filter((k) => k !== "waitTime"),
     );
-    if (!(await this.#acquire(o, undefined))) {
-      throw new Error("unreachable: acquire() without a deadline took no permits");
-    }
+    const permits = await this.#acquire(o, undefined);
+    if (!permits) throw new Error("unreachable: acquire() without a deadline took no permits");
+    return permits;
   }
 
   /**
    * Gives permits back (Redisson RSemaphore#release(permits)) and wakes waiters they can serve.
-   * One request; a resent request adds them once. Unlike Redisson's, a release is refused
-   * (nothing changes) unless `overRelease` when it is both more than edgelock callers have
-   * taken (acquire, drainPermits) and not given back yet, and would make more permits available
-   * than were set. So giving back what was taken always works, even after a Redisson client's
-   * `addPermits`, `reducePermits` or `delete` + `trySetPermits` changed the semaphore meanwhile,
-   * and the permits come back to whatever semaphore is there, as in Redisson. A semaphore set by
-   * a Redisson client has no recorded permits set: its releases are unbounded, as Redisson's are.
+   * One request, resent until Redis answers within the EdgeLock's `definiteWithin` (replay-safe:
+   * it adds once). Unlike Redisson's, a release is refused (nothing changes) unless
+   * `overRelease` when it is both more than edgelock callers have taken (acquire, drainPermits)
+   * and not given back yet, and would make more permits available than were set. So giving back
+   * what was taken always works, even after a Redisson client's `addPermits`, `reducePermits` or
+   * `delete` + `trySetPermits` changed the semaphore meanwhile, and the permits come back to
+   * whatever semaphore is there, as in Redisson. A semaphore set by a Redisson client has no
+   * recorded permits set: its releases are unbounded, as Redisson's are.
+   *
+   * Not idempotent across calls (Redisson parity): each call is a new request, so a caller that
+   * repeats a call that threw may give the permits back twice. Prefer the handle from
+   * `tryAcquire`/`acquire`, whose `release()` can be repeated safely.
    * @param permits integer in [1, 2^31). @default 1
    * @returns the available permits after the release.
    * @throws TypeError / RangeError for bad arguments, before any request.
    * @throws {OverReleaseError} when refused (see above).
-   * @throws {TransportError} when Redis could not be reached.
+   * @throws {TransportError} when Redis refused it, or gave no answer within `definiteWithin`
+   * (`ambiguous`; resent in the background, see the `settle` event).
    */
   async release(permits = 1, options?: SemaphoreReleaseOptions): Promise<number> {
     checkPermits(permits, "permits", 1);
-    const o = checkOptions(options, "release", ["overRelease"]);
-    if (o.overRelease !== undefined && typeof o.overRelease !== "boolean") {
-      throw new TypeError("`overRelease` must be a boolean");
-    }
-    const reply = await this.#run(
+    return this.#release(permits, checkOverRelease(options), randomHex());
+  }
+
+  /** One release under `requestId` (release.lua), resent until Redis answers. */
+  async #release(permits: number, overRelease: boolean, requestId: string): Promise<number> {
+    const reply = await this.#runDefinite(
+      "release",
       semaphoreRelease,
-      [...this.#writeKeys(), takenKey(this.name)],
-      [permits, o.overRelease ? 1 : 0, this.#ctx.replayWindow, randomHex()],
+      [permits, overRelease ? 1 : 0, this.#ctx.replayWindow, requestId],
       (r) => asIntegers(r, 2) ?? asIntegers(r, 3),
+      [...this.#writeKeys(), takenKey(this.name)],
     );
     const [status = 0, available = 0, limit = -1] = reply;
     if (status !== 1) {
@@ -282,7 +301,9 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
       });
       attempts = polled.attempts;
       acquired = polled.value !== null;
-      return acquired;
+      return acquired
+        ? new SemaphorePermits(this.name, permits, (o, id) => this.#release(permits, o, id))
+        : null;
     } finally {
       emitAcquire(this.#ctx, this.name, started, counter, acquired, attempts);
     }
@@ -366,8 +387,20 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
     ];
   }
 
+  /** A call that changes the permits, resent until Redis answers (locks/definite.ts). */
+  #runDefinite<T>(
+    operation: DefiniteOperation,
+    script: LuaScript,
+    args: (string | number)[],
+    decode: (reply: unknown) => T | undefined,
+    scriptKeys: string[] = this.#writeKeys(),
+  ): Promise<T> {
+    const call = { script, name: this.name, keys: scriptKeys, args };
+    return runDefinite(this.#ctx, operation, call, decode, { requests: 0 });
+  }
+
   #run<T>(
-    script: Parameters<LockContext["runner"]["run"]>[0]["script"],
+    script: LuaScript,
     scriptKeys: string[],
     args: (string | number)[],
     decode: (reply: unknown) => T | undefined,
@@ -404,4 +437,84 @@ function checkDelta(value: unknown): number {
     );
   }
   return value;
+}
+
+/** `options.overRelease` of a release: a boolean, false when omitted. */
+function checkOverRelease(options: SemaphoreReleaseOptions | undefined): boolean {
+  const o = checkOptions(options, "release", ["overRelease"]);
+  if (o.overRelease !== undefined && typeof o.overRelease !== "boolean") {
+    throw new TypeError("`overRelease` must be a boolean");
+  }
+  return o.overRelease ?? false;
+}
+
+/**
+ * Permits taken by `semaphore.tryAcquire()` or `acquire()`. Give them back with
+ * {@link SemaphorePermits.release}: its request id is bound to this handle, so calling it again
+ * (a retry after a `TransportError`, a second `finally`) never gives them back twice.
+ *
+ * @example
+ * ```ts
+ * const slot = await edgelock.getSemaphore("exports").tryAcquire({ waitTime: 5_000 });
+ * if (slot) {
+ *   try { await runExport(); } finally { await slot.release(); }
+ * }
+ * ```
+ */
+export class SemaphorePermits {
+  /** The semaphore's name. */
+  readonly name: string;
+  /** Permits this handle holds. */
+  readonly permits: number;
+  /** The request id of this handle's release: every call of `release()` sends it. */
+  readonly #requestId = randomHex();
+  readonly #send: (overRelease: boolean, requestId: string) => Promise<number>;
+  #release: Promise<number> | undefined;
+
+  /** Internal: handles come from `tryAcquire` and `acquire`. */
+  constructor(
+    name: string,
+    permits: number,
+    send: (overRelease: boolean, requestId: string) => Promise<number>,
+  ) {
+    this.name = name;
+    this.permits = permits;
+    this.#send = send;
+  }
+
+  /** True once a `release()` of this handle succeeded or is under way. */
+  get released(): boolean {
+    return this.#release !== undefined;
+  }
+
+  /**
+   * Gives this handle's permits back once and wakes waiters they can serve (Redisson
+   * RSemaphore#release(permits)). One request, resent until Redis answers within the EdgeLock's
+   * `definiteWithin`. Idempotent: calling it again returns the first answer, and after a failure
+   * it resends the same request (replay-safe for `replayWindow`), so a retry never gives the
+   * permits back twice.
+   * @param options `overRelease`, as `semaphore.release`; the first successful call's counts.
+   * @returns the available permits right after the release applied.
+   * @throws TypeError for bad options, before any request.
+   * @throws {OverReleaseError} when the permits set was lowered below what is held meanwhile
+   * (`addPermits` with a negative count): refused, nothing changed.
+   * @throws {TransportError} when Redis refused it, or gave no answer within `definiteWithin`
+   * (`ambiguous`: still resent in the background; calling again is safe).
+   */
+  release(options?: SemaphoreReleaseOptions): Promise<number> {
+    const overRelease = checkOverRelease(options);
+    if (this.#release !== undefined) return this.#release;
+    const release = this.#send(overRelease, this.#requestId);
+    this.#release = release;
+    release.catch(() => {
+      // A failed release can be tried again, with the same request id.
+      if (this.#release === release) this.#release = undefined;
+    });
+    return release;
+  }
+
+  /** `await using slot = …` gives the permits back at the end of the block. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
 }

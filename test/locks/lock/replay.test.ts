@@ -125,10 +125,25 @@ describe("replayed requests have the effect of once", () => {
     expect(await lease.release()).toBe("released");
   });
 
-  it("a release answered 503 twice rejects with an ambiguous TransportError and can be retried", async () => {
+  it("a release answered 503 twice is resent until Redis answers: definite, applied once", async () => {
     const rec = recordingEdgeLock({}, bridge.redis());
     await warm(rec);
     const lock = rec.edgelock.getLock(`${prefix}release-503`);
+    const lease = await lock.tryLock({ leaseTime: 10_000 });
+    if (!lease) throw new Error("not acquired");
+    bridge.bridge.setFaults({
+      rules: [{ action: "lose", mode: "503", match: "evalsha", times: 2 }],
+    });
+    expect(await lease.release()).toBe("released"); // the third send reports the first result
+    const releases = rec.events.filter((e) => e.type === "release" && e.name === lock.name);
+    expect(releases.map((e) => e.requests)).toEqual([3]);
+    expect(await lock.isLocked()).toBe(false);
+  });
+
+  it("with definiteWithin 0 a release answered 503 twice rejects as ambiguous and can be retried", async () => {
+    const rec = recordingEdgeLock({ definiteWithin: 0 }, bridge.redis());
+    await warm(rec);
+    const lock = rec.edgelock.getLock(`${prefix}release-503-now`);
     const lease = await lock.tryLock({ leaseTime: 10_000 });
     if (!lease) throw new Error("not acquired");
     bridge.bridge.setFaults({
@@ -138,6 +153,9 @@ describe("replayed requests have the effect of once", () => {
     expect(error).toMatchObject({ code: "TRANSPORT", ambiguous: true });
     expect(await lock.isLocked()).toBe(false); // it was applied
     expect(await lease.release()).toBe("released"); // the retry reports the first result
+    // The background resend got Redis's answer as well.
+    const settled = await rec.until((e) => e.type === "settle");
+    expect(settled).toMatchObject({ operation: "release", outcome: "answered" });
   });
 
   it("a failed acquire with an ambiguous outcome is cancelled: no hold is left", async () => {

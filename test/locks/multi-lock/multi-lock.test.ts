@@ -74,7 +74,9 @@ describe("MultiLock", () => {
   });
 
   it("releaseAll reports each member's outcome instead of stopping at the first failure", async () => {
-    const { locks, multi } = mixed(`${prefix}outcomes`);
+    // definiteWithin 0: a member's release gives up after its first send (and the transport's
+    // one resend after a 5xx), so the failure reaches releaseAll.
+    const { locks, multi } = mixed(`${prefix}outcomes`, { definiteWithin: 0 });
     const lease = await multi.tryLock({ leaseTime: 10_000 });
     if (!lease) throw new Error("not acquired");
     await locks[0].forceUnlock();

@@ -55,12 +55,12 @@ describe("semaphore", () => {
   it("Redisson's basics: trySetPermits once, acquire and release, drain, addPermits, availablePermits", async () => {
     const s = recordingEdgeLock().edgelock.getSemaphore(`${prefix}basics`);
     expect(await s.availablePermits()).toBe(0);
-    expect(await s.tryAcquire()).toBe(false); // a missing semaphore has no permits
+    expect(await s.tryAcquire()).toBeNull(); // a missing semaphore has no permits
     expect(await s.trySetPermits(3)).toBe(true);
     expect(await s.trySetPermits(5)).toBe(false);
     expect(await s.availablePermits()).toBe(3);
-    expect(await s.tryAcquire({ permits: 2 })).toBe(true);
-    expect(await s.tryAcquire({ permits: 2 })).toBe(false); // all or none
+    expect(await s.tryAcquire({ permits: 2 })).not.toBeNull();
+    expect(await s.tryAcquire({ permits: 2 })).toBeNull(); // all or none
     expect(await s.availablePermits()).toBe(1);
     expect(await s.release(2)).toBe(3);
     expect(await s.drainPermits()).toBe(3);
@@ -69,7 +69,7 @@ describe("semaphore", () => {
     expect(await s.addPermits(2)).toBe(5);
     expect(await s.addPermits(-6)).toBe(-1); // below 0, as Redisson allows
     expect(await s.drainPermits()).toBe(0); // a negative count is left alone
-    expect(await s.tryAcquire()).toBe(false);
+    expect(await s.tryAcquire()).toBeNull();
     expect(await s.addPermits(1)).toBe(0);
     expect(await s.inspect()).toMatchObject({ available: 0, permits: 0 });
   });
@@ -82,7 +82,7 @@ describe("semaphore", () => {
     expect(never).toMatchObject({ code: "OVER_RELEASE", limit: null, permits: 1, resource: name });
     expect(await raw.exists(name)).toBe(0);
     await s.trySetPermits(2);
-    expect(await s.tryAcquire()).toBe(true);
+    expect(await s.tryAcquire()).not.toBeNull();
     const over = await s.release(2).catch((e: unknown) => e);
     expect(over).toBeInstanceOf(OverReleaseError);
     expect(over).toMatchObject({ permits: 2, available: 1, limit: 2 });
@@ -115,9 +115,9 @@ describe("semaphore", () => {
         arguments: [String(n)],
       });
     expect(await jvmAcquire(2)).toBe(1);
-    expect(await s.tryAcquire()).toBe(false);
+    expect(await s.tryAcquire()).toBeNull();
     await jvmRelease(1);
-    expect(await s.tryAcquire()).toBe(true);
+    expect(await s.tryAcquire()).not.toBeNull();
     expect(await jvmAcquire(2)).toBe(0);
     await s.release();
     expect(await jvmAcquire(1)).toBe(1);
@@ -136,7 +136,7 @@ describe("semaphore", () => {
       Array.from({ length: 10 }, async () => {
         const s = recordingEdgeLock({}, bridge.redis()).edgelock.getSemaphore(name);
         for (let i = 0; i < 5; i++) {
-          expect(await s.tryAcquire({ waitTime: 20_000 })).toBe(true);
+          expect(await s.tryAcquire({ waitTime: 20_000 })).not.toBeNull();
           inside += 1;
           most = Math.max(most, inside);
           expect(inside).toBeLessThanOrEqual(3);
@@ -157,7 +157,7 @@ describe("semaphore", () => {
     const name = `${prefix}woken`;
     const owner = recordingEdgeLock().edgelock.getSemaphore(name);
     await owner.trySetPermits(2);
-    expect(await owner.tryAcquire({ permits: 2 })).toBe(true);
+    expect(await owner.tryAcquire({ permits: 2 })).not.toBeNull();
     const waiter = recordingEdgeLock();
     const started = Date.now();
     const pending = waiter.edgelock.getSemaphore(name).tryAcquire({ permits: 2, waitTime: 20_000 });
@@ -165,7 +165,7 @@ describe("semaphore", () => {
     expect((await owner.inspect()).waiters).toBe(1);
     await owner.release(1);
     await owner.release(1);
-    expect(await pending).toBe(true);
+    expect(await pending).not.toBeNull();
     expect(Date.now() - started).toBeLessThan(5_000); // far below the 15 s a lost wake-up costs
     // The first release woke it too early (1 of 2 permits): at most one more wait, never a poll loop.
     expect(waiter.requests("acquire")).toBeLessThanOrEqual(5);
@@ -186,7 +186,7 @@ describe("semaphore", () => {
       waiters.map((w) => w.until((_e, all) => all.filter((e) => e.type === "wait").length === 2)),
     );
     await owner.release(3);
-    expect(await Promise.all(pending)).toEqual([true, true, true]);
+    expect((await Promise.all(pending)).map((p) => p?.permits)).toEqual([1, 1, 1]);
     // An attempt, the subscription, an attempt, the wake-up, an attempt.
     for (const w of waiters) expect(w.requests("acquire")).toBe(4);
   });
@@ -200,7 +200,7 @@ describe("semaphore", () => {
     const pending = poller.edgelock.getSemaphore(name).tryAcquire({ waitTime: 10_000 });
     await poller.until((_e, all) => all.filter((e) => e.type === "wait").length >= 2);
     await owner.release();
-    expect(await pending).toBe(true);
+    expect(await pending).not.toBeNull();
     expect(await raw.exists(`edgelock_waiting:{${name}}`)).toBe(0); // a poller never registers
   });
 
@@ -210,7 +210,7 @@ describe("semaphore", () => {
     await s.trySetPermits(1);
     await s.tryAcquire();
     const waiter = recordingEdgeLock();
-    expect(await waiter.edgelock.getSemaphore(name).tryAcquire({ waitTime: 200 })).toBe(false);
+    expect(await waiter.edgelock.getSemaphore(name).tryAcquire({ waitTime: 200 })).toBeNull();
     await Promise.all(waiter.background);
     expect(await keysOf(name)).toEqual([limitKey(name), takenKey(name), name].sort()); // 1 held
   });
@@ -232,7 +232,7 @@ describe("semaphore", () => {
     const next = waiter.edgelock.getSemaphore(name).acquire();
     await waiter.until((_e, all) => all.filter((e) => e.type === "wait").length === 2);
     await s.release();
-    await expect(next).resolves.toBeUndefined();
+    await expect(next).resolves.toMatchObject({ permits: 1, released: false });
     expect(await s.availablePermits()).toBe(0);
   });
 
@@ -251,7 +251,7 @@ describe("semaphore", () => {
     expect(rec.background).toHaveLength(1);
     await Promise.all(rec.background);
     expect(await stored(name)).toBe("2");
-    expect(await semaphore.tryAcquire({ permits: 2 })).toBe(true);
+    expect(await semaphore.tryAcquire({ permits: 2 })).not.toBeNull();
   });
 
   it("replay: a resent grant, release, addPermits, trySetPermits or drain applies once", async () => {
@@ -261,7 +261,7 @@ describe("semaphore", () => {
     loseNextEvalsha();
     expect(await s.trySetPermits(3)).toBe(true); // the resend answers what the first copy did
     loseNextEvalsha();
-    expect(await s.tryAcquire({ permits: 2 })).toBe(true);
+    expect(await s.tryAcquire({ permits: 2 })).not.toBeNull();
     expect(await stored(name)).toBe("1");
     loseNextEvalsha();
     expect(await s.release(2)).toBe(3);

@@ -1,0 +1,190 @@
+/**
+ * Calls that end definite. A release, `countDown`, a semaphore's `release(permits)`,
+ * `addPermits`, `trySetPermits` and `trySetCount` cannot be repeated safely by their caller (a
+ * new call is a new request id, so it may apply twice), but each of their scripts is replay-safe
+ * for its own request id: resending *the same request* applies it at most once. So instead of
+ * handing a lost answer to the caller as an ambiguous `TransportError`, such a call resends its
+ * request, with backoff, until Redis answers or `definiteWithin` has passed; only then does it
+ * throw the ambiguous error, and it goes on resending in the background until Redis answers or
+ * half the replay window has passed since the call began, reporting which in a `settle` event.
+ *
+ * Why half the window: a request's replay record lives at least `replayWindow` from when Redis
+ * first applied it (never before the call began), and a copy sent late can still be in flight
+ * for a while (`@upstash/redis` resends after network errors); the second half of the window is
+ * that margin. Past it a resend could apply a second time, so none is sent.
+ * @module
+ */
+import { type EdgeLockError, TransportError } from "../errors.js";
+import type { DefiniteOperation } from "../events.js";
+import { MIN_REQUEST_TIMEOUT_MS } from "../limits.js";
+import type { RequestCounter, ScriptCall } from "../transport/index.js";
+import { type BackoffPolicy, backoffDelay, SLEEP_FLOOR_MS } from "../wait.js";
+import type { LockContext } from "./context.js";
+
+/** Backoff between two sends of one request: from 50 ms, doubling, at most 1 s (jittered). */
+const RESEND_BACKOFF: Readonly<BackoffPolicy> = Object.freeze({
+  initialDelay: 50,
+  maxDelay: 1_000,
+  multiplier: 2,
+});
+
+/** What the sends of one request came to. */
+type Sent<T> = { value: T } | { error: unknown };
+
+/** True for a failure after which the request may or may not have been applied. */
+function isAmbiguous(error: unknown): error is TransportError {
+  return error instanceof TransportError && error.ambiguous;
+}
+
+/**
+ * Runs `call` (a replay-safe script whose request id is in its arguments) until Redis answers,
+ * within `definiteWithin` from the first send (see {@link sendUntil}). Counts every HTTP request
+ * in `counter`.
+ * @returns the decoded answer.
+ * @throws {TransportError} a definite failure at once (`ambiguous: false`: nothing applied); an
+ * ambiguous one only once `definiteWithin` has passed, and the request is then resent in the
+ * background until Redis answers or half the `replayWindow` has passed, reported by a `settle`
+ * event for `operation`.
+ */
+export async function runDefinite<T>(
+  ctx: LockContext,
+  operation: DefiniteOperation,
+  call: ScriptCall,
+  decode: (reply: unknown) => T | undefined,
+  counter: RequestCounter,
+): Promise<T> {
+  const started = Date.now();
+  const send = (timeout: number | undefined) =>
+    ctx.runner.run({ ...call, timeout: timeout ?? call.timeout }, decode, counter);
+  const first = await sendUntil(ctx, send, started + ctx.definiteWithin, 0, 0);
+  if ("value" in first.sent) return first.sent.value;
+  const error = first.sent.error;
+  if (!isAmbiguous(error)) throw error;
+  resendInBackground(ctx, operation, call.name, send, counter, started, first.sends, error);
+  throw new TransportError(
+    call.name,
+    `${error.message} (sent ${first.sends} time(s) within definiteWithin, ${ctx.definiteWithin} ms; still resending in the background, see the settle event)`,
+    true,
+    { cause: error.cause },
+  );
+}
+
+/**
+ * Runs `task` — one replay-safe request that nobody awaits, e.g. the cancel of an acquire whose
+ * answer never arrived — and sends it again while it fails ambiguously, as the background
+ * resends of {@link runDefinite} do: until Redis answers or half the `replayWindow` has passed.
+ * @returns the task's answer.
+ * @throws the last failure.
+ */
+export async function resendUntilAnswered<T>(ctx: LockContext, task: () => Promise<T>): Promise<T> {
+  const horizon = Date.now() + Math.floor(ctx.replayWindow / 2);
+  const { sent } = await sendUntil(ctx, () => task(), horizon, 0, 0);
+  if ("value" in sent) return sent.value;
+  throw sent.error;
+}
+
+/**
+ * Sends copies of a request (`send`, given each copy's time limit) until one is answered, one fails definitely, or `deadline` leaves no
+ * room for another: the first after `delay` ms, then a next one when a copy failed (after a
+ * backoff pause) or when the latest copy has had no answer for a third of `requestTimeout`
+ * (far above a healthy round trip: a hung request is not waited out before the next copy
+ * goes, while a merely slow one is not doubled). Copies in flight together are harmless: the
+ * request id makes every one answer what the first applied did. The very first send of a call
+ * keeps its full time limit (`undefined`: the call's own); every later one ends by `deadline`. `sends`: copies sent
+ * before this run (they number the backoff).
+ */
+function sendUntil<T>(
+  ctx: LockContext,
+  sendCopy: (timeout: number | undefined) => Promise<T>,
+  deadline: number,
+  sends: number,
+  delay: number,
+): Promise<{ sent: Sent<T>; sends: number }> {
+  const requestTimeout = ctx.runner.requestTimeout;
+  const hedgeAfter = Math.max(MIN_REQUEST_TIMEOUT_MS, Math.floor(requestTimeout / 3));
+  return new Promise((resolve) => {
+    let n = sends;
+    let inFlight = 0;
+    let last: unknown;
+    let done = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const finish = (sent: Sent<T>) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve({ sent, sends: n });
+    };
+    /** Schedules the next copy in `ms`, or ends once nothing is in flight and time is up. */
+    const next = (ms: number) => {
+      clearTimeout(timer);
+      timer = undefined;
+      if (deadline - Date.now() - ms >= MIN_REQUEST_TIMEOUT_MS) {
+        timer = setTimeout(send, ms);
+      } else if (inFlight === 0) {
+        finish({ error: last });
+      }
+    };
+    const send = () => {
+      timer = undefined;
+      const copy = n;
+      const timeout = copy === 0 ? undefined : Math.min(deadline - Date.now(), requestTimeout);
+      n += 1;
+      inFlight += 1;
+      next(hedgeAfter);
+      sendCopy(timeout).then(
+        (value) => finish({ value }),
+        (error: unknown) => {
+          inFlight -= 1;
+          last = error;
+          if (!isAmbiguous(error)) finish({ error });
+          else if (!done) {
+            // The pause is cut short so that a last copy still goes out before the deadline.
+            const room = deadline - Date.now() - MIN_REQUEST_TIMEOUT_MS;
+            const pause = backoffDelay(RESEND_BACKOFF, copy, -1, room);
+            next(pause >= SLEEP_FLOOR_MS ? pause : room + 1);
+          }
+        },
+      );
+    };
+    if (delay > 0) next(delay);
+    else send();
+  });
+}
+
+/**
+ * Goes on resending an unanswered request after its call gave up, until Redis answers or half
+ * the replay window has passed since `started`, then reports a `settle` event. Kept alive by
+ * `waitUntil`.
+ */
+function resendInBackground<T>(
+  ctx: LockContext,
+  operation: DefiniteOperation,
+  name: string,
+  send: (timeout: number | undefined) => Promise<T>,
+  counter: RequestCounter,
+  started: number,
+  sends: number,
+  lastError: TransportError,
+): void {
+  const horizon = started + Math.floor(ctx.replayWindow / 2);
+  const task = (async () => {
+    // The call has just failed: one backoff pause before the first background send.
+    const pause = backoffDelay(RESEND_BACKOFF, sends - 1, -1, Math.max(0, horizon - Date.now()));
+    const { sent } =
+      horizon - Date.now() - pause >= MIN_REQUEST_TIMEOUT_MS
+        ? await sendUntil(ctx, send, horizon, sends, Math.max(1, pause))
+        : { sent: { error: lastError } as Sent<T> };
+    // No copy sent (time was up): the call's own last failure stands.
+    const error = "error" in sent ? ((sent.error ?? lastError) as EdgeLockError) : undefined;
+    ctx.emit({
+      type: "settle",
+      name,
+      requests: counter.requests,
+      durationMs: Date.now() - started,
+      operation,
+      outcome: error === undefined ? "answered" : isAmbiguous(error) ? "unknown" : "refused",
+      ...(error === undefined ? {} : { error }),
+    });
+  })();
+  ctx.background(task);
+}
