@@ -89,8 +89,8 @@ export function blockBound(pttl: number, remaining: number, cap: number): number
 
 /**
  * What one acquire attempt found: acquired, or busy until at most `pttl` ms; `foreign`: the
- * holder's release will wake nobody (a Redisson client publishes only on its own channel), so
- * the waiter polls instead of waiting for a wake-up.
+ * holder's release wakes nobody registered (a Redisson client publishes only on its own
+ * channel), so the waiter listens on that channel, or polls.
  */
 export type AttemptOutcome<T> = { acquired: T } | { pttl: number; foreign?: boolean };
 
@@ -106,8 +106,9 @@ export interface PollOptions {
    * Waits for a wake-up instead of sleeping, for at most the given ms (see {@link blockBound};
    * `blockCap` caps it). Resolves `true` once it has waited (woken or timed out), `false` when
    * it could not wait: the loop then sleeps the backoff delay instead. Rejects to abort.
+   * `foreign`: the busy attempt reported a JVM holder (see {@link AttemptOutcome}).
    */
-  block?: (ms: number) => Promise<boolean>;
+  block?: (ms: number, foreign: boolean) => Promise<boolean>;
   /** Longest single block in ms. @default Infinity */
   blockCap?: number;
 }
@@ -131,10 +132,10 @@ export async function pollUntil<T>(
     if ("acquired" in outcome) return { value: outcome.acquired, attempts: n + 1 };
     const remaining = deadline - Date.now();
     if (remaining <= 0) return { value: null, attempts: n + 1, pttl: outcome.pttl };
-    if (options.block && !("foreign" in outcome && outcome.foreign)) {
+    if (options.block) {
       const bound = blockBound(outcome.pttl, remaining, options.blockCap ?? remaining);
       options.onSleep?.(bound, n + 1);
-      if (await options.block(bound)) continue;
+      if (await options.block(bound, "foreign" in outcome && outcome.foreign === true)) continue;
     }
     const delay = backoffDelay(options.policy, n, outcome.pttl, remaining);
     options.onSleep?.(delay, n + 1);

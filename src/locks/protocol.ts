@@ -165,6 +165,7 @@ export async function acquire(
           : { pttl: reply.pttl };
       },
       unregister: protocol.unregister?.bind(protocol),
+      foreignChannel: keys.channel(protocol.name),
       fromGrant: protocol.handsOff
         ? (payload, sentAt) => grantFromHandOff(payload, sentAt, settings.leaseTime)
         : undefined,

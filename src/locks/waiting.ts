@@ -39,6 +39,11 @@ export interface WaitSpec<T> {
   /** Unregisters a waiter that gives up (in the background). */
   unregister?(waiter: string): void;
   /**
+   * Redisson's unlock channel of a kind whose busy attempts report a JVM holder
+   * (`{ foreign: true }`): the wait listens there while such a holder keeps it out.
+   */
+  foreignChannel?: string;
+  /**
    * For a kind whose releases hand the lock to a registered waiter (lib/wake.lua,
    * hand_off_one): the value a hand-off message's payload grants, `sentAt` being when the last
    * busy attempt was sent (the hand-off came after it), or `undefined` to confirm it with an
@@ -61,6 +66,9 @@ export class Waker {
   /** This wait's id (`<client>:<wait>`), which a subscribed wait's attempts register. */
   readonly id: string;
   #slot: WakeSlot | undefined;
+  /** Where a JVM holder's unlock publishes, and this wait's place there (see {@link wait}). */
+  readonly #foreignChannel: string | undefined;
+  #foreignSlot: WakeSlot | undefined;
   /** No subscription from now on (tried, failed, or not wanted). */
   #polling: boolean;
 
@@ -70,7 +78,9 @@ export class Waker {
     prefix: string | undefined,
     counter: RequestCounter,
     signal: AbortSignal | undefined,
+    foreignChannel?: string,
   ) {
+    this.#foreignChannel = foreignChannel;
     this.#ctx = ctx;
     this.#name = name;
     this.#prefix = prefix;
@@ -105,8 +115,11 @@ export class Waker {
    * caller must sleep its backoff instead (polling).
    * @throws signal.reason when aborted.
    */
-  async wait(ms: number): Promise<{ again: boolean; payload?: string }> {
+  async wait(ms: number, foreign = false): Promise<{ again: boolean; payload?: string }> {
     if (this.#polling || this.#prefix === undefined) return { again: false };
+    if (foreign && this.#foreignChannel !== undefined) return this.#waitForeign(ms);
+    this.#foreignSlot?.leave();
+    this.#foreignSlot = undefined;
     if (!this.#slot) {
       // Bounded by this wait's bound, so a slow confirmation never holds the wait past it.
       const joined = await this.#ctx.wakes.join(
@@ -135,10 +148,41 @@ export class Waker {
     return { again: true };
   }
 
-  /** Gives the subscription up (the wait ended). Idempotent. */
+  /**
+   * The holder is a JVM client, whose unlock publishes only on Redisson's channel (and wakes
+   * nobody registered on ours): wait on that channel instead, in Redisson's order (subscribe,
+   * then attempt, then wait for its message), polling this round when it cannot.
+   */
+  async #waitForeign(ms: number): Promise<{ again: boolean }> {
+    const channel = this.#foreignChannel as string;
+    if (!this.#foreignSlot) {
+      const joined = await this.#ctx.wakes.joinBroadcast(
+        this.#name,
+        channel,
+        this.id,
+        this.#counter,
+        this.#signal,
+        ms,
+      );
+      if (joined === "pending") return { again: true };
+      if (joined === "unavailable") return { again: false };
+      this.#foreignSlot = joined;
+      return { again: true };
+    }
+    const outcome = await this.#foreignSlot.next(ms, this.#signal);
+    if (!outcome.woke && outcome.lost) {
+      this.#foreignSlot.leave();
+      this.#foreignSlot = undefined;
+    }
+    return { again: true };
+  }
+
+  /** Gives the subscriptions up (the wait ended). Idempotent. */
   close(): void {
     this.#slot?.leave();
     this.#slot = undefined;
+    this.#foreignSlot?.leave();
+    this.#foreignSlot = undefined;
   }
 
   #poll(reason: "limit" | "failed" | "lost"): { again: false } {
@@ -178,6 +222,7 @@ export async function waitFor<T>(
     spec.waitTime === 0 ? undefined : spec.wakeKey,
     counter,
     signal,
+    spec.foreignChannel,
   );
   // The id the last busy attempt registered ('' = none): a successful attempt ends the
   // registration, and so does giving up or aborting (one background request).
@@ -210,8 +255,8 @@ export async function waitFor<T>(
         policy: ctx.backoff,
         block: waker.polling
           ? undefined
-          : async (ms) => {
-              const { again, payload } = await waker.wait(ms);
+          : async (ms, foreign) => {
+              const { again, payload } = await waker.wait(ms, foreign);
               if (payload) granted = spec.fromGrant?.(payload, sentAt);
               return again;
             },

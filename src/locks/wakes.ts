@@ -168,7 +168,7 @@ export class WakeHub {
    * confirmed within `withinMs` (the wait's bound: the caller attempts and may join again).
    * @throws signal.reason when `signal` aborts first.
    */
-  async join(
+  join(
     name: string,
     prefix: string,
     id: string,
@@ -176,13 +176,40 @@ export class WakeHub {
     signal: AbortSignal | undefined,
     withinMs: number,
   ): Promise<WakeSlot | "unavailable" | "pending"> {
+    return this.#join(name, this.#channel(prefix), false, id, counter, signal, withinMs);
+  }
+
+  /**
+   * Like {@link join}, on a channel whose every message wakes every wait of this client on it:
+   * a Redisson channel (`redisson_lock__channel:{<name>}`), where a JVM client's unlock
+   * publishes, for waits held up by a JVM holder.
+   */
+  joinBroadcast(
+    name: string,
+    channel: string,
+    id: string,
+    counter: RequestCounter,
+    signal: AbortSignal | undefined,
+    withinMs: number,
+  ): Promise<WakeSlot | "unavailable" | "pending"> {
+    return this.#join(name, channel, true, id, counter, signal, withinMs);
+  }
+
+  async #join(
+    name: string,
+    channel: string,
+    broadcast: boolean,
+    id: string,
+    counter: RequestCounter,
+    signal: AbortSignal | undefined,
+    withinMs: number,
+  ): Promise<WakeSlot | "unavailable" | "pending"> {
     if (!this.enabled) return "unavailable";
-    const channel = this.#channel(prefix);
     let shared = this.#shared.get(channel);
     if (shared?.lost) shared = undefined;
     if (!shared) {
       if (this.#shared.size >= this.#max) return "unavailable";
-      shared = this.#subscribe(name, channel, counter);
+      shared = this.#subscribe(name, channel, counter, broadcast);
     }
     const slot = this.#slot(shared, id);
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -223,7 +250,7 @@ export class WakeHub {
     return slot;
   }
 
-  #subscribe(name: string, channel: string, counter: RequestCounter): Shared {
+  #subscribe(name: string, channel: string, counter: RequestCounter, broadcast: boolean): Shared {
     const slots = new Map<string, WakeSlot>();
     const lose = () => {
       shared.lost = true;
@@ -234,6 +261,10 @@ export class WakeHub {
       name,
       channel,
       (message) => {
+        if (broadcast) {
+          for (const slot of slots.values()) slot.deliver("");
+          return;
+        }
         const bar = message.indexOf("|");
         const id = bar < 0 ? message : message.slice(0, bar);
         slots.get(id)?.deliver(bar < 0 ? "" : message.slice(bar + 1));
