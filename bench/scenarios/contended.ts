@@ -179,7 +179,9 @@ async function runRound(
   options: ContendedOptions,
   tag: string,
 ): Promise<RoundData> {
-  const key = `${options.prefix}contended:${tag}:${clientCount}`;
+  // No "/" in a lock name: the REST API's /subscribe/<channel> path could not carry its wake
+  // channel, and its waiters would poll.
+  const key = `${options.prefix}contended:${tag.replaceAll("/", ".")}:${clientCount}`;
   const clients = await Promise.all(
     Array.from({ length: clientCount }, () => lib.client(env, mode, options.waitMs)),
   );

@@ -253,7 +253,7 @@ async function runRound(
   options: SemaphoreScenarioOptions,
   tag: string,
 ): Promise<RoundData> {
-  const key = `${options.prefix}semaphore:${tag}`;
+  const key = `${options.prefix}semaphore:${tag.replaceAll("/", ".")}`;
   await lib.prepare(env, key, options.permits);
   const clients = await Promise.all(
     Array.from({ length: options.clients }, () => lib.client(env, options.permits)),

@@ -102,7 +102,16 @@ export interface HoldProtocol {
   readonly handsOff?: boolean;
   /** Unregisters a waiter that gives up (in the background); with `wakeKey`. */
   unregister?(waiter: string): void;
-  attempt(s: HoldSettings, counter: RequestCounter, waiter?: string): Promise<AttemptReply>;
+  /**
+   * One attempt; `handOff`: the waiter hears its messages, so a release may hand it the lock
+   * (kinds with {@link handsOff}).
+   */
+  attempt(
+    s: HoldSettings,
+    counter: RequestCounter,
+    waiter?: string,
+    handOff?: boolean,
+  ): Promise<AttemptReply>;
   renew(owner: string, leaseTime: number, by: "call" | "timer", timeout?: number): Promise<boolean>;
   release(hold: HoldRef): Promise<ReleaseResult>;
   cancel(owner: string, id: string): void;
@@ -157,8 +166,8 @@ export async function acquire(
       waitTime,
       signal: settings.signal,
       counter,
-      attempt: async (waiter): Promise<AttemptOutcome<Grant>> => {
-        const reply = await protocol.attempt(settings, counter, waiter);
+      attempt: async (waiter, subscribed): Promise<AttemptOutcome<Grant>> => {
+        const reply = await protocol.attempt(settings, counter, waiter, subscribed);
         if (reply.status === "acquired") return { acquired: reply.grant };
         return reply.status === "busy" && reply.foreign
           ? { pttl: reply.pttl, foreign: true }

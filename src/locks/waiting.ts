@@ -35,7 +35,7 @@ export interface WaitSpec<T> {
    * long until what it waits for frees itself at the latest (-1: unknown or never), which bounds
    * the wait.
    */
-  attempt(waiter: string): Promise<AttemptOutcome<T>>;
+  attempt(waiter: string, subscribed: boolean): Promise<AttemptOutcome<T>>;
   /** Unregisters a waiter that gives up (in the background). */
   unregister?(waiter: string): void;
   /**
@@ -99,6 +99,15 @@ export class Waker {
    */
   get waiter(): string {
     return this.#polling ? "" : this.id;
+  }
+
+  /**
+   * Whether this wait's subscription is confirmed, so that a message to it will be heard: only
+   * then may a release hand it the lock (a hand-off to a waiter that cannot hear it would keep
+   * the lock from everyone for the claim window).
+   */
+  get subscribed(): boolean {
+    return this.#slot !== undefined && !this.#slot.lost;
   }
 
   /** Whether the wait polls (sleeps with backoff) instead of waiting for messages. */
@@ -245,7 +254,7 @@ export async function waitFor<T>(
           registered = "";
         }
         sentAt = Date.now();
-        const outcome = await spec.attempt(waiter);
+        const outcome = await spec.attempt(waiter, waker.subscribed);
         registered = "acquired" in outcome ? "" : waiter;
         return outcome;
       },

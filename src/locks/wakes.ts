@@ -17,6 +17,13 @@ import { raceAbort } from "../abort.js";
 import { randomHex } from "../ids.js";
 import type { RequestCounter, ScriptRunner } from "../transport/index.js";
 
+/**
+ * Channels the REST API's `/subscribe/<channel>` path can carry as they are: `@upstash/redis`
+ * puts the channel in the URL path unencoded, so a name holding `/`, `?`, `#`, `%`, `\` or a
+ * control character would subscribe to another channel, or to none; its waits poll.
+ */
+const PATH_SAFE = /^[^/?#%\\\u0000-\u001f\u007f]+$/;
+
 /** How long an unused subscription stays open, in ms. */
 export const SUBSCRIPTION_IDLE_MS = 1_000;
 
@@ -204,7 +211,7 @@ export class WakeHub {
     signal: AbortSignal | undefined,
     withinMs: number,
   ): Promise<WakeSlot | "unavailable" | "pending"> {
-    if (!this.enabled) return "unavailable";
+    if (!this.enabled || !PATH_SAFE.test(channel)) return "unavailable";
     let shared = this.#shared.get(channel);
     if (shared?.lost) shared = undefined;
     if (!shared) {

@@ -64,6 +64,7 @@ export class FairLockHolds implements HoldProtocol {
     s: HoldSettings,
     counter: RequestCounter,
     waiter = "",
+    _handOff = false,
     slotMs = 0,
   ): Promise<AttemptReply & { id: string; position: number }> {
     const id = randomHex();

@@ -82,7 +82,13 @@ export class FairLock extends HashLock<FairLockInspection> {
     try {
       for (;;) {
         const sentAt = Date.now();
-        const reply = await this.holds.attempt(s, counter, waiter, queued ? FAIR_SLOT_MS : 0);
+        const reply = await this.holds.attempt(
+          s,
+          counter,
+          waiter,
+          false,
+          queued ? FAIR_SLOT_MS : 0,
+        );
         attempts += 1;
         lastId = reply.id;
         if (reply.status === "acquired") {

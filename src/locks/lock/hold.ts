@@ -155,7 +155,12 @@ export class LockHolds implements HoldProtocol {
    * busy attempt registers it (for {@link LOCK_WAITER_SLOT_MS}) so that the release that frees
    * the lock pushes a token to {@link wakeKey}, and an acquiring one unregisters it.
    */
-  async attempt(s: HoldSettings, counter: RequestCounter, waiter = ""): Promise<AttemptReply> {
+  async attempt(
+    s: HoldSettings,
+    counter: RequestCounter,
+    waiter = "",
+    handOff = false,
+  ): Promise<AttemptReply> {
     const id = randomHex();
     const sentAt = Date.now();
     const fenced = this.kind === "fenced-lock";
@@ -178,7 +183,7 @@ export class LockHolds implements HoldProtocol {
           id,
           waiter,
           LOCK_WAITER_SLOT_MS,
-          this.handsOff ? "1" : "0",
+          this.handsOff && handOff ? "1" : "0",
         ],
         signal: s.signal,
       };
