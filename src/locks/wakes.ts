@@ -22,7 +22,13 @@ import type { RequestCounter, ScriptRunner } from "../transport/index.js";
  * puts the channel in the URL path unencoded, so a name holding `/`, `?`, `#`, `%`, `\` or a
  * control character would subscribe to another channel, or to none; its waits poll.
  */
-const PATH_SAFE = /^[^/?#%\\\u0000-\u001f\u007f]+$/;
+function pathSafe(channel: string): boolean {
+  for (const ch of channel) {
+    const code = ch.codePointAt(0) ?? 0;
+    if (code < 0x20 || code === 0x7f || "/?#%\\".includes(ch)) return false;
+  }
+  return channel.length > 0;
+}
 
 /** How long an unused subscription stays open, in ms. */
 export const SUBSCRIPTION_IDLE_MS = 1_000;
@@ -211,7 +217,7 @@ export class WakeHub {
     signal: AbortSignal | undefined,
     withinMs: number,
   ): Promise<WakeSlot | "unavailable" | "pending"> {
-    if (!this.enabled || !PATH_SAFE.test(channel)) return "unavailable";
+    if (!this.enabled || !pathSafe(channel)) return "unavailable";
     let shared = this.#shared.get(channel);
     if (shared?.lost) shared = undefined;
     if (!shared) {

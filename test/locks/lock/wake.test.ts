@@ -307,6 +307,26 @@ describe("reentrant lock wake-ups", () => {
       await held.release();
     });
 
+    it("a name the REST path cannot carry (a '/') polls, registers for wake-ups only, and is never handed the lock unheard", async () => {
+      const name = `${prefix}a/b`;
+      const held = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
+      const waiter = recordingEdgeLock();
+      const pending = waiter.edgelock.getLock(name).tryLock({ waitTime: 10_000 });
+      await waiter.until((e) => e.type === "wait-strategy");
+      expect(waiter.events.find((e) => e.type === "wait-strategy")).toMatchObject({
+        strategy: "poll",
+      });
+      expect(await raw.exists(`${waitingKey(name)}:grant`)).toBe(0);
+      const released = Date.now();
+      await held.release();
+      expect(await raw.hExists(name, "edgelock:grant")).toBe(0);
+      const lease = await pending;
+      expect(lease).not.toBeNull();
+      // Its next poll, not a claim window that nobody hears.
+      expect(Date.now() - released).toBeLessThan(1_500);
+      await lease?.release();
+    });
+
     it("a client at maxSubscriptions polls", async () => {
       const name = `${prefix}limit`;
       const held = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
