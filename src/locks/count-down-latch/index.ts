@@ -253,6 +253,11 @@ export class CountDownLatch implements Inspectable<CountDownLatchInspection> {
     const polled = await waitFor(ctx, {
       name: this.name,
       wakeKey: keys.wake(this.name),
+      // Every count-down that opens the latch, edgelock's or a JVM client's, publishes "0" on
+      // Redisson's channel, and an open latch lets every waiter through: waiters listen there
+      // (one subscription per client and name). They still register, so that `inspect` counts
+      // them.
+      foreignChannel: latchChannel(this.name),
       waitTime,
       signal,
       counter,
@@ -279,7 +284,7 @@ export class CountDownLatch implements Inspectable<CountDownLatchInspection> {
           throw error;
         }
         registered = waiter !== "" && count > 0;
-        return count > 0 ? { pttl } : { acquired: true };
+        return count > 0 ? { pttl, foreign: true } : { acquired: true };
       },
       unregister: (waiter) => this.#unregister(waiter),
     });

@@ -532,6 +532,22 @@ describe("interop with Redisson", () => {
       arguments: ["0", "publish"],
     });
 
+  it("a JVM client's last count-down wakes an edge waiter within a round trip (it listens on Redisson's channel)", async () => {
+    const name = `${prefix}jvm-opens`;
+    expect(await redissonTrySetCount(name, 1)).toBe(1);
+    const waiter = recordingEdgeLock();
+    const pending = waiter.edgelock.getCountDownLatch(name).await({ waitTime: 20_000 });
+    // Checked, subscribed to Redisson's channel, checked again: waiting for its message.
+    await waiter.until((_e, all) => all.filter((e) => e.type === "wait").length === 2);
+    const opened = Date.now();
+    await redissonCountDown(name);
+    expect(await pending).toBe(true);
+    // Its message, then one check; not its 15 s bound.
+    expect(Date.now() - opened).toBeLessThan(400);
+    await Promise.all(waiter.background);
+    await expectOnlyReplayRecords(name);
+  });
+
   it("a latch edgelock set is counted down by a JVM client; both publish Redisson's messages", async () => {
     const name = `${prefix}edge-set`;
     const heard = await listen(name);
