@@ -24,7 +24,12 @@ const ENTRIES = [
   // three factories, 17 scripts, lua/lib/permits.lua), MultiLock and RedLock (21.8 kB measured,
   // after gen.mjs stopped shipping library functions a script never calls). Splitting the
   // family into entries of their own, or loading scripts lazily, is what would bring it down.
-  { name: "edgelock", source: "src/index.ts", path: "dist/src/index.js", limit: "24 kB" },
+  // Then 27.5 kB (26.7 kB measured) with the pub/sub wake-ups and hand-offs (locks/wakes.ts,
+  // the subscription in transport/), definite releases (locks/definite.ts, permit handles),
+  // the network retries made by edgelock itself, and the Redisson-interop keys (taken permits,
+  // the read-write epoch key, the fair queue's recorded slots). Issue "One primitive, one entry"
+  // is what brings it down.
+  { name: "edgelock", source: "src/index.ts", path: "dist/src/index.js", limit: "27.5 kB" },
   { name: "edgelock/hono", source: "src/hono.ts", path: "dist/src/hono.js", limit: "2.5 kB" },
   { name: "edgelock/vercel", source: "src/vercel.ts", path: "dist/src/vercel.js", limit: "3 kB" },
   // The OpenTelemetry listener alone (it imports only `@opentelemetry/api`, a peer).
@@ -36,8 +41,9 @@ const ENTRIES = [
     // The core plus LeaseKeeper: 12 kB, then 14 kB with the fair lock (13.3 kB measured), then
     // 15 kB with the reentrant lock's wake-ups (14.1 kB measured), then 18 kB with the fenced
     // and read-write locks (16.8 kB measured), then 26 kB with the synchronizers and the
-    // keeper's renewal of read/write holds and permits (23.2 kB measured).
-    limit: "26 kB",
+    // keeper's renewal of read/write holds and permits (23.2 kB measured), then 29.5 kB with
+    // the wake-ups, definite releases and interop keys above (28.3 kB measured).
+    limit: "29.5 kB",
   },
 ];
 
