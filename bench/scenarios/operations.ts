@@ -1,7 +1,8 @@
 /**
  * Scenario 3d: HTTP requests and latency per operation of each edgelock lock kind, one client
  * on a warm script cache: acquire on a free lock, re-entry, renewal, release, and the acquire of
- * a waiter that the release it waits for wakes (blocking wait: busy attempt, BLPOP, attempt);
+ * a waiter that the release it waits for wakes (busy attempt, subscription, attempt, then the
+ * hand-off message or a last attempt);
  * then the same for the semaphore, the permit-expirable semaphore and the count-down latch.
  * @module
  */
@@ -205,7 +206,7 @@ const drop = async (p: { delete(): Promise<boolean> }) => void (await p.delete()
 
 /**
  * Semaphore (getSemaphore): tryAcquire of an available permit, release, and a tryAcquire that
- * waits until another client's release (busy attempt, BLPOP, attempt). Each call on its own name,
+ * waits until another client's release (busy attempt, subscription, attempt, attempt). Each call on its own name,
  * set to 1 permit; the name is deleted afterwards.
  */
 async function semaphoreRows({ env, edgelock, other, prefix, measure }: Rows): Promise<void> {
