@@ -150,10 +150,8 @@ export class Waker {
     }
     const outcome = await this.#slot.next(ms, this.#signal);
     if (outcome.woke) return { again: true, payload: outcome.payload };
-    if (outcome.lost) {
-      this.#poll("lost");
-      return { again: true };
-    }
+    // A lost subscription may have taken a wake-up with it: attempt at once, then poll.
+    if (outcome.lost) this.#poll("lost");
     return { again: true };
   }
 

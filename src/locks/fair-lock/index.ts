@@ -118,11 +118,7 @@ export class FairLock extends HashLock<FairLockInspection> {
           durationMs: Math.ceil(bound),
           attempt: attempts,
         });
-        if (waker.polling) {
-          const delay = backoffDelay(this.ctx.backoff, attempts - 1, pttl, bound);
-          await sleep(Math.min(delay, bound), s.signal);
-          continue;
-        }
+        // A polling waker answers `again: false` at once: the backoff sleep follows.
         const { again, payload } = await waker.wait(bound);
         if (!again) {
           const delay = backoffDelay(this.ctx.backoff, attempts - 1, pttl, bound);
