@@ -18,7 +18,9 @@
 -- ARGV[5]  request id (32 hex characters; becomes the lease id)
 -- ARGV[6]  waiter id of a call that blocks for a wake-up between attempts ('' = none)
 -- ARGV[7]  with a waiter id: how long its registration lasts, in ms
--- Returns  {1, holdCount, epoch} acquired | {0, pttl, 0} busy | {3, 0, 0} refused: a write
+-- Returns  {1, holdCount, epoch} acquired | {0, pttl, jvm} busy, jvm = 1 when a Redisson client
+--          made the lock (no epoch key: its release publishes only on Redisson's channel, so
+--          the waiter is not registered and listens there) | {3, 0, 0} refused: a write
 --          attempt by an owner holding the read lock (upgrade) | {-1, 0, 0} this request was
 --          cancelled, or the hold it made is already gone
 -- Records  "A<epoch>"
@@ -68,6 +70,9 @@ if not mode then
 elseif (mode == 'read' and read) or (mode == 'write' and redis.call('hexists', name, owner .. ':write') == 1) then
   e = rw_epoch()
 else
+  if rw_epoch() == '' then
+    return {0, redis.call('pttl', name), 1}
+  end
   if waiter ~= '' then
     waiting_add(waiter, tonumber(ARGV[7]))
   end

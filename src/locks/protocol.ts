@@ -100,6 +100,11 @@ export interface HoldProtocol {
    * release's message (lib/wake.lua, hand_off_one).
    */
   readonly handsOff?: boolean;
+  /**
+   * Redisson's unlock channel of the name, where a JVM holder's release publishes (a busy
+   * attempt that reports such a holder waits there); default `redisson_lock__channel:{<name>}`.
+   */
+  readonly foreignChannel?: string;
   /** Unregisters a waiter that gives up (in the background); with `wakeKey`. */
   unregister?(waiter: string): void;
   /**
@@ -174,7 +179,7 @@ export async function acquire(
           : { pttl: reply.pttl };
       },
       unregister: protocol.unregister?.bind(protocol),
-      foreignChannel: keys.channel(protocol.name),
+      foreignChannel: protocol.foreignChannel ?? keys.channel(protocol.name),
       fromGrant: protocol.handsOff
         ? (payload, sentAt) => grantFromHandOff(payload, sentAt, settings.leaseTime)
         : undefined,

@@ -55,6 +55,7 @@ export class ReadWriteHolds implements HoldProtocol {
   readonly kind: "read-lock" | "write-lock";
   readonly name: string;
   readonly side: RwSide;
+  readonly foreignChannel: string;
   readonly #ctx: LockContext;
 
   constructor(ctx: LockContext, name: string, side: RwSide) {
@@ -62,6 +63,7 @@ export class ReadWriteHolds implements HoldProtocol {
     this.name = name;
     this.side = side;
     this.kind = side === "read" ? "read-lock" : "write-lock";
+    this.foreignChannel = rwKeys.channel(name);
   }
 
   /** Both sides' waiters share the name's wake channels (lua/lib/wake.lua). */
@@ -112,6 +114,9 @@ export class ReadWriteHolds implements HoldProtocol {
     const [status, value, epoch] = reply;
     if (status === 1) return { status: "acquired", grant: { id, sentAt, epoch } };
     if (status === 3) throw new LockUpgradeError(this.name);
+    // A lock a Redisson client made (no epoch key): its release publishes only on Redisson's
+    // channel, which the wait then listens on.
+    if (status === 0 && epoch === 1) return { status: "busy", pttl: value, foreign: true };
     return { status: "busy", pttl: status === 0 ? value : 0 };
   }
 

@@ -8,6 +8,7 @@ import type { Lease } from "../../../src/index.js";
 import {
   REDISSON_READ_ACQUIRE,
   REDISSON_READ_IS_LOCKED,
+  REDISSON_READ_UNLOCK,
   REDISSON_WRITE_ACQUIRE,
   REDISSON_WRITE_IS_LOCKED,
   REDISSON_WRITE_UNLOCK,
@@ -40,6 +41,11 @@ function jvm(name: string) {
       raw.eval(REDISSON_WRITE_ACQUIRE, {
         keys: [name],
         arguments: [String(LEASE), `${OWNER}:write`],
+      }),
+    readUnlock: () =>
+      raw.eval(REDISSON_READ_UNLOCK, {
+        keys: [name, `redisson_rwlock:{${name}}`, `{${name}}:${OWNER}:rwlock_timeout`, `{${name}}`],
+        arguments: ["0", OWNER],
       }),
     writeUnlock: () =>
       raw.eval(REDISSON_WRITE_UNLOCK, {
@@ -164,6 +170,58 @@ describe("read-write lock shared with Redisson", () => {
     await raw.hSet(name, "edgelock:epoch", `e${w.epoch}`);
     await raw.del(`edgelock_epoch:{${name}}`);
     expect(await w.release()).toBe("released");
+    expect(await keysOf(name)).toEqual([]);
+  });
+
+  // A JVM holder's unlock publishes only on Redisson's channel; the edge waiter listens there.
+  const jvmHolds = [
+    { held: "write", waits: "read" },
+    { held: "write", waits: "write" },
+    { held: "read", waits: "write" },
+  ] as const;
+  for (const { held: side, waits } of jvmHolds) {
+    it(`an edge ${waits} waiter behind a Redisson ${side} hold wakes on Redisson's unlock within a round trip`, async () => {
+      const name = `${prefix}jvm-wakes-${side}-${waits}`;
+      const redisson = jvm(name);
+      expect(await (side === "read" ? redisson.read() : redisson.write())).toBeNull();
+      const waiter = recordingEdgeLock();
+      const rw = waiter.edgelock.getReadWriteLock(name);
+      const lock = waits === "read" ? rw.readLock() : rw.writeLock();
+      const pending = lock.tryLock({ waitTime: 20_000, leaseTime: LEASE });
+      // Busy (a JVM holder), subscribed to Redisson's channel, busy again: waiting for its message.
+      await waiter.until((_e, all) => all.filter((e) => e.type === "wait").length === 2);
+      // The lock carries no epoch: nobody registers for a wake-up of ours that would never come.
+      expect(await raw.exists(`edgelock_waiting:{${name}}`)).toBe(0);
+      const unlocked = Date.now();
+      expect(await (side === "read" ? redisson.readUnlock() : redisson.writeUnlock())).toBe(1);
+      const lease = held(await pending);
+      // One round trip and the message; the JVM holder's TTL is 10 s.
+      expect(Date.now() - unlocked).toBeLessThan(400);
+      // Busy attempt, Redisson's channel, busy attempt, the attempt its message triggered.
+      expect(waiter.requests("acquire")).toBe(4);
+      expect(await lease.release()).toBe("released");
+      expect(await keysOf(name)).toEqual([]);
+    });
+  }
+
+  it("an edge waiter behind an edgelock hold registers for edgelock's own wake-up, not Redisson's channel", async () => {
+    const name = `${prefix}edge-wakes-edge`;
+    const holder = held(
+      await recordingEdgeLock()
+        .edgelock.getReadWriteLock(name)
+        .writeLock()
+        .tryLock({ leaseTime: LEASE }),
+    );
+    const waiter = recordingEdgeLock();
+    const pending = waiter.edgelock
+      .getReadWriteLock(name)
+      .readLock()
+      .tryLock({ waitTime: 20_000, leaseTime: LEASE });
+    await waiter.until((_e, all) => all.filter((e) => e.type === "wait").length === 2);
+    expect(await raw.zCard(`edgelock_waiting:{${name}}`)).toBe(1);
+    expect(await holder.release()).toBe("released");
+    const lease = held(await pending);
+    expect(await lease.release()).toBe("released");
     expect(await keysOf(name)).toEqual([]);
   });
 });
