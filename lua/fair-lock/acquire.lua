@@ -24,9 +24,12 @@
 -- ARGV[5]  slot in ms: how long the waiter stays queued without coming back (0 = do not queue)
 -- ARGV[6]  claim window in ms of a hand-off this call makes to another waiter
 -- ARGV[7]  waiter id of this acquire call (hex): marks its place in the queue and its hand-off
--- Returns  {1, holdCount, epoch} acquired | {0, pttl, position} busy: pttl of the lock (-2 when
---          it is free but another waiter is first), position of the owner in the queue (0 =
---          first, -1 = not queued) | {-1, 0, 0} this request was cancelled
+-- Returns  {1, holdCount, epoch, 0} acquired | {0, pttl, position, jvm} busy: pttl of the lock
+--          (-2 when it is free but another waiter is first), position of the owner in the queue
+--          (0 = first, -1 = not queued), jvm = 1 when a Redisson client holds the lock (no epoch)
+--          or waits ahead of the owner (not in our registry): its release tells the next waiter
+--          only on Redisson's channel "<KEYS[5]>:<owner>", which the waiter then also listens on
+--          | {-1, 0, 0, 0} this request was cancelled
 -- Records  "A<epoch>" acquired | "Q" queued | "B" busy without queueing. A replay of a busy
 --          answer only reports the owner's place: a late copy of an attempt never takes the
 --          lock, re-enters a hold made since, or queues an owner that has left.
@@ -48,17 +51,34 @@ local waiter = ARGV[7]
 -- @include lib/hold.lua
 -- @include lib/fair.lua
 
+-- The busy reply (see Returns).
+local function busy()
+  local position = redis.call('lpos', queue, owner) or -1
+  local jvm = 0
+  if redis.call('exists', name) == 1 and epoch() == '' then
+    jvm = 1
+  elseif position > 0 then
+    for _, ahead in ipairs(redis.call('lrange', queue, 0, position - 1)) do
+      if redis.call('hexists', waiters, ahead) == 0 then
+        jvm = 1
+        break
+      end
+    end
+  end
+  return {0, redis.call('pttl', name), position, jvm}
+end
+
 local seen = replay_get(id)
 if seen then
   local kind = string.sub(seen, 1, 1)
   local made = kind == 'A' and string.sub(seen, 2)
   if made and made == epoch() and redis.call('hexists', name, owner) == 1 then
-    return {1, tonumber(redis.call('hget', name, owner)), tonumber(made) or 0}
+    return {1, tonumber(redis.call('hget', name, owner)), tonumber(made) or 0, 0}
   end
   if kind == 'Q' or kind == 'B' then
-    return {0, redis.call('pttl', name), redis.call('lpos', queue, owner) or -1}
+    return busy()
   end
-  return {-1, 0, 0}
+  return {-1, 0, 0, 0}
 end
 
 local now = now_ms()
@@ -96,7 +116,7 @@ if e then
     extend(leaseMs)
   end
   replay_set(id, 'A' .. e)
-  return {1, tonumber(redis.call('hget', name, owner)), tonumber(e) or 0}
+  return {1, tonumber(redis.call('hget', name, owner)), tonumber(e) or 0, 0}
 end
 
 if slotMs > 0 then
@@ -105,4 +125,4 @@ if slotMs > 0 then
 else
   replay_set(id, 'B')
 end
-return {0, redis.call('pttl', name), redis.call('lpos', queue, owner) or -1}
+return busy()

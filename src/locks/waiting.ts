@@ -69,6 +69,11 @@ export class Waker {
   /** Where a JVM holder's unlock publishes, and this wait's place there (see {@link wait}). */
   readonly #foreignChannel: string | undefined;
   #foreignSlot: WakeSlot | undefined;
+  /**
+   * Whether the foreign channel is listened on beside this wait's own (the fair lock: either
+   * side's release may tell this waiter) instead of in its place.
+   */
+  readonly #foreignAlso: boolean;
   /** No subscription from now on (tried, failed, or not wanted). */
   #polling: boolean;
 
@@ -79,8 +84,10 @@ export class Waker {
     counter: RequestCounter,
     signal: AbortSignal | undefined,
     foreignChannel?: string,
+    foreignAlso = false,
   ) {
     this.#foreignChannel = foreignChannel;
+    this.#foreignAlso = foreignAlso;
     this.#ctx = ctx;
     this.#name = name;
     this.#prefix = prefix;
@@ -126,25 +133,36 @@ export class Waker {
    */
   async wait(ms: number, foreign = false): Promise<{ again: boolean; payload?: string }> {
     if (this.#polling || this.#prefix === undefined) return { again: false };
-    if (foreign && this.#foreignChannel !== undefined) return this.#waitForeign(ms);
-    this.#foreignSlot?.leave();
-    this.#foreignSlot = undefined;
+    if (this.#foreignAlso) {
+      if (this.#foreignSlot?.lost) {
+        this.#foreignSlot.leave();
+        this.#foreignSlot = undefined;
+      }
+      if (foreign && this.#slot && !this.#foreignSlot) return this.#joinAlso(this.#slot, ms);
+    } else if (foreign && this.#foreignChannel !== undefined) {
+      return this.#waitForeign(ms);
+    } else {
+      this.#foreignSlot?.leave();
+      this.#foreignSlot = undefined;
+    }
     if (!this.#slot) {
-      // Bounded by this wait's bound, so a slow confirmation never holds the wait past it.
-      const joined = await this.#ctx.wakes.join(
-        this.#name,
-        this.#prefix,
-        this.id,
-        this.#counter,
-        this.#signal,
-        ms,
-      );
-      if (joined === "pending") return { again: true };
-      if (joined === "unavailable") {
+      // Bounded by this wait's bound, so a slow confirmation never holds the wait past it. A
+      // foreign channel to listen on as well is subscribed to at the same time.
+      const [joined, also] = await Promise.all([
+        this.#ctx.wakes.join(this.#name, this.#prefix, this.id, this.#counter, this.#signal, ms),
+        this.#foreignAlso && foreign ? this.#joinForeign(ms) : undefined,
+      ]);
+      if (typeof joined === "string") {
+        if (typeof also === "object") also.leave();
+        if (joined === "pending") return { again: true };
         const full = this.#ctx.wakes.open >= this.#ctx.maxSubscriptions;
         return this.#poll(full ? "limit" : "failed");
       }
       this.#slot = joined;
+      if (typeof also === "object") {
+        also.relayTo(joined);
+        this.#foreignSlot = also;
+      }
       this.#emit("subscribe");
       return { again: true };
     }
@@ -182,6 +200,34 @@ export class Waker {
       this.#foreignSlot = undefined;
     }
     return { again: true };
+  }
+
+  /**
+   * Subscribes to the foreign channel beside the wait's own, its messages relayed to `own`; the
+   * caller attempts again at once (Redisson's order). When it cannot, the wait goes on with its
+   * own channel and its bound.
+   */
+  async #joinAlso(own: WakeSlot, ms: number): Promise<{ again: boolean; payload?: string }> {
+    const joined = await this.#joinForeign(ms);
+    if (typeof joined === "string") {
+      if (joined === "pending") return { again: true };
+      const outcome = await own.next(ms, this.#signal);
+      return outcome.woke ? { again: true, payload: outcome.payload } : { again: true };
+    }
+    joined.relayTo(own);
+    this.#foreignSlot = joined;
+    return { again: true };
+  }
+
+  #joinForeign(ms: number): Promise<WakeSlot | "unavailable" | "pending"> {
+    return this.#ctx.wakes.joinBroadcast(
+      this.#name,
+      this.#foreignChannel as string,
+      this.id,
+      this.#counter,
+      this.#signal,
+      ms,
+    );
   }
 
   /** Gives the subscriptions up (the wait ended). Idempotent. */

@@ -59,6 +59,7 @@ export class WakeSlot {
   readonly #release: (slot: WakeSlot) => void;
   #pending: string | undefined;
   #waiting: ((outcome: WakeOutcome) => void) | undefined;
+  #relay: WakeSlot | undefined;
   #left = false;
 
   /** Internal: see {@link WakeHub.join}. */
@@ -73,8 +74,20 @@ export class WakeSlot {
     return this.#shared.lost;
   }
 
+  /**
+   * Passes every message this slot receives on to `target` (without its payload), so a wait on
+   * `target` also wakes for this slot's channel.
+   */
+  relayTo(target: WakeSlot): void {
+    this.#relay = target;
+  }
+
   /** Internal: a message for this slot arrived. */
   deliver(payload: string): void {
+    if (this.#relay) {
+      this.#relay.deliver("");
+      return;
+    }
     const waiting = this.#waiting;
     if (waiting) {
       this.#waiting = undefined;

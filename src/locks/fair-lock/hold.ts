@@ -28,7 +28,8 @@ import {
   inBackground,
 } from "../protocol.js";
 
-const decodeAttempt = (r: unknown) => asIntegers(r, 3) as [number, number, number] | undefined;
+const decodeAttempt = (r: unknown) =>
+  asIntegers(r, 4) as [number, number, number, number] | undefined;
 
 /** Redisson's fair-lock keys and ours, all in the name's hash slot. */
 export const fairKeys = {
@@ -72,8 +73,9 @@ export class FairLockHolds implements HoldProtocol {
     let status: number;
     let value: number;
     let epoch: number;
+    let jvm: number;
     try {
-      [status, value, epoch] = await this.#ctx.runner.run(
+      [status, value, epoch, jvm] = await this.#ctx.runner.run(
         {
           script: fairLockAcquire,
           name: this.name,
@@ -100,12 +102,14 @@ export class FairLockHolds implements HoldProtocol {
       throw error;
     }
     if (status === 1) return { status: "acquired", grant: { id, sentAt, epoch }, id, position: -1 };
-    // For a busy reply the third value is the owner's place in the queue.
+    // For a busy reply the third value is the owner's place in the queue, the fourth whether a
+    // Redisson client holds the lock or waits ahead of it.
     return {
       status: "busy",
       pttl: status === 0 ? value : 0,
       id,
       position: status === 0 ? epoch : -1,
+      ...(status === 0 && jvm === 1 ? { foreign: true } : {}),
     };
   }
 

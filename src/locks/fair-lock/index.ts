@@ -68,12 +68,17 @@ export class FairLock extends HashLock<FairLockInspection> {
     const counter: RequestCounter = { requests: 0 };
     // Marks this call's place in the queue and the hand-off made to it; wake-ups come as
     // "<waiter>|<epoch>" on its client's wake channel (lua/lib/fair.lua).
+    // While a Redisson client holds the lock or waits ahead, the waiter also listens where a
+    // Redisson release tells the next waiter: its own channel `redisson_lock__channel:{<name>}:
+    // <owner>` (RedissonFairLock#unlockInnerAsync).
     const waker = new Waker(
       this.ctx,
       this.name,
       queued ? keys.wake(this.name) : undefined,
       counter,
       s.signal,
+      `${keys.channel(this.name)}:${s.owner}`,
+      true,
     );
     const waiter = waker.id;
     let attempts = 0;
@@ -119,7 +124,10 @@ export class FairLock extends HashLock<FairLockInspection> {
           attempt: attempts,
         });
         // A polling waker answers `again: false` at once: the backoff sleep follows.
-        const { again, payload } = await waker.wait(bound);
+        const { again, payload } = await waker.wait(
+          bound,
+          reply.status === "busy" && reply.foreign === true,
+        );
         if (!again) {
           const delay = backoffDelay(this.ctx.backoff, attempts - 1, pttl, bound);
           await sleep(Math.min(delay, bound), s.signal);

@@ -79,4 +79,85 @@ describe("fair lock queue shared with Redisson", () => {
     expect(await c.unlock()).toBe(1);
     expect(await queueOf(name)).toEqual([]);
   });
+
+  it("an edge waiter first in line behind a Redisson holder wakes on Redisson's unlock within a round trip", async () => {
+    const name = `${prefix}jvm-wakes-edge`;
+    const a = jvm(name, "8c8ffe61-5bd3-4d78-a5c0-2d2386af488e:1");
+    expect(await a.attempt()).toBeNull();
+    const edge = recordingEdgeLock();
+    const pending = edge.edgelock.getFairLock(name).tryLock({ waitTime: 20_000, leaseTime: LEASE });
+    // Queued (a JVM holder), subscribed to its own and to its Redisson channel at once, queued
+    // again: waiting for a message.
+    await edge.until((_e, all) => all.filter((e) => e.type === "wait").length === 2);
+    const unlocked = Date.now();
+    expect(await a.unlock()).toBe(1);
+    const lease = await pending;
+    expect(lease).not.toBeNull();
+    // One round trip and the message; the holder's TTL is 30 s.
+    expect(Date.now() - unlocked).toBeLessThan(400);
+    // Queued, the two subscriptions, queued again, the attempt the message triggered.
+    expect(edge.requests("acquire")).toBe(5);
+    await lease?.release();
+    expect(await queueOf(name)).toEqual([]);
+  });
+
+  it("an edge waiter behind a Redisson waiter is told by that waiter's unlock, on Redisson's channel", async () => {
+    const name = `${prefix}jvm-waiter-wakes-edge`;
+    const a = jvm(name, "8c8ffe61-5bd3-4d78-a5c0-2d2386af488e:1");
+    const b = jvm(name, "8c8ffe61-5bd3-4d78-a5c0-2d2386af488e:2");
+    expect(await a.attempt()).toBeNull();
+    expect(typeof (await b.attempt())).toBe("number");
+    const edge = recordingEdgeLock();
+    const pending = edge.edgelock.getFairLock(name).tryLock({ waitTime: 20_000, leaseTime: LEASE });
+    await edge.until((_e, all) => all.filter((e) => e.type === "wait").length === 2);
+    expect(await a.unlock()).toBe(1);
+    expect(await b.attempt()).toBeNull();
+    const unlocked = Date.now();
+    expect(await b.unlock()).toBe(1);
+    const lease = await pending;
+    expect(lease).not.toBeNull();
+    expect(Date.now() - unlocked).toBeLessThan(400);
+    await lease?.release();
+    expect(await queueOf(name)).toEqual([]);
+  });
+
+  it("an edge waiter behind edge clients only does not subscribe to Redisson's channel", async () => {
+    const name = `${prefix}edge-only`;
+    const holder = await recordingEdgeLock()
+      .edgelock.getFairLock(name)
+      .tryLock({ leaseTime: LEASE });
+    const edge = recordingEdgeLock();
+    const pending = edge.edgelock.getFairLock(name).tryLock({ waitTime: 20_000, leaseTime: LEASE });
+    await edge.until((_e, all) => all.filter((e) => e.type === "wait").length === 2);
+    expect(await holder?.release()).toBe("released");
+    const lease = await pending;
+    expect(lease).not.toBeNull();
+    // Queued, queued again after subscribing, then held on the hand-off's message: one
+    // subscription, none on Redisson's channel.
+    expect(edge.requests("acquire")).toBe(3);
+    await lease?.release();
+  });
+
+  it("an edge waiter behind a Redisson waiter, while an edge client holds, listens on Redisson's channel too", async () => {
+    const name = `${prefix}jvm-ahead`;
+    const holder = await recordingEdgeLock()
+      .edgelock.getFairLock(name)
+      .tryLock({ leaseTime: LEASE });
+    const b = jvm(name, "8c8ffe61-5bd3-4d78-a5c0-2d2386af488e:2");
+    expect(typeof (await b.attempt())).toBe("number");
+    const edge = recordingEdgeLock();
+    const pending = edge.edgelock.getFairLock(name).tryLock({ waitTime: 20_000, leaseTime: LEASE });
+    await edge.until((_e, all) => all.filter((e) => e.type === "wait").length === 2);
+    // The edge release tells the Redisson waiter first in line, which takes the lock.
+    expect(await holder?.release()).toBe("released");
+    expect(await b.attempt()).toBeNull();
+    const unlocked = Date.now();
+    expect(await b.unlock()).toBe(1);
+    const lease = await pending;
+    expect(lease).not.toBeNull();
+    // Without Redisson's channel it would come back only after a claim window (2 s).
+    expect(Date.now() - unlocked).toBeLessThan(400);
+    await lease?.release();
+    expect(await queueOf(name)).toEqual([]);
+  });
 });

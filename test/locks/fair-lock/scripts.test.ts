@@ -287,7 +287,7 @@ describe("fair lock scripts", () => {
     expect(await f.hash()).toMatchObject({ w: "1" });
 
     // The enqueue arrives again after w holds the lock: it reports, and neither queues nor re-enters.
-    expect(await f.acquire("w", { id: enqueue })).toEqual([0, expect.any(Number), -1]);
+    expect(await f.acquire("w", { id: enqueue })).toEqual([0, expect.any(Number), -1, 0]);
     expect(await f.hash()).toMatchObject({ w: "1" });
     expect(await f.queued()).toEqual(["v"]);
 
@@ -355,7 +355,7 @@ describe("fair lock scripts", () => {
     const f = fairLock("reentry");
     const [, , epoch] = await f.acquire("h");
     await f.acquire("w");
-    expect(await f.acquire("h")).toEqual([1, 2, epoch]);
+    expect(await f.acquire("h")).toEqual([1, 2, epoch, 0]);
     expect(await f.release("h")).toBe(2);
     expect(await f.queued()).toEqual(["w"]);
     expect(await f.hash()).not.toHaveProperty("w");
@@ -395,7 +395,7 @@ describe("fair lock scripts", () => {
     const f = fairLock("try");
     const [, , epoch] = await f.acquire("h");
     await f.acquire("w");
-    expect(await f.acquire("t", { slot: 0 })).toEqual([0, expect.any(Number), -1]);
+    expect(await f.acquire("t", { slot: 0 })).toEqual([0, expect.any(Number), -1, 0]);
     expect(await f.queued()).toEqual(["w"]);
     expect(await f.release("t")).toBe(3);
     // A release naming another incarnation of the lock leaves this one alone.
@@ -410,7 +410,7 @@ describe("fair lock scripts", () => {
     const f = fairLock("cancel");
     const early = randomHex();
     expect(await f.cancel("a", early)).toBe(0);
-    expect(await f.acquire("a", { id: early })).toEqual([-1, 0, 0]);
+    expect(await f.acquire("a", { id: early })).toEqual([-1, 0, 0, 0]);
     expect(await raw.exists(f.name)).toBe(0);
 
     const took = randomHex();
@@ -423,7 +423,7 @@ describe("fair lock scripts", () => {
     expect(await f.queued()).toEqual(["w2"]);
 
     expect(await f.cancel("h", took)).toBe(1);
-    expect(await f.acquire("h", { id: took })).toEqual([-1, 0, 0]);
+    expect(await f.acquire("h", { id: took })).toEqual([-1, 0, 0, 0]);
     expect(await f.hash()).toMatchObject({ w2: "1", "edgelock:grant": "w2" });
     // Cancelling a wait whose grant came meanwhile passes the grant on.
     const w3 = randomHex();
