@@ -4,6 +4,7 @@
  * Redisson newcomer polling while an edge waiter is first never overtakes it.
  */
 import { describe, expect, it } from "vitest";
+import type { Lease } from "../../../src/index.js";
 import { REDISSON_FAIR_ACQUIRE, REDISSON_FAIR_UNLOCK } from "../../fixtures/redisson.js";
 import { keyPrefix, useRawRedis } from "../../support/env.js";
 import { recordingEdgeLock } from "../../support/locks.js";
@@ -31,6 +32,25 @@ function jvm(name: string, owner: string) {
         arguments: [String(LEASE), owner, String(Date.now())],
       }),
   };
+}
+
+/** An edge waiter on `name`, resolved once it waits for a message (after `waits` waits). */
+async function edgeWaiter(name: string, waits: number) {
+  const edge = recordingEdgeLock();
+  const pending = edge.edgelock.getFairLock(name).tryLock({ waitTime: 20_000, leaseTime: LEASE });
+  await edge.until((_e, all) => all.filter((e) => e.type === "wait").length === waits);
+  return { edge, pending };
+}
+
+/** Runs `unlock`, then expects `pending` to hold the lock within 400 ms; releases it. */
+async function wokenBy(unlock: () => Promise<unknown>, pending: Promise<Lease | null>) {
+  const unlocked = Date.now();
+  expect(await unlock()).toBe(1);
+  const lease = await pending;
+  expect(lease).not.toBeNull();
+  // One round trip and the message; the holder's TTL is 30 s, a re-check comes after 2 s.
+  expect(Date.now() - unlocked).toBeLessThan(400);
+  return lease;
 }
 
 const queueOf = async (name: string) =>
@@ -84,17 +104,10 @@ describe("fair lock queue shared with Redisson", () => {
     const name = `${prefix}jvm-wakes-edge`;
     const a = jvm(name, "8c8ffe61-5bd3-4d78-a5c0-2d2386af488e:1");
     expect(await a.attempt()).toBeNull();
-    const edge = recordingEdgeLock();
-    const pending = edge.edgelock.getFairLock(name).tryLock({ waitTime: 20_000, leaseTime: LEASE });
     // Queued (a JVM holder), subscribed to its own and to its Redisson channel at once, queued
     // again: waiting for a message.
-    await edge.until((_e, all) => all.filter((e) => e.type === "wait").length === 2);
-    const unlocked = Date.now();
-    expect(await a.unlock()).toBe(1);
-    const lease = await pending;
-    expect(lease).not.toBeNull();
-    // One round trip and the message; the holder's TTL is 30 s.
-    expect(Date.now() - unlocked).toBeLessThan(400);
+    const { edge, pending } = await edgeWaiter(name, 2);
+    const lease = await wokenBy(a.unlock, pending);
     // Queued, the two subscriptions, queued again, the attempt the message triggered.
     expect(edge.requests("acquire")).toBe(5);
     await lease?.release();
@@ -107,16 +120,10 @@ describe("fair lock queue shared with Redisson", () => {
     const b = jvm(name, "8c8ffe61-5bd3-4d78-a5c0-2d2386af488e:2");
     expect(await a.attempt()).toBeNull();
     expect(typeof (await b.attempt())).toBe("number");
-    const edge = recordingEdgeLock();
-    const pending = edge.edgelock.getFairLock(name).tryLock({ waitTime: 20_000, leaseTime: LEASE });
-    await edge.until((_e, all) => all.filter((e) => e.type === "wait").length === 2);
+    const { pending } = await edgeWaiter(name, 2);
     expect(await a.unlock()).toBe(1);
     expect(await b.attempt()).toBeNull();
-    const unlocked = Date.now();
-    expect(await b.unlock()).toBe(1);
-    const lease = await pending;
-    expect(lease).not.toBeNull();
-    expect(Date.now() - unlocked).toBeLessThan(400);
+    const lease = await wokenBy(b.unlock, pending);
     await lease?.release();
     expect(await queueOf(name)).toEqual([]);
   });
@@ -126,9 +133,7 @@ describe("fair lock queue shared with Redisson", () => {
     const holder = await recordingEdgeLock()
       .edgelock.getFairLock(name)
       .tryLock({ leaseTime: LEASE });
-    const edge = recordingEdgeLock();
-    const pending = edge.edgelock.getFairLock(name).tryLock({ waitTime: 20_000, leaseTime: LEASE });
-    await edge.until((_e, all) => all.filter((e) => e.type === "wait").length === 2);
+    const { edge, pending } = await edgeWaiter(name, 2);
     expect(await holder?.release()).toBe("released");
     const lease = await pending;
     expect(lease).not.toBeNull();
@@ -145,18 +150,12 @@ describe("fair lock queue shared with Redisson", () => {
       .tryLock({ leaseTime: LEASE });
     const b = jvm(name, "8c8ffe61-5bd3-4d78-a5c0-2d2386af488e:2");
     expect(typeof (await b.attempt())).toBe("number");
-    const edge = recordingEdgeLock();
-    const pending = edge.edgelock.getFairLock(name).tryLock({ waitTime: 20_000, leaseTime: LEASE });
-    await edge.until((_e, all) => all.filter((e) => e.type === "wait").length === 2);
+    const { pending } = await edgeWaiter(name, 2);
     // The edge release tells the Redisson waiter first in line, which takes the lock.
     expect(await holder?.release()).toBe("released");
     expect(await b.attempt()).toBeNull();
-    const unlocked = Date.now();
-    expect(await b.unlock()).toBe(1);
-    const lease = await pending;
-    expect(lease).not.toBeNull();
     // Without Redisson's channel it would come back only after a claim window (2 s).
-    expect(Date.now() - unlocked).toBeLessThan(400);
+    const lease = await wokenBy(b.unlock, pending);
     await lease?.release();
     expect(await queueOf(name)).toEqual([]);
   });
