@@ -92,7 +92,14 @@ export function blockBound(pttl: number, remaining: number, cap: number): number
  * holder's release wakes nobody registered (a Redisson client publishes only on its own
  * channel), so the waiter listens on that channel, or polls.
  */
-export type AttemptOutcome<T> = { acquired: T } | { pttl: number; foreign?: boolean };
+export type AttemptOutcome<T> =
+  | { acquired: T }
+  | {
+      pttl: number;
+      foreign?: boolean;
+      /** Longest block or sleep before the next attempt, in ms (e.g. to renew a queue slot). */
+      cap?: number;
+    };
 
 /** Options of {@link pollUntil}. */
 export interface PollOptions {
@@ -132,12 +139,13 @@ export async function pollUntil<T>(
     if ("acquired" in outcome) return { value: outcome.acquired, attempts: n + 1 };
     const remaining = deadline - Date.now();
     if (remaining <= 0) return { value: null, attempts: n + 1, pttl: outcome.pttl };
+    const cap = Math.min(outcome.cap ?? remaining, remaining);
     if (options.block) {
-      const bound = blockBound(outcome.pttl, remaining, options.blockCap ?? remaining);
+      const bound = blockBound(outcome.pttl, cap, options.blockCap ?? remaining);
       options.onSleep?.(bound, n + 1);
-      if (await options.block(bound, "foreign" in outcome && outcome.foreign === true)) continue;
+      if (await options.block(bound, outcome.foreign === true)) continue;
     }
-    const delay = backoffDelay(options.policy, n, outcome.pttl, remaining);
+    const delay = backoffDelay(options.policy, n, outcome.pttl, cap);
     options.onSleep?.(delay, n + 1);
     await sleep(delay, options.signal);
   }

@@ -35,14 +35,28 @@ export interface WaitSpec<T> {
    * long until what it waits for frees itself at the latest (-1: unknown or never), which bounds
    * the wait.
    */
-  attempt(waiter: string, subscribed: boolean): Promise<AttemptOutcome<T>>;
+  attempt(waiter: string, subscribed: boolean, waitId: string): Promise<AttemptOutcome<T>>;
   /** Unregisters a waiter that gives up (in the background). */
   unregister?(waiter: string): void;
+  /**
+   * For a kind whose every waiting attempt queues under `waitId` (the third argument of
+   * {@link attempt}, also when polling), instead of {@link unregister}: leaves the queue when the
+   * budget is spent, before the wait answers `null` (awaited: it passes on a hand-off that may
+   * have just arrived).
+   */
+  leave?(waitId: string): Promise<void>;
+  /** Like {@link leave}, when the wait is aborted or fails: in the background. */
+  abandon?(waitId: string): void;
   /**
    * Redisson's unlock channel of a kind whose busy attempts report a JVM holder
    * (`{ foreign: true }`): the wait listens there while such a holder keeps it out.
    */
   foreignChannel?: string;
+  /**
+   * Listen on {@link foreignChannel} beside the wait's own channel rather than in its place
+   * (the fair lock: either side's release may tell the waiter).
+   */
+  foreignAlso?: boolean;
   /**
    * For a kind whose releases hand the lock to a registered waiter (lib/wake.lua,
    * hand_off_one): the value a hand-off message's payload grants, `sentAt` being when the last
@@ -55,9 +69,8 @@ export interface WaitSpec<T> {
 /**
  * How a wait waits for wake-ups: subscribes on its first busy attempt (or uses an open
  * subscription of its client from the start), falls back to polling for good when it cannot.
- * Shared by {@link waitFor} and the fair lock's loop.
  */
-export class Waker {
+class Waker {
   readonly #ctx: LockContext;
   readonly #name: string;
   readonly #prefix: string | undefined;
@@ -276,6 +289,7 @@ export async function waitFor<T>(
     counter,
     signal,
     spec.foreignChannel,
+    spec.foreignAlso,
   );
   // The id the last busy attempt registered ('' = none): a successful attempt ends the
   // registration, and so does giving up or aborting (one background request).
@@ -283,8 +297,9 @@ export async function waitFor<T>(
   // A hand-off the last wait received: the next "attempt" takes it without a request.
   let granted: T | undefined;
   let sentAt = 0;
+  let settled = false;
   try {
-    return await pollUntil(
+    const result = await pollUntil(
       async (): Promise<AttemptOutcome<T>> => {
         if (granted !== undefined) {
           // The release that handed it over also unregistered this waiter.
@@ -298,7 +313,7 @@ export async function waitFor<T>(
           registered = "";
         }
         sentAt = Date.now();
-        const outcome = await spec.attempt(waiter, waker.subscribed);
+        const outcome = await spec.attempt(waiter, waker.subscribed, waker.id);
         registered = "acquired" in outcome ? "" : waiter;
         return outcome;
       },
@@ -319,8 +334,12 @@ export async function waitFor<T>(
           ctx.emit({ type: "wait", name: spec.name, requests: 0, durationMs: delayMs, attempt }),
       },
     );
+    settled = true;
+    if (result.value === null) await spec.leave?.(waker.id);
+    return result;
   } finally {
     waker.close();
     if (registered !== "") spec.unregister?.(registered);
+    if (!settled) spec.abandon?.(waker.id);
   }
 }

@@ -7,15 +7,20 @@
  * waiter holds the lock on arrival, without polling. Scripts: lua/fair-lock/*.lua.
  * @module
  */
-import { sleep } from "../../abort.js";
-import { randomHex } from "../../ids.js";
 import { FAIR_CLAIM_WINDOW_MS, FAIR_SLOT_MS } from "../../limits.js";
 import type { RequestCounter } from "../../transport/index.js";
-import { backoffDelay, blockBound } from "../../wait.js";
+import type { AttemptOutcome } from "../../wait.js";
 import { keys, type LockContext } from "../context.js";
 import { HashLock } from "../lock/base.js";
-import { type AcquireResult, emitAcquire, type HoldSettings, leaseFor } from "../protocol.js";
-import { Waker } from "../waiting.js";
+import {
+  type AcquireResult,
+  emitAcquire,
+  type Grant,
+  grantFromHandOff,
+  type HoldSettings,
+  leaseFor,
+} from "../protocol.js";
+import { waitFor } from "../waiting.js";
 import { FairLockHolds, type FairLockInspection } from "./hold.js";
 
 export type { FairLockInspection } from "./hold.js";
@@ -63,104 +68,70 @@ export class FairLock extends HashLock<FairLockInspection> {
   ): Promise<AcquireResult> {
     s.signal?.throwIfAborted();
     const started = Date.now();
-    const deadline = waitTime === undefined ? Number.POSITIVE_INFINITY : started + waitTime;
     const queued = waitTime !== 0;
     const counter: RequestCounter = { requests: 0 };
-    // Marks this call's place in the queue and the hand-off made to it; wake-ups come as
-    // "<waiter>|<epoch>" on its client's wake channel (lua/lib/fair.lua).
-    // While a Redisson client holds the lock or waits ahead, the waiter also listens where a
-    // Redisson release tells the next waiter: its own channel `redisson_lock__channel:{<name>}:
-    // <owner>` (RedissonFairLock#unlockInnerAsync).
-    const waker = new Waker(
-      this.ctx,
-      this.name,
-      queued ? keys.wake(this.name) : undefined,
-      counter,
-      s.signal,
-      `${keys.channel(this.name)}:${s.owner}`,
-      true,
-    );
-    const waiter = waker.id;
     let attempts = 0;
     let acquired = false;
+    // The request id of the last attempt, which leaving the queue passes on (cancel.lua).
     let lastId: string | undefined;
     try {
-      for (;;) {
-        const sentAt = Date.now();
-        const reply = await this.holds.attempt(
-          s,
-          counter,
-          waiter,
-          false,
-          queued ? FAIR_SLOT_MS : 0,
-        );
-        attempts += 1;
-        lastId = reply.id;
-        if (reply.status === "acquired") {
-          const lease = await leaseFor(this.ctx, this.holds, s, reply.grant);
-          acquired = true;
-          return { lease, attempts };
-        }
-        const pttl = reply.status === "busy" ? reply.pttl : 0;
-        const remaining = deadline - Date.now();
-        if (remaining <= 0) {
-          // Give the place up (and a hand-off that may have just arrived) before saying no.
-          if (queued) await this.holds.leave(s.owner, reply.id, waiter, counter);
-          return { lease: null, attempts, holderTtl: pttl };
-        }
-        // Back well before the slot lapses, and when second in line within a claim window, in
-        // case the hand-off to the first waiter finds it dead (nobody else would wake this one
-        // before the holder's lease runs out).
-        const cap =
-          reply.position === 1
-            ? Math.min(FAIR_SLOT_MS / 2, FAIR_CLAIM_WINDOW_MS)
-            : FAIR_SLOT_MS / 2;
-        const bound = blockBound(pttl, remaining, cap);
-        this.ctx.emit({
-          type: "wait",
-          name: this.name,
-          requests: 0,
-          durationMs: Math.ceil(bound),
-          attempt: attempts,
-        });
-        // A polling waker answers `again: false` at once: the backoff sleep follows.
-        const { again, payload } = await waker.wait(
-          bound,
-          reply.status === "busy" && reply.foreign === true,
-        );
-        if (!again) {
-          const delay = backoffDelay(this.ctx.backoff, attempts - 1, pttl, bound);
-          await sleep(Math.min(delay, bound), s.signal);
-          continue;
-        }
-        // The payload is the epoch of a hand-off to this waiter: the lock is ours, held for the
-        // claim window from the hand-off, which came after this loop's last busy attempt. A
-        // lease shorter than the window confirms with an attempt instead, which makes the TTL
-        // exactly the lease (the lock is not held for the rest of the window).
-        const epoch = Number(payload);
-        const claimEnds = sentAt + FAIR_CLAIM_WINDOW_MS;
-        if (payload && Number.isSafeInteger(epoch) && epoch > 0) {
-          if (
-            s.leaseTime >= FAIR_CLAIM_WINDOW_MS &&
-            claimEnds - Date.now() > FAIR_CLAIM_WINDOW_MS / 4
-          ) {
-            const grant = { id: randomHex(), sentAt, epoch, ttl: FAIR_CLAIM_WINDOW_MS };
-            const lease = await leaseFor(this.ctx, this.holds, s, grant);
-            acquired = true;
-            return { lease, attempts };
+      const polled = await waitFor(this.ctx, {
+        name: this.name,
+        // Wake-ups come as "<wait id>|<epoch>" on the client's wake channel (lua/lib/fair.lua).
+        wakeKey: queued ? keys.wake(this.name) : undefined,
+        waitTime,
+        signal: s.signal,
+        counter,
+        // The wait's id marks its place in the queue and the hand-off made to it, polling or not.
+        attempt: async (_waiter, _subscribed, waitId): Promise<AttemptOutcome<Grant>> => {
+          const reply = await this.holds.attempt(
+            s,
+            counter,
+            waitId,
+            false,
+            queued ? FAIR_SLOT_MS : 0,
+          );
+          lastId = reply.id;
+          if (reply.status === "acquired") return { acquired: reply.grant };
+          // Back well before the slot lapses, and when second in line within a claim window, in
+          // case the hand-off to the first waiter finds it dead (nobody else would wake this one
+          // before the holder's lease runs out).
+          const cap =
+            reply.position === 1
+              ? Math.min(FAIR_SLOT_MS / 2, FAIR_CLAIM_WINDOW_MS)
+              : FAIR_SLOT_MS / 2;
+          const pttl = reply.status === "busy" ? reply.pttl : 0;
+          return reply.status === "busy" && reply.foreign
+            ? { pttl, cap, foreign: true }
+            : { pttl, cap };
+        },
+        // While a Redisson client holds the lock or waits ahead, the waiter also listens where a
+        // Redisson release tells the next waiter: `redisson_lock__channel:{<name>}:<owner>`
+        // (RedissonFairLock#unlockInnerAsync).
+        foreignChannel: `${keys.channel(this.name)}:${s.owner}`,
+        foreignAlso: true,
+        // The lock is ours, held for the claim window from the hand-off. A lease shorter than the
+        // window confirms with an attempt instead, which makes the TTL exactly the lease.
+        fromGrant: (payload, sentAt) =>
+          s.leaseTime >= FAIR_CLAIM_WINDOW_MS
+            ? grantFromHandOff(payload, sentAt, s.leaseTime)
+            : undefined,
+        // Give the place up (and a hand-off that may have just arrived) before saying no.
+        leave: async (waitId) => {
+          if (queued && lastId !== undefined) {
+            await this.holds.leave(s.owner, lastId, waitId, counter);
           }
-          // A short lease, or too little of the claim window is known to be left: the next
-          // attempt confirms.
-        }
-      }
-    } catch (error) {
-      // Aborted (or failed) while queued: leave the queue in the background.
-      if (queued && lastId !== undefined && !acquired) {
-        this.holds.cancelWait(s.owner, lastId, waiter);
-      }
-      throw error;
+        },
+        abandon: (waitId) => {
+          if (queued && lastId !== undefined) this.holds.cancelWait(s.owner, lastId, waitId);
+        },
+      });
+      attempts = polled.attempts;
+      if (polled.value === null) return { lease: null, attempts, holderTtl: polled.pttl };
+      const lease = await leaseFor(this.ctx, this.holds, s, polled.value);
+      acquired = true;
+      return { lease, attempts };
     } finally {
-      waker.close();
       emitAcquire(this.ctx, this.name, started, counter, acquired, attempts);
     }
   }
