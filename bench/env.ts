@@ -40,6 +40,8 @@ export interface BenchEnv {
   tcp(): Promise<IORedis>;
   /** Reads every counter. */
   counters(): Promise<Counters>;
+  /** How the bridge answers blocking commands from now on (`POST /__bridge/blocking`). */
+  setBlocking(mode: "refuse" | "instant" | "block"): Promise<void>;
   machine(): Promise<Machine>;
   close(): Promise<void>;
 }
@@ -99,6 +101,14 @@ function makeEnv(redis: RedisServer, bridge: BridgeChild, admin: IORedis, token:
         bridgeCpuMicros: b.cpuMicros,
         tcpCommands: sent.commands,
       };
+    },
+    setBlocking: async (mode) => {
+      const response = await fetch(`${bridge.url}/__bridge/blocking`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify({ mode }),
+      });
+      if (!response.ok) throw new Error(`bridge: blocking ${mode}: HTTP ${response.status}`);
     },
     machine: async () => {
       const info = await admin.info("server");

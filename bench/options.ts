@@ -11,6 +11,7 @@ export const SCENARIOS = [
   "uncontended",
   "contended",
   "long-hold",
+  "bridge-modes",
   "operations",
   "semaphore",
   "redlock",
@@ -43,6 +44,8 @@ export interface BenchOptions {
   longHoldWaiters: number;
   longHoldMs: number;
   longHoldMeasureMs: number;
+  /** Bridge modes: the 16-client loop of scenario 3 once per blocking mode, this window each. */
+  bridgeModesMeasureMs: number;
   /** Calls of each operation in scenario 3d. */
   operationRepeats: number;
   /** Scenario 3e: clients contending for a semaphore of `semaphorePermits` permits. */
@@ -93,6 +96,7 @@ const FULL = {
   longHoldWaiters: 8,
   longHoldMs: 2_000,
   longHoldMeasureMs: 20_000,
+  bridgeModesMeasureMs: 2_500,
   operationRepeats: 200,
   semaphoreClients: 16,
   semaphorePermits: 3,
@@ -117,6 +121,7 @@ const QUICK: typeof FULL = {
   longHoldWaiters: 3,
   longHoldMs: 200,
   longHoldMeasureMs: 1_500,
+  bridgeModesMeasureMs: 300,
   operationRepeats: 10,
   semaphoreClients: 16,
   semaphorePermits: 3,
@@ -176,6 +181,7 @@ export function parseOptions(argv: string[], benchDir: string): BenchOptions | {
       longHoldWaiters: base.longHoldWaiters,
       longHoldMs: base.longHoldMs,
       longHoldMeasureMs: base.longHoldMeasureMs,
+      bridgeModesMeasureMs: base.bridgeModesMeasureMs,
       operationRepeats: base.operationRepeats,
       semaphoreClients: base.semaphoreClients,
       semaphorePermits: base.semaphorePermits,

@@ -5,7 +5,7 @@
  */
 import { DEFAULT_BACKOFF } from "../src/index.js";
 import { createLibraries, LEASE_MS, type LibraryName, WAIT_BUDGET_MS } from "./libraries.js";
-import type { BenchResults, Target } from "./results.js";
+import { type BenchResults, BLOCKING_MODES, type Target } from "./results.js";
 import type { ContendedResult } from "./scenarios/contended.js";
 import type { FootprintResult, FootprintShape } from "./scenarios/footprint.js";
 import type { OperationsResult } from "./scenarios/operations.js";
@@ -115,7 +115,13 @@ export function renderMarkdown(r: BenchResults): string {
     "",
   );
   out.push(...setup(r), ...targets(r), ...limit(r), ...uncontended(r), ...contended(r));
-  out.push(...longHold(r), ...footprint(r), ...operations(r.operations), ...semaphore(r));
+  out.push(
+    ...longHold(r),
+    ...bridgeModes(r),
+    ...footprint(r),
+    ...operations(r.operations),
+    ...semaphore(r),
+  );
   out.push(...redlock(r));
   out.push(...scale(r), ...bundle(r), ...reproduce());
   return `${out.join("\n").trimEnd()}\n`;
@@ -370,6 +376,24 @@ function longHold(r: BenchResults): string[] {
     `${c.longHoldWaiters + 1} clients on one lock, each holding it ${c.longHoldMs} ms, so ${c.longHoldWaiters} wait behind every holder (the loop of section 3, with a wait budget of ${2 * (c.longHoldWaiters + 1) * c.longHoldMs} ms so that nobody gives up; ${c.longHoldMs} ms of run-in, one ${c.longHoldMeasureMs} ms window). What a wait costs when holds are long: the reentrant lock's waiters wait on their subscription until the release that frees the lock hands it to one of them (with wait: "poll", they poll with backoff capped at one poll per second), the fair lock's waiters likewise until the release hands them the lock.`,
     "",
     table(["lock", ...CONTENDED_COLUMNS], rows),
+    "",
+  ];
+}
+
+function bridgeModes(r: BenchResults): string[] {
+  const m = r.bridgeModes;
+  if (!m) return [];
+  const rows = BLOCKING_MODES.flatMap((mode) =>
+    (Object.entries(m[mode] ?? {}) as [LibraryName, ContendedResult][]).map(([name, e]) =>
+      contendedRow(`${NAMES[name]}, bridge \`--blocking ${mode}\``, e),
+    ),
+  );
+  return [
+    "## 3f. Bridge blocking modes",
+    "",
+    `The 16-client loop of section 3 (${r.config.holdMs} ms holds, one ${r.config.bridgeModesMeasureMs} ms window) once per way the bridge answers BLPOP and the other blocking commands: \`refuse\` (an error, as the REST API lists them: the default), \`instant\` (an empty answer at once) and \`block\` (held open). edgelock's waits send no blocking command, so what they cost must not depend on the mode; a wait never sends more requests than polling would (target above).`,
+    "",
+    table(["lock, bridge mode", ...CONTENDED_COLUMNS], rows),
     "",
   ];
 }

@@ -27,6 +27,11 @@ export interface BenchResults {
   backoffVariants: BackoffVariant[] | null;
   /** Long holds: (waiters + 1) clients on one lock with `longHoldMs` holds; edgelock's locks only. */
   longHold: Partial<Record<LibraryName, ContendedEntry>> | null;
+  /**
+   * The 16-client loop once per way the bridge answers a blocking command (`--blocking`), for
+   * edgelock's waits: they send none, so no mode may change what they cost.
+   */
+  bridgeModes: Record<BlockingMode, Partial<Record<LibraryName, ContendedEntry>>> | null;
   /** What replay safety leaves in Redis after many acquire/release cycles (edgelock). */
   footprint: FootprintResult | null;
   /** Requests and latency per operation of each lock kind (scenario 3d). */
@@ -50,6 +55,10 @@ export interface BenchResults {
   core: CoreBreakdown | null;
 }
 
+/** How the bridge answers BLPOP and the other blocking commands. */
+export type BlockingMode = "refuse" | "instant" | "block";
+export const BLOCKING_MODES: readonly BlockingMode[] = ["refuse", "instant", "block"];
+
 /** One target from the issue, for edgelock. `met` is `null` when the scenario did not run. */
 export interface Target {
   id: string;
@@ -63,8 +72,18 @@ export interface Target {
 
 /** The targets of the benchmark issue, evaluated on `r`. */
 export function evaluateTargets(
-  r: Pick<BenchResults, "uncontended" | "contended" | "bundle" | "limit" | "longHold">,
+  r: Pick<
+    BenchResults,
+    "uncontended" | "contended" | "bundle" | "limit" | "longHold" | "bridgeModes"
+  >,
 ): Target[] {
+  // Requests per acquisition of edgelock's default wait over polling's, at its worst mode.
+  const modeRatios = BLOCKING_MODES.map((mode) => {
+    const row = r.bridgeModes?.[mode];
+    const auto = row?.edgelock?.requestsPerAcquisition;
+    const poll = row?.["edgelock-poll"]?.requestsPerAcquisition;
+    return auto != null && poll ? auto / poll : null;
+  }).filter((v): v is number => v !== null);
   const un = r.uncontended?.edgelock;
   const c16 = r.contended?.["16"]?.edgelock;
   const fair16 = r.contended?.["16"]?.["edgelock-fair"];
@@ -163,6 +182,13 @@ export function evaluateTargets(
       "long holds: requests per acquisition, fair lock",
       r.longHold?.["edgelock-fair"]?.requestsPerAcquisition,
       3,
+      "max",
+    ),
+    make(
+      "bridgeModesRequests",
+      "any bridge blocking mode: requests per acquisition, default wait / polling (16 clients)",
+      modeRatios.length === BLOCKING_MODES.length ? Math.max(...modeRatios) : null,
+      1,
       "max",
     ),
   ];

@@ -15,7 +15,7 @@ import { startBenchEnv } from "./env.js";
 import { createLibraries } from "./libraries.js";
 import { parseOptions } from "./options.js";
 import { renderMarkdown } from "./report.js";
-import { type BenchResults, evaluateTargets } from "./results.js";
+import { type BenchResults, BLOCKING_MODES, evaluateTargets } from "./results.js";
 import { coreBreakdown, runBundle } from "./scenarios/bundle.js";
 import { runContended } from "./scenarios/contended.js";
 import { runFootprint } from "./scenarios/footprint.js";
@@ -68,6 +68,7 @@ let partial: Pick<
   | "contended"
   | "backoffVariants"
   | "longHold"
+  | "bridgeModes"
   | "footprint"
   | "operations"
   | "semaphore"
@@ -89,6 +90,7 @@ try {
     contended: null,
     backoffVariants: null,
     longHold: null,
+    bridgeModes: null,
     footprint: null,
     operations: null,
     semaphore: null,
@@ -156,6 +158,34 @@ try {
       log,
     );
     partial.longHold = longHold.byClients[String(waiters + 1)] ?? null;
+  }
+  if (has("bridge-modes")) {
+    log("scenario 3f: bridge blocking modes");
+    const byMode: Partial<NonNullable<BenchResults["bridgeModes"]>> = {};
+    try {
+      for (const mode of BLOCKING_MODES) {
+        await env.setBlocking(mode);
+        const run = await runContended(
+          env,
+          {
+            clientCounts: [16],
+            holdMs: options.holdMs,
+            warmMs: options.warmMs,
+            measureMs: options.bridgeModesMeasureMs,
+            rounds: 1,
+            prefix: `${prefix}${mode}:`,
+            libs: libs.filter((l) => l.name.startsWith("edgelock")),
+            variants: [],
+            variantClients: 0,
+          },
+          log,
+        );
+        byMode[mode] = run.byClients["16"] ?? {};
+      }
+    } finally {
+      await env.setBlocking("refuse");
+    }
+    partial.bridgeModes = byMode as NonNullable<BenchResults["bridgeModes"]>;
   }
   if (has("operations")) {
     log("scenario 3d: requests per operation");

@@ -148,4 +148,37 @@ describe("npm run bench", () => {
     });
     expect(r.redlock.acquireP50Ms).toBeGreaterThan(0);
   });
+
+  it("runs the 16-client loop under each bridge blocking mode, with no overlap and no error", {
+    timeout: 60_000,
+  }, async () => {
+    const { stdout } = await run(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        "bench/run.ts",
+        "--quick",
+        "--json",
+        "--no-write",
+        "--only",
+        "bridge-modes",
+        "--libs",
+        "edgelock,edgelock-poll",
+      ],
+      { cwd: new URL("..", import.meta.url), maxBuffer: 16 * 1024 * 1024 },
+    );
+    const r = JSON.parse(stdout.trim().split("\n").at(-1) ?? "");
+    for (const mode of ["refuse", "instant", "block"]) {
+      for (const name of ["edgelock", "edgelock-poll"]) {
+        expect(r.bridgeModes[mode][name]).toMatchObject({ overlaps: 0, errors: 0 });
+        expect(r.bridgeModes[mode][name].requestsPerAcquisition).toBeGreaterThan(0);
+      }
+    }
+    // The target itself is judged on a full run: a 300 ms window is too short to compare.
+    expect(r.targets.find((t: { id: string }) => t.id === "bridgeModesRequests")).toMatchObject({
+      value: expect.any(Number),
+      goal: 1,
+    });
+  });
 });
