@@ -4,7 +4,7 @@
  * own script, a fixture) wakes it within a round trip; with only edgelock holders it stays on
  * its own wake channel, where each release wakes one waiter per permit (no herd).
  */
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { REDISSON_SEMAPHORE_ACQUIRE, REDISSON_SEMAPHORE_RELEASE } from "../../fixtures/redisson.js";
 import { keyPrefix, useRawRedis } from "../../support/env.js";
 import { type RecordingEdgeLock, recordingEdgeLock } from "../../support/locks.js";
@@ -39,6 +39,13 @@ const waits = (rec: RecordingEdgeLock, n: number) =>
   rec.until((_e, all) => all.filter((e) => e.type === "wait").length === n);
 
 describe("semaphore waiters behind JVM holders", () => {
+  // Redis knows the scripts, so that each attempt counted below is one request (no NOSCRIPT).
+  beforeAll(async () => {
+    const warm = recordingEdgeLock().edgelock.getSemaphore(`${prefix}warm`);
+    await warm.trySetPermits(1);
+    await (await warm.tryAcquire())?.release();
+  });
+
   it("a Redisson release wakes an edge tryAcquire within a round trip (permits set by edgelock)", async () => {
     const name = `${prefix}edge-set`;
     const owner = recordingEdgeLock().edgelock.getSemaphore(name);
