@@ -8,13 +8,18 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { LeaseLostError } from "../../../src/index.js";
 import { REDISSON_PES_ACQUIRE, REDISSON_PES_RELEASE } from "../../fixtures/redisson.js";
 import { keyPrefix, useRawRedis } from "../../support/env.js";
-import { type RecordingEdgeLock, recordingEdgeLock } from "../../support/locks.js";
+import { recordingEdgeLock } from "../../support/locks.js";
+import {
+  redissonMessages,
+  redissonSubscribers,
+  semaphoreChannelOf,
+  waits,
+} from "../../support/redisson-channel.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();
 
 const NON_EXPIRABLE = "922337203685477";
-const channelOf = (name: string) => `redisson_sc:{${name}}`;
 const timeouts = (name: string) => `{${name}}:timeout`;
 
 /** A Redisson client on the same Redis: its scripts, its keys, its clock. */
@@ -27,7 +32,7 @@ function jvm(name: string) {
     tryAcquire: async (id: string, leaseMs: number) => {
       const now = Date.now();
       const reply = await raw.eval(REDISSON_PES_ACQUIRE, {
-        keys: [name, timeouts(name), channelOf(name)],
+        keys: [name, timeouts(name), semaphoreChannelOf(name)],
         arguments: [
           "1",
           leaseMs < 0 ? NON_EXPIRABLE : String(now + leaseMs),
@@ -42,22 +47,12 @@ function jvm(name: string) {
     release: async (id: string) =>
       Number(
         await raw.eval(REDISSON_PES_RELEASE, {
-          keys: [name, channelOf(name), timeouts(name)],
+          keys: [name, semaphoreChannelOf(name), timeouts(name)],
           arguments: [id, "1", String(Date.now()), "publish"],
         }),
       ),
   };
 }
-
-/** Subscribers of Redisson's channel of `name` (PUBSUB NUMSUB). */
-async function redissonSubscribers(name: string): Promise<number> {
-  const reply = (await raw.sendCommand(["PUBSUB", "NUMSUB", channelOf(name)])) as unknown[];
-  return Number(reply[1]);
-}
-
-/** Resolves once `rec` has begun its `n`th wait (each busy attempt is followed by one). */
-const waits = (rec: RecordingEdgeLock, n: number) =>
-  rec.until((_e, all) => all.filter((e) => e.type === "wait").length === n);
 
 const JVM_ID = "0123456789abcdef0123456789abcdef";
 
@@ -82,7 +77,7 @@ describe("permit-expirable semaphore waiters behind JVM holders", () => {
       .tryAcquire({ waitTime: 20_000, leaseTime: 5_000 });
     // Busy, subscribed to Redisson's channel, busy again: waiting for its message.
     await waits(waiter, 2);
-    expect(await redissonSubscribers(name)).toBe(1);
+    expect(await redissonSubscribers(raw, name)).toBe(1);
     expect(await raw.exists(`edgelock_waiting:{${name}}`)).toBe(0);
     const released = Date.now();
     expect(await jvm(name).release(JVM_ID)).toBe(1);
@@ -107,13 +102,13 @@ describe("permit-expirable semaphore waiters behind JVM holders", () => {
     // Only edgelock holds a permit: registered on its own channel.
     await waits(waiter, 2);
     expect((await owner.inspect()).waiters).toBe(1);
-    expect(await redissonSubscribers(name)).toBe(0);
+    expect(await redissonSubscribers(raw, name)).toBe(0);
     // A Redisson client takes the other permit; the edgelock release wakes the waiter, which
     // finds the JVM permit missing and moves to Redisson's channel.
     expect(await jvm(name).tryAcquire(JVM_ID, -1)).toBe("OK");
     expect(await first?.release()).toBe("released");
     await waits(waiter, 4);
-    expect(await redissonSubscribers(name)).toBe(1);
+    expect(await redissonSubscribers(raw, name)).toBe(1);
     expect((await owner.inspect()).waiters).toBe(0);
     const released = Date.now();
     expect(await jvm(name).release(JVM_ID)).toBe(1);
@@ -139,7 +134,7 @@ describe("permit-expirable semaphore waiters behind JVM holders", () => {
       .getPermitExpirableSemaphore(name)
       .tryAcquire({ waitTime: 20_000, leaseTime: 5_000 });
     await waits(waiter, 2);
-    expect(await redissonSubscribers(name)).toBe(1);
+    expect(await redissonSubscribers(raw, name)).toBe(1);
     const released = Date.now();
     expect(await jvm(name).release(JVM_ID)).toBe(1);
     expect(await pending).not.toBeNull();
@@ -179,7 +174,7 @@ describe("permit-expirable semaphore waiters behind JVM holders", () => {
         .tryAcquire({ waitTime: 20_000, leaseTime: 5_000 }),
     );
     await Promise.all(waiters.map((w) => waits(w, 2)));
-    expect(await redissonSubscribers(name)).toBe(0);
+    expect(await redissonSubscribers(raw, name)).toBe(0);
     expect((await owner.inspect()).waiters).toBe(3);
     const done = () => waiters.filter((w) => w.events.some((e) => e.type === "acquire")).length;
     // Resolves on the acquire event that makes `n` waiters done.
@@ -195,5 +190,17 @@ describe("permit-expirable semaphore waiters behind JVM holders", () => {
     for (const w of waiters) expect(w.requests("acquire")).toBe(4);
     for (const w of waiters) expect(w.events.filter((e) => e.type === "wait")).toHaveLength(2);
     for (const lease of leases) expect(await lease?.release()).toBe("released");
+  });
+
+  it("edgelock's release publishes the new count on Redisson's channel, as Redisson's does (JVM waiters wake)", async () => {
+    const name = `${prefix}publishes`;
+    const s = recordingEdgeLock().edgelock.getPermitExpirableSemaphore(name);
+    await s.trySetPermits(2);
+    const lease = await s.tryAcquire({ permits: 2, leaseTime: 20_000 });
+    const jvmWaiter = await redissonMessages(raw, name);
+    expect(await lease?.release()).toBe("released");
+    await jvmWaiter.received(1);
+    expect(jvmWaiter.messages).toEqual(["2"]);
+    await jvmWaiter.close();
   });
 });

@@ -5,14 +5,22 @@
  * its own wake channel, where each release wakes one waiter per permit (no herd).
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { REDISSON_SEMAPHORE_ACQUIRE, REDISSON_SEMAPHORE_RELEASE } from "../../fixtures/redisson.js";
+import {
+  REDISSON_SEMAPHORE_ACQUIRE,
+  REDISSON_SEMAPHORE_RELEASE,
+  REDISSON_SEMAPHORE_TRY_SET_PERMITS,
+} from "../../fixtures/redisson.js";
 import { keyPrefix, useRawRedis } from "../../support/env.js";
-import { type RecordingEdgeLock, recordingEdgeLock } from "../../support/locks.js";
+import { recordingEdgeLock } from "../../support/locks.js";
+import {
+  redissonMessages,
+  redissonSubscribers,
+  semaphoreChannelOf,
+  waits,
+} from "../../support/redisson-channel.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();
-
-const channelOf = (name: string) => `redisson_sc:{${name}}`;
 
 /** A Redisson client on the same Redis: its scripts, its keys. */
 function jvm(name: string) {
@@ -21,22 +29,18 @@ function jvm(name: string) {
       Number(await raw.eval(REDISSON_SEMAPHORE_ACQUIRE, { keys: [name], arguments: [String(n)] })),
     release: (n: number) =>
       raw.eval(REDISSON_SEMAPHORE_RELEASE, {
-        keys: [name, channelOf(name)],
+        keys: [name, semaphoreChannelOf(name)],
         arguments: [String(n)],
       }),
-    trySetPermits: (n: number) => raw.set(name, String(n), { NX: true }),
+    trySetPermits: async (n: number) =>
+      Number(
+        await raw.eval(REDISSON_SEMAPHORE_TRY_SET_PERMITS, {
+          keys: [name, semaphoreChannelOf(name)],
+          arguments: [String(n)],
+        }),
+      ),
   };
 }
-
-/** Subscribers of Redisson's channel of `name` (PUBSUB NUMSUB). */
-async function redissonSubscribers(name: string): Promise<number> {
-  const reply = (await raw.sendCommand(["PUBSUB", "NUMSUB", channelOf(name)])) as unknown[];
-  return Number(reply[1]);
-}
-
-/** Resolves once `rec` has begun its `n`th wait (each busy attempt is followed by one). */
-const waits = (rec: RecordingEdgeLock, n: number) =>
-  rec.until((_e, all) => all.filter((e) => e.type === "wait").length === n);
 
 describe("semaphore waiters behind JVM holders", () => {
   // Redis knows the scripts, so that each attempt counted below is one request (no NOSCRIPT).
@@ -57,7 +61,7 @@ describe("semaphore waiters behind JVM holders", () => {
     const pending = waiter.edgelock.getSemaphore(name).tryAcquire({ waitTime: 20_000 });
     // Busy, subscribed to Redisson's channel, busy again: waiting for its message.
     await waits(waiter, 2);
-    expect(await redissonSubscribers(name)).toBe(1);
+    expect(await redissonSubscribers(raw, name)).toBe(1);
     // It listens there instead: nothing of ours would wake it, so it is not registered.
     expect(await raw.exists(`edgelock_waiting:{${name}}`)).toBe(0);
     const released = Date.now();
@@ -71,7 +75,7 @@ describe("semaphore waiters behind JVM holders", () => {
 
   it("a Redisson release wakes an edge acquire() on a semaphore a Redisson client set", async () => {
     const name = `${prefix}jvm-set`;
-    expect(await jvm(name).trySetPermits(1)).toBe("OK");
+    expect(await jvm(name).trySetPermits(1)).toBe(1);
     expect(await jvm(name).tryAcquire(1)).toBe(1);
     const waiter = recordingEdgeLock();
     const pending = waiter.edgelock.getSemaphore(name).acquire();
@@ -111,7 +115,7 @@ describe("semaphore waiters behind JVM holders", () => {
     );
     // Each subscribed to its own wake channel and registered (its second wait).
     await Promise.all(waiters.map((w) => waits(w, 2)));
-    expect(await redissonSubscribers(name)).toBe(0);
+    expect(await redissonSubscribers(raw, name)).toBe(0);
     expect((await owner.inspect()).waiters).toBe(3);
     // One release at a time: each wakes exactly one waiter (it leaves the registered ones),
     // which takes the permit.
@@ -128,5 +132,18 @@ describe("semaphore waiters behind JVM holders", () => {
     // An attempt, the subscription, an attempt, the wake-up's attempt: nobody attempted in vain.
     for (const w of waiters) expect(w.requests("acquire")).toBe(4);
     for (const w of waiters) expect(w.events.filter((e) => e.type === "wait")).toHaveLength(2);
+  });
+
+  it("edgelock's release and addPermits publish the new count on Redisson's channel, as Redisson's do (JVM waiters wake)", async () => {
+    const name = `${prefix}publishes`;
+    const s = recordingEdgeLock().edgelock.getSemaphore(name);
+    await s.trySetPermits(2);
+    const permits = await s.tryAcquire({ permits: 2 });
+    const jvmWaiter = await redissonMessages(raw, name);
+    expect(await permits?.release()).toBe(2);
+    expect(await s.addPermits(1)).toBe(3);
+    await jvmWaiter.received(2);
+    expect(jvmWaiter.messages).toEqual(["2", "3"]);
+    await jvmWaiter.close();
   });
 });
