@@ -1,9 +1,10 @@
 -- Take permits from a semaphore: Redisson RedissonSemaphore#tryAcquire (if the value is at least
 -- `permits`, DECRBY), made replay-safe by a record per request id so an HTTP retry never takes
 -- permits twice. A waiting call passes its waiter id: a busy attempt registers it, so a release
--- wakes it (lib/wake.lua), unless permits are missing that no edgelock caller took: those are
--- held by Redisson clients, whose release publishes only on Redisson's channel, so the attempt
--- says so (the waiter listens there) and does not register.
+-- wakes it (lib/wake.lua), unless permits are missing that no edgelock caller took (or no
+-- permits set is recorded, so nobody can tell): those are held by Redisson clients, whose
+-- release publishes only on Redisson's channel, so the attempt says so (the waiter listens
+-- there) and does not register.
 -- KEYS[1]  semaphore name: STRING, available permits (Redisson layout; missing = 0)
 -- KEYS[2]  replay records "edgelock_replay:{<name>}" (HASH request id -> state)
 -- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
