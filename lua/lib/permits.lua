@@ -3,6 +3,9 @@
 --   name      semaphore name: STRING, available permits (KEYS)
 --   timeouts  "{<name>}:timeout": ZSET permit id (16 raw bytes) -> expiry, epoch ms (KEYS)
 --   channel   Redisson channel "redisson_sc:{<name>}" (KEYS)
+--   held      "edgelock_held:{<name>}": ZSET permit id (16 bytes) -> expiry ms, the permits
+--             edgelock callers took (KEYS); a live permit in `timeouts` that is not here a
+--             Redisson client took, and its release wakes only Redisson's channel
 -- and include lib/wake.lua. Permit ids travel as 32 hex characters and are stored as the 16
 -- bytes they encode, as Redisson stores them, so JVM clients see the same permits.
 
@@ -26,9 +29,25 @@ local function permit_hex(bytes)
   end))
 end
 
+-- Records permit `member` as taken by an edgelock caller until `expiry`. The record lives as
+-- long as its last permit's lease, so one a Redisson client emptied (its delete) goes too.
+local function held_set(member, expiry, now)
+  redis.call('zadd', held, expiry, member)
+  if redis.call('pttl', held) < expiry - now then
+    redis.call('pexpire', held, expiry - now)
+  end
+end
+
+-- Whether a live permit is held by someone other than an edgelock caller (a Redisson client).
+local function held_foreign(now)
+  local bound = '(' .. now
+  return redis.call('zcount', timeouts, bound, '+inf') > redis.call('zcount', held, bound, '+inf')
+end
+
 -- Returns every permit whose lease ran out by `now` to the pool and wakes waiters it can serve.
 -- Returns the available permits after.
 local function reclaim(now)
+  redis.call('zremrangebyscore', held, 0, now)
   local expired = redis.call('zcount', timeouts, 0, now)
   if expired > 0 then
     redis.call('zremrangebyscore', timeouts, 0, now)
@@ -44,7 +63,9 @@ end
 local function give_back(first)
   local removed = 0
   for i = first, #ARGV do
-    removed = removed + redis.call('zrem', timeouts, permit_bytes(ARGV[i]))
+    local member = permit_bytes(ARGV[i])
+    removed = removed + redis.call('zrem', timeouts, member)
+    redis.call('zrem', held, member)
   end
   if removed > 0 then
     local available = redis.call('incrby', name, removed)

@@ -8,6 +8,7 @@
 -- KEYS[5]  Redisson channel "redisson_sc:{<name>}"
 -- KEYS[6]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
 -- KEYS[7]  waiters' wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
+-- KEYS[8]  permits edgelock callers took "edgelock_held:{<name>}" (ZSET, lib/permits.lua)
 -- ARGV[1]  replay window in ms
 -- ARGV[2]  request id of that acquire
 -- ARGV[3…] the permit ids it asked for
@@ -22,6 +23,7 @@ local replayOld = KEYS[4]
 local channel = KEYS[5]
 local waiting = KEYS[6]
 local wake = KEYS[7]
+local held = KEYS[8]
 local windowMs = tonumber(ARGV[1])
 local id = ARGV[2]
 -- @include lib/replay.lua

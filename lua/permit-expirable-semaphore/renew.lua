@@ -7,6 +7,7 @@
 -- KEYS[3]  Redisson channel "redisson_sc:{<name>}"
 -- KEYS[4]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
 -- KEYS[5]  waiters' wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
+-- KEYS[6]  permits edgelock callers took "edgelock_held:{<name>}" (ZSET, lib/permits.lua)
 -- ARGV[1]  lease in ms (each permit's expiry becomes at least now + this)
 -- ARGV[2…] permit ids, 32 hex characters each
 -- Returns  how many of the permits are still held (all of them renewed)
@@ -15,21 +16,29 @@ local timeouts = KEYS[2]
 local channel = KEYS[3]
 local waiting = KEYS[4]
 local wake = KEYS[5]
+local held = KEYS[6]
 local leaseMs = tonumber(ARGV[1])
 -- @include lib/wake.lua
 -- @include lib/permits.lua
 
 local now = permits_now()
 reclaim(now)
-local held = 0
+local count = 0
 for i = 2, #ARGV do
   local member = permit_bytes(ARGV[i])
   local score = redis.call('zscore', timeouts, member)
   if score then
-    held = held + 1
-    if tonumber(score) < now + leaseMs then
-      redis.call('zadd', timeouts, 'xx', now + leaseMs, member)
+    count = count + 1
+    local expiry = math.max(tonumber(score), now + leaseMs)
+    if tonumber(score) < expiry then
+      redis.call('zadd', timeouts, 'xx', expiry, member)
     end
+    -- A permit a Redisson client took stays its own, whoever renews it.
+    if redis.call('zscore', held, member) then
+      held_set(member, expiry, now)
+    end
+  else
+    redis.call('zrem', held, member)
   end
 end
-return held
+return count

@@ -1,20 +1,26 @@
 -- Take permits from a semaphore: Redisson RedissonSemaphore#tryAcquire (if the value is at least
 -- `permits`, DECRBY), made replay-safe by a record per request id so an HTTP retry never takes
 -- permits twice. A waiting call passes its waiter id: a busy attempt registers it, so a release
--- wakes it (lib/wake.lua).
+-- wakes it (lib/wake.lua), unless permits are missing that no edgelock caller took (or no
+-- permits set is recorded, so nobody can tell): those are held by Redisson clients, whose
+-- release publishes only on Redisson's channel, so the attempt says so (the waiter listens
+-- there) and does not register.
 -- KEYS[1]  semaphore name: STRING, available permits (Redisson layout; missing = 0)
 -- KEYS[2]  replay records "edgelock_replay:{<name>}" (HASH request id -> state)
 -- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
 -- KEYS[4]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
 -- KEYS[5]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
 -- KEYS[6]  permits taken by edgelock callers "edgelock_taken:{<name>}" (see lib/taken.lua)
+-- KEYS[7]  permits set "edgelock_permits:{<name>}" (STRING: trySetPermits + addPermits)
 -- ARGV[1]  permits to take (integer >= 1)
 -- ARGV[2]  replay window in ms
 -- ARGV[3]  request id (32 hex characters)
 -- ARGV[4]  waiter id of a call that blocks for a wake-up between attempts ('' = none)
 -- ARGV[5]  with a waiter id: how long its registration lasts, in ms
 -- Returns  {1, available after} acquired (also for a replay of an applied attempt)
---          | {0, available} not enough permits
+--          | {0, available, foreign} not enough permits; foreign 1 when no permits set is
+--            recorded (a Redisson client set the semaphore, or nobody has) or the permits
+--            missing from it are more than edgelock callers took, else 0
 --          | {-1, 0} this request was cancelled before it applied
 -- Records  "A<permits>" acquired (a cancel tombstone "C" written first makes this a no-op)
 local name = KEYS[1]
@@ -27,6 +33,7 @@ local windowMs = tonumber(ARGV[2])
 local id = ARGV[3]
 local waiter = ARGV[4]
 local takenKey = KEYS[6]
+local limitKey = KEYS[7]
 -- @include lib/replay.lua
 -- @include lib/wake.lua
 -- @include lib/taken.lua
@@ -41,10 +48,17 @@ end
 
 local available = tonumber(redis.call('get', name)) or 0
 if available < permits then
+  local limit = tonumber(redis.call('get', limitKey))
+  if limit == nil or limit - available > taken_get() then
+    if waiter ~= '' then
+      waiting_remove(waiter)
+    end
+    return {0, available, 1}
+  end
   if waiter ~= '' then
     waiting_add(waiter, tonumber(ARGV[5]))
   end
-  return {0, available}
+  return {0, available, 0}
 end
 if waiter ~= '' then
   waiting_remove(waiter)

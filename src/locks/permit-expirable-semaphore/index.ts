@@ -82,6 +82,10 @@ export interface PermitExpirableSemaphoreInspection extends Inspection {
   acquired: number;
   /** Permits set (`trySetPermits` + `addPermits`); `null` when none is recorded. */
   permits: number | null;
+  /**
+   * Calls waiting for permits that are registered for an edgelock wake-up (those kept out while
+   * a Redisson client holds a permit listen on Redisson's channel instead and are not counted).
+   */
   waiters: number;
   /** The taken permits (at most {@link MAX_INSPECT_PERMITS}). */
   holders: PermitHolder[];
@@ -140,9 +144,13 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
   /**
    * Takes `permits` permits with a lease each, waiting up to `waitTime` for them (Redisson
    * RPermitExpirableSemaphore#tryAcquire(permits, waitTime, leaseTime)). Expired permits are
-   * returned to the pool first. One request when permits are available; a waiter blocks on its
-   * wake list and is woken by a release, or comes back when the next lease runs out. An attempt
-   * whose answer never arrives is cancelled in the background and its permits given back.
+   * returned to the pool first. One request when permits are available; a waiter subscribes to
+   * its client's wake channel once (one request) and is woken by the edgelock release that
+   * frees permits, or comes back when the next lease runs out. While a Redisson client holds a
+   * live permit, it listens on Redisson's channel `redisson_sc:{<name>}` instead, where every
+   * release of either side publishes, so a JVM release wakes it within a round trip (there
+   * every message wakes every such waiter, as in Redisson). An attempt whose answer never
+   * arrives is cancelled in the background and its permits given back.
    * @returns a lease holding the permits (`lease.permitIds`), or `null` when `waitTime` ran out.
    * @throws TypeError / RangeError for bad options, before any request.
    * @throws signal.reason when aborted.
@@ -238,7 +246,7 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
       {
         script: permitExpirableSemaphoreDelete,
         name: this.name,
-        keys: [this.name, timeoutsKey(this.name), limitKey(this.name)],
+        keys: [this.name, timeoutsKey(this.name), limitKey(this.name), heldKey(this.name)],
         args: [],
       },
       asInteger,
@@ -297,6 +305,10 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
         waitTime,
         signal: s.signal,
         counter,
+        // A permit a Redisson client holds comes back with a PUBLISH on Redisson's channel only
+        // (RedissonPermitExpirableSemaphore#tryReleaseAsync): while the busy attempt finds one,
+        // the wait listens there. edgelock's own releases publish there too.
+        foreignChannel: semaphoreChannel(this.name),
         attempt: async (waiter) => {
           const grant = await this.#attempt(count, s.leaseTime, s.signal, waiter, counter);
           return "pttl" in grant ? grant : { acquired: grant };
@@ -332,12 +344,14 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
     signal: AbortSignal | undefined,
     waiter: string,
     counter: RequestCounter,
-  ): Promise<{ id: string; permitIds: string[]; sentAt: number } | { pttl: number }> {
+  ): Promise<
+    { id: string; permitIds: string[]; sentAt: number } | { pttl: number; foreign: boolean }
+  > {
     const id = randomHex();
     const permitIds = Array.from({ length: count }, () => randomHex());
     const sentAt = Date.now();
     try {
-      const [status = 0, value = -1] = await this.#ctx.runner.run(
+      const [status = 0, value = -1, foreign = 0] = await this.#ctx.runner.run(
         {
           script: permitExpirableSemaphoreAcquire,
           name: this.name,
@@ -345,12 +359,12 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
           args: [leaseTime, this.#ctx.replayWindow, id, waiter, LOCK_WAITER_SLOT_MS, ...permitIds],
           signal,
         },
-        (r) => asIntegers(r, 2),
+        (r) => asIntegers(r, 2) ?? asIntegers(r, 3),
         counter,
       );
       if (status === 1) return { id, permitIds, sentAt };
       // -1: this request id was cancelled, or its permits are gone; attempt again with new ids.
-      return { pttl: status === 0 ? value : 0 };
+      return { pttl: status === 0 ? value : 0, foreign: foreign === 1 };
     } catch (error) {
       const unanswered =
         (signal?.aborted && error === signal.reason) ||
@@ -452,6 +466,7 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
           semaphoreChannel(this.name),
           keys.waiting(this.name),
           keys.wake(this.name),
+          heldKey(this.name),
         ],
         args: [leaseTime, ...permitIds],
         timeout,
@@ -503,12 +518,18 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
       semaphoreChannel(this.name),
       keys.waiting(this.name),
       keys.wake(this.name),
+      heldKey(this.name),
     ];
   }
 }
 
 /** Redisson's permit leases: ZSET permit id (16 bytes) -> expiry ms, same hash slot. */
 export const timeoutsKey = (name: string) => `{${name}}:timeout`;
+/**
+ * The permits edgelock callers took, with their expiry (lua/lib/permits.lua): any other live
+ * permit a Redisson client holds.
+ */
+const heldKey = (name: string) => `edgelock_held:{${name}}`;
 
 function checkPermitId(id: unknown): string {
   if (typeof id !== "string") throw new TypeError("`id` must be a permit id string");

@@ -2,7 +2,9 @@
  * Semaphore: Redisson's RSemaphore over HTTP. Same layout (the name is a STRING of available
  * permits, `redisson_sc:{<name>}` hears every change), so JVM services and edge functions share
  * one semaphore; every mutating call is replay-safe (a resent release adds once), releases are
- * bounded by the permits set, and waiters block on a wake list instead of pub/sub.
+ * bounded by the permits set, and each release wakes one waiting edgelock call per permit over
+ * pub/sub (locks/wakes.ts) instead of every subscriber. A waiter kept out by permits a Redisson
+ * client holds listens on `redisson_sc:{<name>}`, where Redisson's release publishes.
  * @module
  */
 import { OverReleaseError, TransportError } from "../../errors.js";
@@ -64,7 +66,11 @@ export interface SemaphoreInspection extends Inspection {
    * change it (Redisson keeps no such record).
    */
   permits: number | null;
-  /** Calls waiting for permits right now (registered for a wake-up). */
+  /**
+   * Calls waiting for permits right now that are registered for an edgelock wake-up (those
+   * kept out by permits a Redisson client holds listen on Redisson's channel instead and are
+   * not counted).
+   */
   waiters: number;
 }
 
@@ -135,10 +141,14 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
   /**
    * Takes `permits` permits, all or none, waiting up to `waitTime` for them (Redisson
    * RSemaphore#tryAcquire(permits, waitTime)). One request when they are available; a waiter
-   * blocks on the semaphore's wake list (one request per wait) and is woken by the release or
-   * `addPermits` that frees permits, or polls with backoff on a client that cannot block. An
-   * attempt whose answer never arrives (aborted, timed out) is cancelled in the background and
-   * its permits given back.
+   * subscribes to its client's wake channel once (one request) and is woken by the edgelock
+   * release or `addPermits` that frees permits (one attempt each), or polls with backoff with
+   * `wait: "poll"` or on a client that cannot subscribe. While the missing permits are not all
+   * held by edgelock callers (a Redisson client holds some, or set the semaphore, which leaves
+   * no permits record), it listens on Redisson's channel `redisson_sc:{<name>}` instead, where
+   * every release of either side publishes, so a JVM release wakes it within a round trip; there
+   * every message wakes every such waiter, as in Redisson. An attempt whose answer never arrives
+   * (aborted, timed out) is cancelled in the background and its permits given back.
    * @returns a {@link SemaphorePermits} handle when the permits were taken (give them back with
    * its idempotent `release()`), `null` when `waitTime` ran out first. The handle is truthy and
    * `null` falsy, so `if (await semaphore.tryAcquire())` reads as Redisson's boolean.
@@ -293,10 +303,14 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
         waitTime,
         signal,
         counter,
-        attempt: async (waiter) =>
-          (await this.#attempt(permits, signal, waiter, counter))
-            ? { acquired: true }
-            : { pttl: -1 },
+        // Permits a Redisson client holds come back with a PUBLISH on Redisson's channel only
+        // (RedissonSemaphore#releaseAsync): while the busy attempt finds such permits missing,
+        // the wait listens there. edgelock's own releases publish there too.
+        foreignChannel: channel(this.name),
+        attempt: async (waiter) => {
+          const busy = await this.#attempt(permits, signal, waiter, counter);
+          return busy === null ? { acquired: true } : { pttl: -1, foreign: busy.foreign };
+        },
         unregister: (waiter) => this.#unregister(waiter),
       });
       attempts = polled.attempts;
@@ -309,16 +323,20 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
     }
   }
 
-  /** One attempt with a fresh request id; an unanswered one is cancelled in the background. */
+  /**
+   * One attempt with a fresh request id; an unanswered one is cancelled in the background.
+   * @returns `null` when the permits were taken, else whether permits are missing that no
+   * edgelock caller took (acquire.lua).
+   */
   async #attempt(
     permits: number,
     signal: AbortSignal | undefined,
     waiter: string,
     counter: RequestCounter,
-  ): Promise<boolean> {
+  ): Promise<{ foreign: boolean } | null> {
     const id = randomHex();
     try {
-      const [status] = await this.#ctx.runner.run(
+      const [status, , foreign = 0] = await this.#ctx.runner.run(
         {
           script: semaphoreAcquire,
           name: this.name,
@@ -327,15 +345,16 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
             keys.waiting(this.name),
             keys.wake(this.name),
             takenKey(this.name),
+            limitKey(this.name),
           ],
           args: [permits, this.#ctx.replayWindow, id, waiter, LOCK_WAITER_SLOT_MS],
           signal,
         },
-        (r) => asIntegers(r, 2),
+        (r) => asIntegers(r, 2) ?? asIntegers(r, 3),
         counter,
       );
       // -1: this request id was cancelled already; the next attempt uses a new one.
-      return status === 1;
+      return status === 1 ? null : { foreign: foreign === 1 };
     } catch (error) {
       const unanswered =
         (signal?.aborted && error === signal.reason) ||

@@ -1,0 +1,45 @@
+/**
+ * Redisson's semaphore channel `redisson_sc:{<name>}` seen from a test, as a JVM client's
+ * SemaphorePubSub sees it: who listens there, and what is published.
+ */
+import type { RawRedis } from "./env.js";
+import type { RecordingEdgeLock } from "./locks.js";
+
+/** Redisson's channel of semaphore `name` (both semaphore kinds). */
+export const semaphoreChannelOf = (name: string) => `redisson_sc:{${name}}`;
+
+/** Subscribers of Redisson's semaphore channel of `name` (PUBSUB NUMSUB). */
+export async function redissonSubscribers(raw: RawRedis, name: string): Promise<number> {
+  const reply = (await raw.sendCommand([
+    "PUBSUB",
+    "NUMSUB",
+    semaphoreChannelOf(name),
+  ])) as unknown[];
+  return Number(reply[1]);
+}
+
+/** Messages on Redisson's semaphore channel of `name`, from a SUBSCRIBE confirmed on return. */
+export async function redissonMessages(raw: RawRedis, name: string) {
+  const sub = raw.duplicate();
+  await sub.connect();
+  const messages: string[] = [];
+  let notify = () => {};
+  await sub.subscribe(semaphoreChannelOf(name), (m) => {
+    messages.push(String(m));
+    notify();
+  });
+  return {
+    messages,
+    /** Resolves once `n` messages arrived. */
+    received: (n: number) =>
+      new Promise<void>((resolve) => {
+        notify = () => messages.length >= n && resolve();
+        notify();
+      }),
+    close: () => sub.close(),
+  };
+}
+
+/** Resolves once `rec` has begun its `n`th wait (each busy attempt is followed by one). */
+export const waits = (rec: RecordingEdgeLock, n: number) =>
+  rec.until((_e, all) => all.filter((e) => e.type === "wait").length === n);
