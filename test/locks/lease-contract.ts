@@ -92,7 +92,11 @@ export function describeLeaseContract(
       await Promise.allSettled(made.flatMap((parts) => parts.background.splice(0)));
       made.length = 0;
     });
-    /** Loads the kind's scripts through its bridges, so that a fault hits the call under test. */
+    /**
+     * Loads the kind's scripts into Redis before the parts under test are made, so that their
+     * first calls are EVALSHA (a client that met NOSCRIPT sends its other scripts with EVAL) and
+     * a fault on EVALSHA hits the call under test.
+     */
     const warm = async () => {
       const warmUp = await open("warm");
       await held(await warmUp.acquire({ leaseTime: 1_000 })).release();
@@ -124,9 +128,9 @@ export function describeLeaseContract(
 
     if (traits.cancel === "own")
       it("a cancel that lands after the hold expired and was re-made leaves the newer hold alone", async () => {
+        await warm();
         const parts = await open("late-cancel");
         const anyHold = () => parts.anyHold();
-        await warm();
         const bridge = parts.replayBridge;
         const owner = `${kind}:late-cancel`;
         bridge.setFaults({ rules: [{ action: "lose", mode: "hang", match: "evalsha", times: 1 }] });
@@ -194,8 +198,8 @@ export function describeLeaseContract(
     });
 
     it("a grant applied but unanswered, then resent, returns what it granted and holds once", async () => {
-      const parts = await open("replay");
       await warm();
+      const parts = await open("replay");
       const bridge = parts.replayBridge;
       const faults = bridge.stats().faultsInjected;
       bridge.setFaults({ rules: [{ action: "lose", mode: "close", match: "evalsha", times: 1 }] });
