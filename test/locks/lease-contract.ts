@@ -1,8 +1,18 @@
 /**
  * The lease contract: what every lease keeps, whichever kind issued it, run by
- * lease-contract.test.ts with `describeLeaseContract(kind, setup)` for each kind. Real parts only:
- * independent redis-servers behind their own bridges (test/support/endpoints.ts), whose faults
- * and latency the contract sets, and raw clients that read what Redis holds behind their back.
+ * lease-contract.test.ts with `describeLeaseContract(kind, traits, setup)` for each kind:
+ * - a hold excludes a rival until released;
+ * - a release (and a late cancel, for kinds with their own) carrying an old epoch never touches
+ *   a newer hold of the same owner;
+ * - `signal` aborts within 150 ms after `expiresAt` when no renewal confirmed, never before;
+ * - `expiresAt` counts from the send and never passes Redis's expiry (acquire and renewal under
+ *   300 ms of latency);
+ * - a renewal never shortens, in Redis or in `expiresAt`;
+ * - a grant whose answer was lost and which the client resent returns what it granted (epoch,
+ *   token, permit ids) and holds once.
+ * Real parts only: independent redis-servers behind their own bridges
+ * (test/support/endpoints.ts), whose faults and latency the contract sets, and raw clients that
+ * read what Redis holds behind the bridges' back.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { Bridge } from "../../src/bridge/index.js";
@@ -126,7 +136,7 @@ export function describeLeaseContract(
       expect(await fresh.release()).toBe("released");
     });
 
-    if (traits.cancel === "own")
+    if (traits.cancel === "own") {
       it("a cancel that lands after the hold expired and was re-made leaves the newer hold alone", async () => {
         await warm();
         const parts = await open("late-cancel");
@@ -155,6 +165,7 @@ export function describeLeaseContract(
         expect(await parts.rival()).toBeNull();
         expect(await fresh.release()).toBe("released");
       });
+    }
 
     it("signal aborts within 150 ms after expiresAt when no renewal confirmed, never before", async () => {
       const parts = await open("expiry");
