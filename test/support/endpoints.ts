@@ -3,6 +3,7 @@
  * bridge (with its own faults and stats) and a raw client behind the bridge's back.
  */
 import { randomBytes } from "node:crypto";
+import type { Redis, RedisConfigNodejs } from "@upstash/redis";
 import { afterAll, beforeAll } from "vitest";
 import { startRedisServer } from "../../demo/redis-server.js";
 import { type Bridge, startBridge } from "../../src/bridge/index.js";
@@ -13,6 +14,8 @@ import { bridgeRedis, connectRaw, type RawRedis } from "./env.js";
 export interface Endpoint {
   bridge: Bridge;
   raw: RawRedis;
+  /** A client on this endpoint's bridge, with `@upstash/redis`'s defaults (5 retries) unless overridden. */
+  redis(options?: Partial<RedisConfigNodejs>): Redis;
   /** A new EdgeLock on this endpoint (no client retries by default, so faults show at once). */
   edgelock(options?: Partial<EdgeLockOptions>): EdgeLock;
 }
@@ -36,6 +39,7 @@ export function useEndpoints(n: number): Endpoint[] {
         endpoints[i] = {
           bridge,
           raw,
+          redis: (options) => bridgeRedis(options, { url: bridge.url, token }),
           edgelock: (options) =>
             new EdgeLock({
               redis: bridgeRedis({ retry: { retries: 0 } }, { url: bridge.url, token }),
