@@ -61,23 +61,6 @@ describe("fenced lock", () => {
     expect(Number(await raw.get(tokenKey(name)))).toBe(tokenOf(b));
   });
 
-  it("a grant applied but unanswered, then resent by the client, returns the same token once", async () => {
-    const name = `${prefix}replay`;
-    const { edgelock } = recordingEdgeLock({}, bridge.redis());
-    const lock = edgelock.getFencedLock(name);
-    await (await lock.tryLock({ leaseTime: 1_000 }))?.release(); // scripts loaded
-    const before = await lock.getToken();
-    bridge.bridge.setFaults({
-      rules: [{ action: "lose", mode: "close", match: "evalsha", times: 1 }],
-    });
-    const lease = await lock.tryLock({ leaseTime: 10_000 });
-    bridge.bridge.clearFaults();
-    expect(tokenOf(lease)).toBeGreaterThan(before);
-    expect(await lock.getToken()).toBe(tokenOf(lease));
-    expect(await lock.getHoldCount(lease?.owner ?? "")).toBe(1);
-    expect(await lease?.release()).toBe("released");
-  });
-
   it("10 000 grants by 16 clients: tokens unique and strictly increasing in the order of the holds", async () => {
     const name = `${prefix}many`;
     const clients = 16;
