@@ -7,7 +7,7 @@
  * @module
  */
 import type { Lease } from "../../lease.js";
-import { fencedLockToken } from "../../lua.gen.js";
+import { fencedLockToken } from "../../lua/fenced-lock.gen.js";
 import { asInteger } from "../../transport/index.js";
 import type { LockContext } from "../context.js";
 import { HashLock, type LockOptions, type TryLockOptions } from "../lock/base.js";

@@ -8,16 +8,16 @@ import { TransportError } from "../../errors.js";
 import { randomHex } from "../../ids.js";
 import type { ReleaseResult } from "../../lease.js";
 import { FAIR_CLAIM_WINDOW_MS, LOCK_WAITER_SLOT_MS } from "../../limits.js";
+import { fencedLockAcquire } from "../../lua/fenced-lock.gen.js";
 import {
-  fencedLockAcquire,
-  type LuaScript,
   lockAcquire,
   lockCancel,
   lockForceUnlock,
   lockHolders,
   lockRelease,
   lockRenew,
-} from "../../lua.gen.js";
+} from "../../lua/lock.gen.js";
+import type { LuaScript } from "../../lua/script.js";
 import {
   asInteger,
   asIntegers,

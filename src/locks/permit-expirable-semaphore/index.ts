@@ -19,7 +19,7 @@ import {
   permitExpirableSemaphoreInspect,
   permitExpirableSemaphoreRelease,
   permitExpirableSemaphoreRenew,
-} from "../../lua.gen.js";
+} from "../../lua/permit-expirable-semaphore.gen.js";
 import { isLeaseId } from "../../renewal.js";
 import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
 import { checkMs, checkOptions, checkWaitTime } from "../../validate.js";

@@ -9,15 +9,15 @@ import { LockUpgradeError, TransportError } from "../../errors.js";
 import { randomHex } from "../../ids.js";
 import type { ReleaseResult } from "../../lease.js";
 import { LOCK_WAITER_SLOT_MS } from "../../limits.js";
+import { lockHolders } from "../../lua/lock.gen.js";
 import {
-  lockHolders,
   readWriteLockAcquire,
   readWriteLockCancel,
   readWriteLockForceUnlock,
   readWriteLockRelease,
   readWriteLockRenew,
   readWriteLockStatus,
-} from "../../lua.gen.js";
+} from "../../lua/read-write-lock.gen.js";
 import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
 import { keys, type LockContext } from "../context.js";
 import { renewHold, runRelease } from "../lock/hold.js";
