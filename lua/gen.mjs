@@ -55,7 +55,7 @@ export function expand(source) {
  * The script without the library functions it never calls: a library is pasted whole, but each
  * script uses a few of its functions, and every byte ships in the bundle and in each EVAL. A
  * function is a top-level `local function <name>(` block ending at the next `end` at column 0;
- * it goes when its name appears nowhere else, until nothing more goes.
+ * it goes when its name appears nowhere else outside comments, until nothing more goes.
  */
 export function pruneUnused(source) {
   let lines = source.split("\n");
@@ -68,8 +68,10 @@ export function pruneUnused(source) {
       if (end < 0) throw new Error(`lua: no column-0 \`end\` closes function ${m[1]}`);
       blocks.push({ name: m[1], start: i, end });
     }
+    // A name in a comment is no call: comments go before the search.
+    const code = lines.map((line) => line.replace(/--.*$/, ""));
     const unused = blocks.find(({ name, start, end }) => {
-      const rest = [...lines.slice(0, start), ...lines.slice(end + 1)].join("\n");
+      const rest = [...code.slice(0, start), ...code.slice(end + 1)].join("\n");
       return !new RegExp(`\\b${name}\\b`).test(rest);
     });
     if (!unused) return lines.join("\n");

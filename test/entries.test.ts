@@ -5,10 +5,12 @@
  */
 import { join } from "node:path";
 import { build } from "esbuild";
+import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { EdgeLock } from "../src/client.js";
 import { EdgeLockClient } from "../src/core.js";
 import type { LockEvent } from "../src/events.js";
+import { withLock as lockMiddleware } from "../src/hono.js";
 import { getCountDownLatch } from "../src/locks/count-down-latch/entry.js";
 import { getFairLock } from "../src/locks/fair-lock/entry.js";
 import { getFencedLock } from "../src/locks/fenced-lock/entry.js";
@@ -98,6 +100,23 @@ describe("entries over the core client", () => {
     expect(red).not.toBeNull();
     await red?.release();
     await raw.del([`${prefix}sem`, `edgelock_permits:{${prefix}sem}`]);
+  });
+});
+
+describe("integrations over the core client", () => {
+  it("the Hono middleware takes an EdgeLockClient, and refuses an object that is not one", async () => {
+    const c = client();
+    const key = `${prefix}hono`;
+    const app = new Hono();
+    app.get("/", lockMiddleware({ edgelock: c, key, leaseTime: 10_000 }), async (ctx) =>
+      ctx.text(String(await getLock(c, key).isLocked())),
+    );
+    const res = await app.request("/");
+    expect(await res.text()).toBe("true");
+    expect(await getLock(c, key).isLocked()).toBe(false);
+    expect(() => lockMiddleware({ edgelock: { getLock: () => null } as never, key })).toThrow(
+      "withLock: `edgelock` must be an EdgeLock (or EdgeLockClient) or a function returning one",
+    );
   });
 });
 

@@ -15,12 +15,13 @@ export {
 } from "../errors.js";
 export type { LockEvent, LockEventListener } from "../events.js";
 export type { Holder, Inspectable, Inspection } from "../inspect.js";
-export {
-  type KeepAlive,
-  type KeeperKeepAlive,
+// Types only: a semaphore's or a latch's bundle does not hold the Lease class.
+export type {
+  KeepAlive,
+  KeeperKeepAlive,
   Lease,
-  type ReleaseResult,
-  type SerializedLease,
+  ReleaseResult,
+  SerializedLease,
 } from "../lease.js";
 export type { RedisLike } from "../transport/index.js";
 export type { BackoffOptions } from "../wait.js";
