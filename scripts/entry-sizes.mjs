@@ -94,12 +94,13 @@ export const SCENARIOS = [
     budget: 14,
     target: 9,
   },
-  // The LeaseKeeper renews every kind of lease, so it still holds EdgeLock (28.1 kB before).
+  // The LeaseKeeper with the renewals of every kind of lease (src/renewers.ts) and the cron
+  // guard with the lock: 16.4 kB measured (28.1 kB while both held EdgeLock).
   {
     name: "edgelock/cloudflare",
     entries: ["edgelock/cloudflare"],
     base: REDIS,
-    budget: 28,
+    budget: 17,
     target: 9,
   },
 ];

@@ -9,26 +9,24 @@
 // they repeat (lua/lib/), about 1.5 kB min+gzip less than the scripts scattered.
 import "./lua.gen.js";
 import { contextOf, EdgeLockClient } from "./core.js";
-import type { KeeperLeaseKind } from "./keeper.js";
 import { type Lease, parseSerializedLease, type SerializedLease } from "./lease.js";
 import { type CountDownLatch, getCountDownLatch } from "./locks/count-down-latch/entry.js";
 import { type FairLock, getFairLock } from "./locks/fair-lock/entry.js";
 import { type FencedLock, getFencedLock } from "./locks/fenced-lock/entry.js";
 import { IdempotencyKey } from "./locks/idempotency/index.js";
 import { getLock, type ReentrantLock, type WithLockOptions, withLock } from "./locks/lock/entry.js";
-import { type LeaseToRenew, renewLeases } from "./locks/lock/index.js";
 import { getMultiLock, type LockLike, type MultiLock } from "./locks/multi-lock/entry.js";
 import {
   getPermitExpirableSemaphore,
   type PermitExpirableSemaphore,
 } from "./locks/permit-expirable-semaphore/entry.js";
 import { getReadWriteLock, type ReadWriteLock } from "./locks/read-write-lock/entry.js";
-import { renewReadWriteHold } from "./locks/read-write-lock/index.js";
 import { getSemaphore, type Semaphore } from "./locks/semaphore/entry.js";
-import { checkMs, checkName, checkOwner } from "./validate.js";
+import { checkName } from "./validate.js";
 
 export { contextOf, type EdgeLockOptions, reportEvent } from "./core.js";
 export type { WithLockOptions } from "./locks/lock/entry.js";
+export { renewLeaseOf, renewLeasesOf } from "./renewers.js";
 
 /**
  * Entry point: holds the Redis client and configuration, and hands out lock primitives.
@@ -179,60 +177,4 @@ export class EdgeLock extends EdgeLockClient {
         return this.getPermitExpirableSemaphore(s.name).restore(s);
     }
   }
-}
-
-/**
- * Internal (the `LeaseKeeper` alarm): renews one lease of a kind that the batch of
- * {@link renewLeasesOf} cannot (a read or write hold, permits), in one HTTP request.
- * @returns true when renewed, false when no longer held.
- * @throws TypeError / RangeError for a bad lease, before any request.
- * @throws {TransportError} when Redis could not be reached.
- */
-export async function renewLeaseOf(
-  edgelock: EdgeLockClient,
-  lease: {
-    kind: KeeperLeaseKind;
-    name: string;
-    owner: string;
-    leaseTime: number;
-    permitIds?: readonly string[] | undefined;
-  },
-): Promise<boolean> {
-  const ctx = contextOf(edgelock);
-  const name = checkName(lease.name, "lease.name");
-  const owner = checkOwner(lease.owner, "lease.owner");
-  const leaseTime = checkMs(lease.leaseTime, "lease.leaseTime", 1);
-  switch (lease.kind) {
-    case "read-lock":
-    case "write-lock":
-      return renewReadWriteHold(
-        ctx,
-        name,
-        lease.kind === "read-lock" ? "read" : "write",
-        owner,
-        leaseTime,
-      );
-    case "permit":
-      if (!lease.permitIds?.length) throw new TypeError("a permit lease needs `permitIds`");
-      return getPermitExpirableSemaphore(edgelock, name).renewPermits(lease.permitIds, leaseTime);
-  }
-}
-
-/**
- * Internal (the `LeaseKeeper` alarm): renews many leases in one HTTP request (one per hash slot
- * of their names with `cluster: true`). Each lease is renewed only if its owner still holds it.
- * @returns per lease, true when renewed, false when no longer held.
- * @throws TypeError / RangeError for a bad lease, before any request.
- * @throws {TransportError} when Redis could not be reached.
- */
-export async function renewLeasesOf(
-  edgelock: EdgeLockClient,
-  leases: readonly LeaseToRenew[],
-): Promise<boolean[]> {
-  for (const l of leases) {
-    checkName(l.name, "lease.name");
-    checkOwner(l.owner, "lease.owner");
-    checkMs(l.leaseTime, "lease.leaseTime", 1);
-  }
-  return renewLeases(contextOf(edgelock), leases, { requests: 0 });
 }

@@ -442,23 +442,7 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
     timeout?: number,
     counter: RequestCounter = { requests: 0 },
   ): Promise<number> {
-    return this.#ctx.runner.run(
-      {
-        script: permitExpirableSemaphoreRenew,
-        name: this.name,
-        keys: [
-          this.name,
-          timeoutsKey(this.name),
-          semaphoreChannel(this.name),
-          keys.waiting(this.name),
-          keys.wake(this.name),
-        ],
-        args: [leaseTime, ...permitIds],
-        timeout,
-      },
-      asInteger,
-      counter,
-    );
+    return renewPermitHolds(this.#ctx, this.name, permitIds, leaseTime, timeout, counter);
   }
 
   #cancel(id: string, permitIds: readonly string[]): void {
@@ -539,4 +523,31 @@ function decodeInspect(
     waiters,
     holders,
   };
+}
+
+/**
+ * Makes the leases of `permitIds` of semaphore `name` at least `leaseTime` ms (renew.lua),
+ * within `timeout` ms when given. A function, not a method, so that the `LeaseKeeper` renews
+ * permits without bundling the semaphore.
+ * @returns how many of the permits were still held (and renewed).
+ */
+export function renewPermitHolds(
+  ctx: LockContext,
+  name: string,
+  permitIds: readonly string[],
+  leaseTime: number,
+  timeout?: number,
+  counter: RequestCounter = { requests: 0 },
+): Promise<number> {
+  return ctx.runner.run(
+    {
+      script: permitExpirableSemaphoreRenew,
+      name,
+      keys: [name, timeoutsKey(name), semaphoreChannel(name), keys.waiting(name), keys.wake(name)],
+      args: [leaseTime, ...permitIds],
+      timeout,
+    },
+    asInteger,
+    counter,
+  );
 }
