@@ -12,6 +12,19 @@ const entries = {
   "edgelock/vercel": "src/vercel.ts",
   "edgelock/cloudflare": "worker/cloudflare.ts",
   "edgelock/otel": "src/otel.ts",
+  ...Object.fromEntries(
+    [
+      "lock",
+      "fair-lock",
+      "fenced-lock",
+      "read-write-lock",
+      "semaphore",
+      "permit-expirable-semaphore",
+      "count-down-latch",
+      "multi-lock",
+      "redlock",
+    ].map((kind) => [`edgelock/${kind}`, `src/locks/${kind}/entry.ts`]),
+  ),
 };
 // Peer dependencies (and their subpaths) stay external: the user's bundler resolves them.
 const external = [
@@ -54,7 +67,7 @@ for (const [entry, file] of Object.entries(entries)) {
       metafile: true,
     });
     const bytes = result.outputFiles.reduce((n, f) => n + f.contents.byteLength, 0);
-    console.log(`ok   ${entry.padEnd(20)} ${file.padEnd(22)} ${bytes} bytes (unminified)`);
+    console.log(`ok   ${entry.padEnd(36)} ${file.padEnd(46)} ${bytes} bytes (unminified)`);
   } catch (error) {
     failed += 1;
     const messages = error.errors?.map((e) => e.text) ?? [String(error)];

@@ -1,148 +1,32 @@
 /**
- * EdgeLock: configuration and factory of lock primitives.
+ * EdgeLock: the core client (core.ts) with a factory method per primitive, each the function of
+ * that primitive's entry (`getLock` of `edgelock/lock`, ...).
  * @module
  */
 
-import { LockTimeoutError, TransportError } from "./errors.js";
-import type { LockEvent, LockEventListener } from "./events.js";
-import { randomHex } from "./ids.js";
-import type { KeeperLeaseKind, LeaseKeeperBinding } from "./keeper.js";
-import { type KeepAlive, type Lease, parseSerializedLease, type SerializedLease } from "./lease.js";
-import {
-  DEFAULT_DEFINITE_WITHIN_REQUEST_TIMEOUTS,
-  DEFAULT_MAX_SUBSCRIPTIONS,
-  DEFAULT_REPLAY_WINDOW_MS,
-  DEFAULT_REQUEST_TIMEOUT_MS,
-  DEFAULT_WATCHDOG_TIMEOUT_MS,
-  DEFAULT_WITH_LOCK_WAIT_MS,
-  MAX_CLIENT_ID_LENGTH,
-  MIN_REPLAY_WINDOW_MS,
-  MIN_REQUEST_TIMEOUT_MS,
-  MIN_WATCHDOG_TIMEOUT_MS,
-} from "./limits.js";
-import type { LockContext } from "./locks/context.js";
-import { CountDownLatch } from "./locks/count-down-latch/index.js";
-import { FairLock } from "./locks/fair-lock/index.js";
-import { FencedLock } from "./locks/fenced-lock/index.js";
+// First, so that a bundle of EdgeLock places every kind's scripts side by side (each kind's
+// module would otherwise sit beside its primitive's code): gzip then shares the library text
+// they repeat (lua/lib/), about 1.5 kB min+gzip less than the scripts scattered.
+import "./lua.gen.js";
+import { contextOf, EdgeLockClient } from "./core.js";
+import { type Lease, parseSerializedLease, type SerializedLease } from "./lease.js";
+import { type CountDownLatch, getCountDownLatch } from "./locks/count-down-latch/entry.js";
+import { type FairLock, getFairLock } from "./locks/fair-lock/entry.js";
+import { type FencedLock, getFencedLock } from "./locks/fenced-lock/entry.js";
 import { IdempotencyKey } from "./locks/idempotency/index.js";
-import { type LeaseToRenew, ReentrantLock, renewLeases } from "./locks/lock/index.js";
-import { checkMembers, type LockLike, MultiLock } from "./locks/multi-lock/index.js";
-import { PermitExpirableSemaphore } from "./locks/permit-expirable-semaphore/index.js";
-import { ReadWriteLock, renewReadWriteHold } from "./locks/read-write-lock/index.js";
-import { Semaphore } from "./locks/semaphore/index.js";
-import { WakeHub } from "./locks/wakes.js";
-import { type RedisLike, ScriptRunner } from "./transport/index.js";
+import { getLock, type ReentrantLock, type WithLockOptions, withLock } from "./locks/lock/entry.js";
+import { getMultiLock, type LockLike, type MultiLock } from "./locks/multi-lock/entry.js";
 import {
-  checkFunction,
-  checkMs,
-  checkName,
-  checkOptions,
-  checkOwner,
-  checkWaitTime,
-} from "./validate.js";
-import { type BackoffOptions, resolveBackoff } from "./wait.js";
+  getPermitExpirableSemaphore,
+  type PermitExpirableSemaphore,
+} from "./locks/permit-expirable-semaphore/entry.js";
+import { getReadWriteLock, type ReadWriteLock } from "./locks/read-write-lock/entry.js";
+import { getSemaphore, type Semaphore } from "./locks/semaphore/entry.js";
+import { checkName } from "./validate.js";
 
-/** Options of {@link EdgeLock}. Times in integer ms. */
-export interface EdgeLockOptions {
-  /** Any `@upstash/redis` client (`Redis.fromEnv()`, `new Redis({ url, token })`). Required. */
-  redis: RedisLike;
-  /**
-   * Prefix of every owner this instance creates (`<clientId>:<taskId>`), 1–128 characters.
-   * @default 32 random hex characters (128 bits from Web Crypto) per EdgeLock instance
-   */
-  clientId?: string;
-  /**
-   * Lease of locks acquired without `leaseTime` (watchdog mode), renewed every third of it by
-   * the keep-alive. Integer ms ≥ 100. Redisson's `lockWatchdogTimeout`. @default 30000
-   */
-  watchdogTimeout?: number;
-  /**
-   * Local time limit of every Redis call, in integer ms ≥ 10. A call past it fails with an
-   * ambiguous {@link TransportError} (it may still be applied: an acquire is then cancelled in
-   * the background, and every script is replay-safe). Keep-alive renewals use at most a sixth
-   * of their lease, so a hung one is retried before the lease runs out. @default 3000
-   */
-  requestTimeout?: number;
-  /**
-   * How long replay records (what each request id did, so a resent request applies once) live,
-   * in integer ms ≥ 1000. Must cover how long a copy of a request can still reach Redis: the
-   * default is the larger of 30 000 and 10 × `requestTimeout`. Records are kept per lock name in
-   * two hashes, `edgelock_replay:{<name>}` and `…:old`; give every client of a name the same
-   * window. @default max(30000, 10 × requestTimeout)
-   */
-  replayWindow?: number;
-  /**
-   * How long a call that its caller cannot repeat safely — the release of any lease (every lock
-   * kind, permit leases), `unlock`, a semaphore's `release(permits)`, `addPermits`,
-   * `trySetPermits`, a latch's `countDown` and `trySetCount` — resends its own request (same
-   * request id: it applies at most once) until Redis answers, in integer ms in
-   * [0, `replayWindow` / 2]. The first send has the full `requestTimeout`; another copy follows
-   * a failed one after a backoff pause (50 ms doubling to 1 s, jittered), or a copy unanswered
-   * for a third of `requestTimeout`, each ending by this bound. Only past it does the
-   * call throw an ambiguous {@link TransportError}; the request is then resent in the background
-   * until Redis answers or half the `replayWindow` has passed, and a `settle` event says which.
-   * 0: one send, then background resends only.
-   * @default min(3 × requestTimeout, replayWindow / 2)
-   */
-  definiteWithin?: number;
-  /**
-   * How waiters wait between attempts:
-   * - `"subscribe"`: for a release's message over pub/sub (`redis.subscribe()`, which the REST
-   *   API serves as Server-Sent Events): a busy attempt registers the waiter and the release
-   *   that frees the lock (or hands a fair lock on, or frees permits, or opens a latch) wakes
-   *   exactly the waiters it can serve. One subscription per client and name, shared by its
-   *   waits, open while they wait and 1 s after; each wait is still
-   *   bounded by the holder's TTL and the time left. Throws at construction if the client has no
-   *   `subscribe`.
-   * - `"poll"`: sleep with `backoff` between attempts (bounded by the holder's TTL).
-   * - `"auto"`: `"subscribe"` where the client has `subscribe` (`@upstash/redis` ≥ 1.35), else
-   *   `"poll"`. A wait that finds `maxSubscriptions` open, or whose subscription fails, polls.
-   * - `"block"`: deprecated, the same as `"auto"` (waiters no longer use BLPOP, which the Upstash
-   *   REST API lists as not supported).
-   * @default "auto"
-   */
-  wait?: "auto" | "subscribe" | "poll" | "block";
-  /**
-   * Most wake-up subscriptions (each one long-lived HTTP request) this client keeps open at
-   * once, integer ≥ 0; a wait beyond it polls. A Worker invocation may keep 6 connections open.
-   * 0 = never subscribe. @default 4
-   */
-  maxSubscriptions?: number;
-  /** Backoff between acquire attempts while waiting. See {@link BackoffOptions}. */
-  backoff?: BackoffOptions;
-  /** Default `LeaseKeeper` Durable Object namespace for `keepAlive: { maxHoldTime }`. */
-  keeper?: LeaseKeeperBinding;
-  /** Receives acquire/wait/renew/release/lost/error events. Must not throw. */
-  onEvent?: LockEventListener;
-  /**
-   * Keeps background work alive past the response (cancelling an acquire whose answer never
-   * arrived). Pass `ctx.waitUntil.bind(ctx)` on Workers, `waitUntil` from `@vercel/functions`.
-   * @default none: the work runs as a detached promise
-   */
-  waitUntil?: (promise: Promise<unknown>) => void;
-  /**
-   * The Redis behind the REST API is a Redis Cluster. Every script of a primitive touches keys
-   * of one hash slot only (all its keys carry the name as hash tag, `{<name>}`), so only requests
-   * spanning several names change: the batched renewal of many leases (the `LeaseKeeper` alarm)
-   * is split into one request per hash slot of the names, instead of one request that Redis
-   * Cluster would refuse with CROSSSLOT. @default false
-   */
-  cluster?: boolean;
-}
-
-/** Options of {@link EdgeLock.withLock}. */
-export interface WithLockOptions {
-  /** How long to wait for the lock, in ms, integer in [0, 86 400 000]. @default 10000 */
-  waitTime?: number;
-  /** Fixed lease in ms; omitted = watchdog mode kept alive by `keepAlive`. */
-  leaseTime?: number;
-  /** Keep-alive strategy. @default "timer" in watchdog mode, "none" with a fixed lease */
-  keepAlive?: KeepAlive;
-  /** Aborts the wait (rejects with `signal.reason`). The callback gets `lease.signal`. */
-  signal?: AbortSignal;
-  /** Owner to acquire as; see `TryLockOptions.owner`. */
-  owner?: string;
-}
+export { contextOf, type EdgeLockOptions, reportEvent } from "./core.js";
+export type { WithLockOptions } from "./locks/lock/entry.js";
+export { renewLeaseOf, renewLeasesOf } from "./renewers.js";
 
 /**
  * Entry point: holds the Redis client and configuration, and hands out lock primitives.
@@ -158,121 +42,14 @@ export interface WithLockOptions {
  * }
  * ```
  */
-export class EdgeLock {
-  /** Prefix of the owners this instance creates. */
-  readonly clientId: string;
-  /** Lease of watchdog-mode locks, in ms. */
-  readonly watchdogTimeout: number;
-  /** Local time limit of every Redis call, in ms. */
-  readonly requestTimeout: number;
-  /** How long replay records live, in ms. */
-  readonly replayWindow: number;
-  /** How long a call its caller cannot repeat safely resends its request, in ms. */
-  readonly definiteWithin: number;
-  readonly #ctx: LockContext;
-
-  /** @throws TypeError / RangeError for bad options. */
-  constructor(options: EdgeLockOptions) {
-    const o = checkOptions(options, "EdgeLock", [
-      "redis",
-      "clientId",
-      "watchdogTimeout",
-      "requestTimeout",
-      "replayWindow",
-      "definiteWithin",
-      "wait",
-      "backoff",
-      "keeper",
-      "onEvent",
-      "waitUntil",
-      "cluster",
-      "maxSubscriptions",
-    ]);
-    const redis = o.redis as Partial<RedisLike> | undefined;
-    if (!redis || typeof redis.eval !== "function" || typeof redis.evalsha !== "function") {
-      throw new TypeError("`redis` must be an @upstash/redis client (with eval and evalsha)");
-    }
-    if (o.clientId !== undefined) {
-      if (typeof o.clientId !== "string") throw new TypeError("`clientId` must be a string");
-      if (o.clientId.length === 0 || o.clientId.length > MAX_CLIENT_ID_LENGTH) {
-        throw new RangeError(`\`clientId\` must be 1 to ${MAX_CLIENT_ID_LENGTH} characters long`);
-      }
-    }
-    if (o.keeper !== undefined && typeof o.keeper.getByName !== "function") {
-      throw new TypeError("`keeper` must be a LeaseKeeper Durable Object namespace");
-    }
-    const onEvent = checkFunction<LockEventListener>(o.onEvent, "onEvent");
-    const waitUntil = checkFunction<(p: Promise<unknown>) => void>(o.waitUntil, "waitUntil");
-    this.clientId = o.clientId ?? randomHex();
-    this.watchdogTimeout =
-      o.watchdogTimeout === undefined
-        ? DEFAULT_WATCHDOG_TIMEOUT_MS
-        : checkMs(o.watchdogTimeout, "watchdogTimeout", MIN_WATCHDOG_TIMEOUT_MS);
-    this.requestTimeout =
-      o.requestTimeout === undefined
-        ? DEFAULT_REQUEST_TIMEOUT_MS
-        : checkMs(o.requestTimeout, "requestTimeout", MIN_REQUEST_TIMEOUT_MS);
-    this.replayWindow =
-      o.replayWindow === undefined
-        ? Math.max(DEFAULT_REPLAY_WINDOW_MS, 10 * this.requestTimeout)
-        : checkMs(o.replayWindow, "replayWindow", MIN_REPLAY_WINDOW_MS);
-    this.definiteWithin = checkDefiniteWithin(
-      o.definiteWithin,
-      this.requestTimeout,
-      this.replayWindow,
-    );
-    const backoff = resolveBackoff(o.backoff);
-    const waitOption = o.wait ?? "auto";
-    if (!["auto", "subscribe", "poll", "block"].includes(waitOption)) {
-      throw new TypeError('`wait` must be "auto", "subscribe" or "poll"');
-    }
-    const wait = waitOption === "block" ? "auto" : waitOption;
-    if (wait === "subscribe" && typeof (redis as RedisLike).subscribe !== "function") {
-      throw new TypeError(
-        '`wait: "subscribe"` needs a Redis client with subscribe() (@upstash/redis >= 1.35)',
-      );
-    }
-    const maxSubscriptions = o.maxSubscriptions ?? DEFAULT_MAX_SUBSCRIPTIONS;
-    if (!Number.isSafeInteger(maxSubscriptions) || maxSubscriptions < 0) {
-      throw new RangeError("`maxSubscriptions` must be an integer >= 0");
-    }
-    if (o.cluster !== undefined && typeof o.cluster !== "boolean") {
-      throw new TypeError("`cluster` must be a boolean");
-    }
-    const runner = new ScriptRunner(redis as RedisLike, this.requestTimeout);
-    this.#ctx = {
-      runner,
-      clientId: this.clientId,
-      watchdogTimeout: this.watchdogTimeout,
-      replayWindow: this.replayWindow,
-      definiteWithin: this.definiteWithin,
-      backoff,
-      wait,
-      wakes: new WakeHub(runner, maxSubscriptions),
-      maxSubscriptions,
-      keeper: o.keeper,
-      cluster: o.cluster ?? false,
-      emit: (event: LockEvent) => {
-        try {
-          onEvent?.(event);
-        } catch {
-          // A listener's failure must never break a lock operation.
-        }
-      },
-      background: (task) => {
-        if (waitUntil) waitUntil(task);
-      },
-    };
-    contexts.set(this, this.#ctx);
-  }
-
+export class EdgeLock extends EdgeLockClient {
   /**
    * A reentrant lock (Redisson RLock) on `name`.
    * @param name lock name = Redis key, 1–512 characters, no `{` or `}`.
    * @throws TypeError / RangeError for a bad name.
    */
   getLock(name: string): ReentrantLock {
-    return new ReentrantLock(this.#ctx, checkName(name));
+    return getLock(this, name);
   }
 
   /**
@@ -283,7 +60,7 @@ export class EdgeLock {
    * @throws TypeError / RangeError for a bad name.
    */
   getFairLock(name: string): FairLock {
-    return new FairLock(this.#ctx, checkName(name));
+    return getFairLock(this, name);
   }
 
   /**
@@ -293,7 +70,7 @@ export class EdgeLock {
    * @throws TypeError / RangeError for a bad name.
    */
   getReadWriteLock(name: string): ReadWriteLock {
-    return new ReadWriteLock(this.#ctx, checkName(name));
+    return getReadWriteLock(this, name);
   }
 
   /**
@@ -303,7 +80,7 @@ export class EdgeLock {
    * @throws TypeError / RangeError for a bad name.
    */
   getFencedLock(name: string): FencedLock {
-    return new FencedLock(this.#ctx, checkName(name));
+    return getFencedLock(this, name);
   }
 
   /**
@@ -314,7 +91,7 @@ export class EdgeLock {
    * @throws TypeError / RangeError for a bad name.
    */
   getCountDownLatch(name: string): CountDownLatch {
-    return new CountDownLatch(this.#ctx, checkName(name));
+    return getCountDownLatch(this, name);
   }
 
   /**
@@ -325,7 +102,7 @@ export class EdgeLock {
    * @throws TypeError / RangeError when a member is not a lock or none is given.
    */
   getMultiLock(...locks: LockLike[]): MultiLock {
-    return new MultiLock(this.#ctx, checkMembers(locks, "getMultiLock"));
+    return getMultiLock(this, ...locks);
   }
 
   /**
@@ -336,7 +113,7 @@ export class EdgeLock {
    * @throws TypeError / RangeError for a bad name.
    */
   getSemaphore(name: string): Semaphore {
-    return new Semaphore(this.#ctx, checkName(name));
+    return getSemaphore(this, name);
   }
 
   /**
@@ -348,7 +125,7 @@ export class EdgeLock {
    * @throws TypeError / RangeError for a bad name.
    */
   getPermitExpirableSemaphore(name: string): PermitExpirableSemaphore {
-    return new PermitExpirableSemaphore(this.#ctx, checkName(name));
+    return getPermitExpirableSemaphore(this, name);
   }
 
   /**
@@ -358,7 +135,7 @@ export class EdgeLock {
    * @throws TypeError / RangeError for a bad name.
    */
   getIdempotencyKey(name: string): IdempotencyKey {
-    return new IdempotencyKey(this.#ctx, checkName(name));
+    return new IdempotencyKey(contextOf(this), checkName(name));
   }
 
   /**
@@ -369,39 +146,12 @@ export class EdgeLock {
    * @throws {LockTimeoutError} when the lock stayed busy for `waitTime` (default 10 000 ms).
    * @throws signal.reason when aborted while waiting.
    */
-  async withLock<T>(
+  withLock<T>(
     name: string,
     fn: (lease: Lease) => T | Promise<T>,
     options?: WithLockOptions,
   ): Promise<T> {
-    const lock = this.getLock(name);
-    if (typeof fn !== "function") throw new TypeError("withLock: `fn` must be a function");
-    const o = checkOptions(options, "withLock", [
-      "waitTime",
-      "leaseTime",
-      "keepAlive",
-      "signal",
-      "owner",
-    ]);
-    const waitTime = checkWaitTime(o.waitTime) ?? DEFAULT_WITH_LOCK_WAIT_MS;
-    const { lease, attempts } = await lock.tryAcquire({ ...o, waitTime });
-    if (!lease) throw new LockTimeoutError(name, waitTime, attempts);
-    try {
-      return await fn(lease);
-    } finally {
-      await lease.release().catch((error: unknown) => {
-        if (error instanceof TransportError) {
-          this.#ctx.emit({
-            type: "error",
-            name,
-            requests: 1,
-            durationMs: 0,
-            operation: "release",
-            error,
-          });
-        }
-      });
-    }
+    return withLock(this, name, fn, options);
   }
 
   /**
@@ -427,95 +177,4 @@ export class EdgeLock {
         return this.getPermitExpirableSemaphore(s.name).restore(s);
     }
   }
-}
-
-/**
- * `definiteWithin`: an integer in [0, replayWindow / 2] (resends past half the window could
- * apply twice); default min(3 × requestTimeout, replayWindow / 2).
- */
-function checkDefiniteWithin(value: unknown, requestTimeout: number, replayWindow: number): number {
-  const max = Math.floor(replayWindow / 2);
-  if (value === undefined) {
-    return Math.min(DEFAULT_DEFINITE_WITHIN_REQUEST_TIMEOUTS * requestTimeout, max);
-  }
-  if (typeof value === "number" && Number.isInteger(value) && value > max) {
-    throw new RangeError(
-      `\`definiteWithin\` must be at most half of \`replayWindow\` (${max} ms): a resend later than that could apply twice`,
-    );
-  }
-  return checkMs(value, "definiteWithin", 0, max);
-}
-
-/** The context of every EdgeLock, for the integrations' internal entry points below. */
-const contexts = new WeakMap<EdgeLock, LockContext>();
-
-function contextOf(edgelock: EdgeLock): LockContext {
-  const ctx = contexts.get(edgelock);
-  if (!ctx) throw new TypeError("expected an EdgeLock created by this copy of edgelock");
-  return ctx;
-}
-
-/**
- * Internal (integrations only, not exported from the package): delivers `event` to the
- * EdgeLock's `onEvent` on behalf of an integration built on it (e.g. the `skip` of a cron run or
- * webhook delivery that found its lock taken). Listener errors are ignored; never throws.
- */
-export function reportEvent(edgelock: EdgeLock, event: LockEvent): void {
-  contexts.get(edgelock)?.emit(event);
-}
-
-/**
- * Internal (the `LeaseKeeper` alarm): renews one lease of a kind that the batch of
- * {@link renewLeasesOf} cannot (a read or write hold, permits), in one HTTP request.
- * @returns true when renewed, false when no longer held.
- * @throws TypeError / RangeError for a bad lease, before any request.
- * @throws {TransportError} when Redis could not be reached.
- */
-export async function renewLeaseOf(
-  edgelock: EdgeLock,
-  lease: {
-    kind: KeeperLeaseKind;
-    name: string;
-    owner: string;
-    leaseTime: number;
-    permitIds?: readonly string[] | undefined;
-  },
-): Promise<boolean> {
-  const ctx = contextOf(edgelock);
-  const name = checkName(lease.name, "lease.name");
-  const owner = checkOwner(lease.owner, "lease.owner");
-  const leaseTime = checkMs(lease.leaseTime, "lease.leaseTime", 1);
-  switch (lease.kind) {
-    case "read-lock":
-    case "write-lock":
-      return renewReadWriteHold(
-        ctx,
-        name,
-        lease.kind === "read-lock" ? "read" : "write",
-        owner,
-        leaseTime,
-      );
-    case "permit":
-      if (!lease.permitIds?.length) throw new TypeError("a permit lease needs `permitIds`");
-      return edgelock.getPermitExpirableSemaphore(name).renewPermits(lease.permitIds, leaseTime);
-  }
-}
-
-/**
- * Internal (the `LeaseKeeper` alarm): renews many leases in one HTTP request (one per hash slot
- * of their names with `cluster: true`). Each lease is renewed only if its owner still holds it.
- * @returns per lease, true when renewed, false when no longer held.
- * @throws TypeError / RangeError for a bad lease, before any request.
- * @throws {TransportError} when Redis could not be reached.
- */
-export async function renewLeasesOf(
-  edgelock: EdgeLock,
-  leases: readonly LeaseToRenew[],
-): Promise<boolean[]> {
-  for (const l of leases) {
-    checkName(l.name, "lease.name");
-    checkOwner(l.owner, "lease.owner");
-    checkMs(l.leaseTime, "lease.leaseTime", 1);
-  }
-  return renewLeases(contextOf(edgelock), leases, { requests: 0 });
 }

@@ -7,8 +7,9 @@
  */
 import type { Context, Env, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
-import type { EdgeLock } from "./client.js";
+import { EdgeLockClient } from "./core.js";
 import { checkKeepAlive, type KeepAlive, type Lease } from "./lease.js";
+import { getLock } from "./locks/lock/entry.js";
 import {
   endQuietly,
   type LockedInfo,
@@ -35,10 +36,11 @@ export type { LockedInfo };
 /** Options of {@link withLock}. Times in integer ms. */
 export interface LockMiddlewareOptions<E extends Env = Env> {
   /**
-   * The EdgeLock, or a function of the context returning it. Use the function on Workers,
-   * where the Redis credentials arrive per request on `c.env`. Required.
+   * The EdgeLock (or the core `EdgeLockClient` of `edgelock/lock`, which keeps the Worker's
+   * bundle to the lock alone), or a function of the context returning it. Use the function on
+   * Workers, where the Redis credentials arrive per request on `c.env`. Required.
    */
-  edgelock: EdgeLock | ((c: Context<E>) => EdgeLock);
+  edgelock: EdgeLockClient | ((c: Context<E>) => EdgeLockClient);
   /**
    * Lock name (1–512 characters, no `{` or `}`), or a function of the context returning it,
    * e.g. `(c) => \`order:${c.req.param("id")}\``. Requests with the same name exclude each
@@ -103,13 +105,10 @@ export function withLock<E extends Env = Env>(
 ): MiddlewareHandler<E & { Variables: LockVariables }> {
   const o = checkOptions(options, "withLock", OPTION_KEYS);
   const edgelockOption = o.edgelock;
-  if (
-    typeof edgelockOption !== "function" &&
-    (typeof edgelockOption !== "object" ||
-      edgelockOption === null ||
-      typeof edgelockOption.getLock !== "function")
-  ) {
-    throw new TypeError("withLock: `edgelock` must be an EdgeLock or a function returning one");
+  if (typeof edgelockOption !== "function" && !(edgelockOption instanceof EdgeLockClient)) {
+    throw new TypeError(
+      "withLock: `edgelock` must be an EdgeLock (or EdgeLockClient) or a function returning one",
+    );
   }
   const keyOption = o.key;
   if (typeof keyOption !== "function") {
@@ -120,7 +119,7 @@ export function withLock<E extends Env = Env>(
   const leaseTime = checkLeaseTime(o.leaseTime);
   const keepAlive = checkKeepAlive(o.keepAlive);
   const onLocked = checkFunction<LockMiddlewareOptions<E>["onLocked"]>(o.onLocked, "onLocked");
-  const edgelockOf = (c: Context<E>): EdgeLock =>
+  const edgelockOf = (c: Context<E>): EdgeLockClient =>
     typeof edgelockOption === "function" ? edgelockOption(c) : edgelockOption;
 
   return createMiddleware<E & { Variables: LockVariables }>(async function edgelockLock(c, next) {
@@ -130,7 +129,7 @@ export function withLock<E extends Env = Env>(
       typeof keyOption === "function" ? await keyOption(ctx) : keyOption,
       "key",
     );
-    const result = await edgelock.getLock(key).tryAcquire({ waitTime, leaseTime, keepAlive });
+    const result = await getLock(edgelock, key).tryAcquire({ waitTime, leaseTime, keepAlive });
     if (!result.lease) {
       const { holderTtl } = result;
       if (onLocked)

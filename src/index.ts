@@ -3,7 +3,8 @@
  * Vercel, Node), over HTTP Redis (Upstash's REST API through `@upstash/redis`).
  * @module
  */
-export { EdgeLock, type EdgeLockOptions, type WithLockOptions } from "./client.js";
+export { EdgeLock, type WithLockOptions } from "./client.js";
+export { EdgeLockClient, type EdgeLockOptions } from "./core.js";
 export {
   EdgeLockError,
   type EdgeLockErrorCode,

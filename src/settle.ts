@@ -3,7 +3,7 @@
  * work to `waitUntil`, and the HTTP shape of "locked".
  * @module
  */
-import { type EdgeLock, reportEvent } from "./client.js";
+import { type EdgeLockClient, reportEvent } from "./core.js";
 import { TransportError } from "./errors.js";
 
 /**
@@ -12,7 +12,7 @@ import { TransportError } from "./errors.js";
  * An integration must not turn a finished response into an error because the release failed.
  */
 export async function endQuietly(
-  edgelock: EdgeLock,
+  edgelock: EdgeLockClient,
   name: string,
   end: () => Promise<unknown>,
 ): Promise<void> {

@@ -15,7 +15,7 @@
 
 import { DurableObject } from "cloudflare:workers";
 import { Redis } from "@upstash/redis/cloudflare";
-import { EdgeLock, renewLeaseOf, renewLeasesOf } from "../src/client.js";
+import { EdgeLockClient } from "../src/core.js";
 import type {
   KeeperLeaseKind,
   KeeperRegistration,
@@ -30,6 +30,7 @@ import {
   renewalTimeout,
   retryDelay,
 } from "../src/renewal.js";
+import { renewLeaseOf, renewLeasesOf } from "../src/renewers.js";
 import { checkMs, checkName, checkOwner } from "../src/validate.js";
 
 /** The bindings `LeaseKeeper` reads from its environment. */
@@ -303,7 +304,7 @@ export class LeaseKeeper extends DurableObject<LeaseKeeperEnv> {
    * A client per renewal batch, with requests limited to `timeout` ms (at most the default):
    * credentials come from this object's environment.
    */
-  #edgelock(timeout: number): EdgeLock {
+  #edgelock(timeout: number): EdgeLockClient {
     const redis = new Redis({
       url: this.env.UPSTASH_REDIS_REST_URL,
       token: this.env.UPSTASH_REDIS_REST_TOKEN,
@@ -311,7 +312,7 @@ export class LeaseKeeper extends DurableObject<LeaseKeeperEnv> {
       retry: { retries: 1 },
       enableAutoPipelining: false,
     });
-    return new EdgeLock({
+    return new EdgeLockClient({
       redis,
       cluster: isClusterFlag(this.env.EDGELOCK_REDIS_CLUSTER),
       requestTimeout: Math.max(

@@ -6,10 +6,11 @@
  * scheduled time.
  * @module
  */
-import { type EdgeLock, reportEvent } from "../src/client.js";
+import { type EdgeLockClient, reportEvent } from "../src/core.js";
 import { TransportError } from "../src/errors.js";
 import type { KeepAlive, Lease } from "../src/lease.js";
 import { checkKeepAlive } from "../src/lease.js";
+import { getLock } from "../src/locks/lock/entry.js";
 import {
   checkFunction,
   checkLeaseTime,
@@ -21,11 +22,12 @@ import {
 /** Options of {@link guardScheduled}. Times in integer ms. */
 export interface GuardScheduledOptions<Env> {
   /**
-   * The EdgeLock of one invocation, built from its `env` (Workers hand credentials to each
-   * invocation), e.g. `(env) => new EdgeLock({ redis: Redis.fromEnv(env) })`. Its `onEvent`
+   * The EdgeLock (or the core `EdgeLockClient` of `edgelock/lock`, which bundles the lock alone)
+   * of one invocation, built from its `env` (Workers hand credentials to each invocation), e.g.
+   * `(env) => new EdgeLock({ redis: Redis.fromEnv(env) })`. Its `onEvent`
    * receives a `skip` event for every skipped run. Required.
    */
-  edgelock: (env: Env) => EdgeLock;
+  edgelock: (env: Env) => EdgeLockClient;
   /**
    * Lock name, or a function of the controller and env returning it. Runs that share a name
    * exclude each other. @default `cron:<controller.cron>`, one lock per cron expression
@@ -122,7 +124,7 @@ export function guardScheduled<Env>(
   handler: GuardedScheduledHandler<Env>,
 ): ScheduledGuard<Env> {
   const o = checkOptions(options, "guardScheduled", OPTION_KEYS);
-  const edgelockOf = checkFunction<(env: Env) => EdgeLock>(o.edgelock, "edgelock");
+  const edgelockOf = checkFunction<(env: Env) => EdgeLockClient>(o.edgelock, "edgelock");
   if (!edgelockOf) throw new TypeError("guardScheduled: `edgelock` is required");
   if (typeof handler !== "function")
     throw new TypeError("guardScheduled: `handler` must be a function");
@@ -161,16 +163,17 @@ export function guardScheduled<Env>(
       return { ran: false, reason, holderTtl } as const;
     };
 
-    const attempt = await edgelock.getLock(name).tryAcquire({ leaseTime, keepAlive });
+    const attempt = await getLock(edgelock, name).tryAcquire({ leaseTime, keepAlive });
     if (!attempt.lease) return skip("overlap", attempt.holderTtl);
     const lease = attempt.lease;
     try {
       let mark: Lease | null = null;
       if (dedupeWindow > 0) {
         const markName = `${name}#${controller.scheduledTime}`;
-        const marked = await edgelock
-          .getLock(markName)
-          .tryAcquire({ leaseTime: dedupeWindow, keepAlive: "none" });
+        const marked = await getLock(edgelock, markName).tryAcquire({
+          leaseTime: dedupeWindow,
+          keepAlive: "none",
+        });
         if (!marked.lease) return skip("duplicate", marked.holderTtl);
         mark = marked.lease;
       }
@@ -196,7 +199,7 @@ export function guardScheduled<Env>(
  * Releases without throwing, as `edgelock.withLock` does: a failed release is reported as an
  * `error` event and the lock expires after its lease.
  */
-async function releaseQuietly(edgelock: EdgeLock, lease: Lease): Promise<void> {
+async function releaseQuietly(edgelock: EdgeLockClient, lease: Lease): Promise<void> {
   const started = Date.now();
   await lease.release().catch((error: unknown) => {
     if (!(error instanceof TransportError)) return;

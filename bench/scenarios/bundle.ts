@@ -155,7 +155,7 @@ function stripLua(source: string): string {
 const stripLuaPlugin: esbuild.Plugin = {
   name: "strip-lua",
   setup(build) {
-    build.onLoad({ filter: /lua\.gen\.js$/ }, async (args) => ({
+    build.onLoad({ filter: /\.gen\.js$/ }, async (args) => ({
       contents: (await readFile(args.path, "utf8")).replace(
         /source: ("(?:[^"\\]|\\.)*")/g,
         (_, literal: string) =>

@@ -30,7 +30,7 @@ import {
   type ReleaseResult,
 } from "../lease.js";
 import { FAIR_CLAIM_WINDOW_MS } from "../limits.js";
-import { lockLeave } from "../lua.gen.js";
+import { lockLeave } from "../lua/lock.gen.js";
 import type { RequestCounter } from "../transport/index.js";
 import { asInteger } from "../transport/index.js";
 import { checkLeaseTime, checkOwner, checkSignal } from "../validate.js";

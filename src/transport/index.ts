@@ -9,7 +9,7 @@
 
 import { raceAbort, sleep } from "../abort.js";
 import { TransportError } from "../errors.js";
-import type { LuaScript } from "../lua.gen.js";
+import type { LuaScript } from "../lua/script.js";
 import type { RedisLike } from "./redis.js";
 import {
   type DetachedClient,

@@ -19,7 +19,7 @@ import {
   countDownLatchDelete,
   countDownLatchInspect,
   countDownLatchTrySetCount,
-} from "../../lua.gen.js";
+} from "../../lua/count-down-latch.gen.js";
 import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
 import { checkOptions, checkSignal, checkWaitTime } from "../../validate.js";
 import type { AttemptOutcome } from "../../wait.js";

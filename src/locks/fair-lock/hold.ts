@@ -14,8 +14,8 @@ import {
   fairLockCancel,
   fairLockForceUnlock,
   fairLockRelease,
-  lockHolders,
-} from "../../lua.gen.js";
+} from "../../lua/fair-lock.gen.js";
+import { lockHolders } from "../../lua/lock.gen.js";
 import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
 import { keys, type LockContext } from "../context.js";
 import { renewHold, runRelease } from "../lock/hold.js";

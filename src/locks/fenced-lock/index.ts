@@ -7,7 +7,7 @@
  * @module
  */
 import type { Lease } from "../../lease.js";
-import { fencedLockToken } from "../../lua.gen.js";
+import { fencedLockAcquire, fencedLockToken } from "../../lua/fenced-lock.gen.js";
 import { asInteger } from "../../transport/index.js";
 import type { LockContext } from "../context.js";
 import { HashLock, type LockOptions, type TryLockOptions } from "../lock/base.js";
@@ -36,7 +36,7 @@ export class FencedLock extends HashLock<FencedLockInspection> {
   /** Internal: use `edgelock.getFencedLock(name)`. */
   constructor(ctx: LockContext, name: string) {
     super(ctx, name);
-    const holds = new LockHolds(ctx, name, { fenced: true });
+    const holds = new LockHolds(ctx, name, { fenced: fencedLockAcquire });
     this.holds = Object.assign(holds, { inspect: () => holds.inspectFenced() });
   }
 

@@ -9,15 +9,14 @@ import { randomHex } from "../../ids.js";
 import type { ReleaseResult } from "../../lease.js";
 import { FAIR_CLAIM_WINDOW_MS, LOCK_WAITER_SLOT_MS } from "../../limits.js";
 import {
-  fencedLockAcquire,
-  type LuaScript,
   lockAcquire,
   lockCancel,
   lockForceUnlock,
   lockHolders,
   lockRelease,
   lockRenew,
-} from "../../lua.gen.js";
+} from "../../lua/lock.gen.js";
+import type { LuaScript } from "../../lua/script.js";
 import {
   asInteger,
   asIntegers,
@@ -113,8 +112,9 @@ export const doneKey = (name: string) => `edgelock_done:{${name}}`;
 export const tokenKey = (name: string) => `redisson_lock_token:{${name}}`;
 
 /**
- * Hold operations on one lock name. Internal to the primitives. With `fenced`, every grant also
- * takes a fencing token (lua/fenced-lock/acquire.lua); the other scripts are the same.
+ * Hold operations on one lock name. Internal to the primitives. With `fenced` (the fenced lock's
+ * acquire script, lua/fenced-lock/acquire.lua, passed in so that the plain lock's entry does not
+ * bundle it), every grant also takes a fencing token; the other scripts are the same.
  */
 export class LockHolds implements HoldProtocol {
   readonly kind: "lock" | "fenced-lock";
@@ -122,16 +122,18 @@ export class LockHolds implements HoldProtocol {
   readonly #ctx: LockContext;
   /** Whether attempts check the completion marker (idempotency keys). */
   readonly #completion: boolean;
+  readonly #acquire: LuaScript;
 
   constructor(
     ctx: LockContext,
     name: string,
-    options: { completion?: boolean; fenced?: boolean } = {},
+    options: { completion?: boolean; fenced?: LuaScript } = {},
   ) {
     this.#ctx = ctx;
     this.name = name;
     this.#completion = options.completion ?? false;
     this.kind = options.fenced ? "fenced-lock" : "lock";
+    this.#acquire = options.fenced ?? lockAcquire;
   }
 
   /**
@@ -173,7 +175,7 @@ export class LockHolds implements HoldProtocol {
     let fencingToken: number | undefined;
     try {
       const call = {
-        script: fenced ? fencedLockAcquire : lockAcquire,
+        script: this.#acquire,
         name: this.name,
         keys: scriptKeys,
         args: [

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { lockRenew } from "../../lua.gen.js";
+import { lockRenew } from "../../lua/lock.gen.js";
 import { keySlot } from "../../slot.js";
 import type { RequestCounter } from "../../transport/index.js";
 import { asIntegers } from "../../transport/index.js";

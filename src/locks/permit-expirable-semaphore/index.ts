@@ -19,7 +19,7 @@ import {
   permitExpirableSemaphoreInspect,
   permitExpirableSemaphoreRelease,
   permitExpirableSemaphoreRenew,
-} from "../../lua.gen.js";
+} from "../../lua/permit-expirable-semaphore.gen.js";
 import { isLeaseId } from "../../renewal.js";
 import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
 import { checkMs, checkOptions, checkWaitTime } from "../../validate.js";
@@ -456,24 +456,7 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
     timeout?: number,
     counter: RequestCounter = { requests: 0 },
   ): Promise<number> {
-    return this.#ctx.runner.run(
-      {
-        script: permitExpirableSemaphoreRenew,
-        name: this.name,
-        keys: [
-          this.name,
-          timeoutsKey(this.name),
-          semaphoreChannel(this.name),
-          keys.waiting(this.name),
-          keys.wake(this.name),
-          heldKey(this.name),
-        ],
-        args: [leaseTime, ...permitIds],
-        timeout,
-      },
-      asInteger,
-      counter,
-    );
+    return renewPermitHolds(this.#ctx, this.name, permitIds, leaseTime, timeout, counter);
   }
 
   #cancel(id: string, permitIds: readonly string[]): void {
@@ -560,4 +543,38 @@ function decodeInspect(
     waiters,
     holders,
   };
+}
+
+/**
+ * Makes the leases of `permitIds` of semaphore `name` at least `leaseTime` ms (renew.lua),
+ * within `timeout` ms when given. A function, not a method, so that the `LeaseKeeper` renews
+ * permits without bundling the semaphore.
+ * @returns how many of the permits were still held (and renewed).
+ */
+export function renewPermitHolds(
+  ctx: LockContext,
+  name: string,
+  permitIds: readonly string[],
+  leaseTime: number,
+  timeout?: number,
+  counter: RequestCounter = { requests: 0 },
+): Promise<number> {
+  return ctx.runner.run(
+    {
+      script: permitExpirableSemaphoreRenew,
+      name,
+      keys: [
+        name,
+        timeoutsKey(name),
+        semaphoreChannel(name),
+        keys.waiting(name),
+        keys.wake(name),
+        heldKey(name),
+      ],
+      args: [leaseTime, ...permitIds],
+      timeout,
+    },
+    asInteger,
+    counter,
+  );
 }

@@ -9,15 +9,15 @@ import { LockUpgradeError, TransportError } from "../../errors.js";
 import { randomHex } from "../../ids.js";
 import type { ReleaseResult } from "../../lease.js";
 import { LOCK_WAITER_SLOT_MS } from "../../limits.js";
+import { lockHolders } from "../../lua/lock.gen.js";
 import {
-  lockHolders,
   readWriteLockAcquire,
   readWriteLockCancel,
   readWriteLockForceUnlock,
   readWriteLockRelease,
   readWriteLockRenew,
   readWriteLockStatus,
-} from "../../lua.gen.js";
+} from "../../lua/read-write-lock.gen.js";
 import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
 import { keys, type LockContext } from "../context.js";
 import { renewHold, runRelease } from "../lock/hold.js";
@@ -50,6 +50,28 @@ export const rwKeys = {
 /** Which side of a read-write lock. */
 export type RwSide = "read" | "write";
 
+/** The HASH field a side keeps an owner's hold count in. */
+const sideField = (side: RwSide, owner: string) => (side === "read" ? owner : `${owner}:write`);
+
+/**
+ * Renews `side`'s hold of `owner` (see {@link ReadWriteHolds.renew}). A function, so that the
+ * `LeaseKeeper` renews read and write holds without bundling the lock.
+ */
+export function renewSide(
+  ctx: LockContext,
+  name: string,
+  side: RwSide,
+  owner: string,
+  leaseTime: number,
+  by: "call" | "timer",
+  timeout?: number,
+): Promise<boolean> {
+  return renewHold(ctx, name, sideField(side, owner), leaseTime, by, timeout, {
+    script: readWriteLockRenew,
+    keys: [name, rwKeys.prefix(name)],
+  });
+}
+
 /** Hold operations on one side of a read-write lock. Internal to the primitive. */
 export class ReadWriteHolds implements HoldProtocol {
   readonly kind: "read-lock" | "write-lock";
@@ -73,7 +95,7 @@ export class ReadWriteHolds implements HoldProtocol {
 
   /** The HASH field this side keeps the owner's hold count in. */
   field(owner: string): string {
-    return this.side === "read" ? owner : `${owner}:write`;
+    return sideField(this.side, owner);
   }
 
   /**
@@ -146,10 +168,7 @@ export class ReadWriteHolds implements HoldProtocol {
    * read hold of the owner, or the writer's field; the hash and the epoch with it.
    */
   renew(owner: string, leaseTime: number, by: "call" | "timer", timeout?: number) {
-    return renewHold(this.#ctx, this.name, this.field(owner), leaseTime, by, timeout, {
-      script: readWriteLockRenew,
-      keys: [this.name, rwKeys.prefix(this.name)],
-    });
+    return renewSide(this.#ctx, this.name, this.side, owner, leaseTime, by, timeout);
   }
 
   /** Releases one hold of this side (release.lua), replay-safe by the lease id. */

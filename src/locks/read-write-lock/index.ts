@@ -14,7 +14,7 @@ import type { Inspectable } from "../../inspect.js";
 import type { LockContext } from "../context.js";
 import { HashLock } from "../lock/base.js";
 import { type AcquireResult, acquire, type HoldSettings } from "../protocol.js";
-import { ReadWriteHolds, type RwSide } from "./hold.js";
+import { ReadWriteHolds, type RwSide, renewSide } from "./hold.js";
 import type { ReadWriteLockInspection } from "./inspect.js";
 
 export type { ReadWriteLockHolder, ReadWriteLockInspection } from "./inspect.js";
@@ -55,7 +55,7 @@ export function renewReadWriteHold(
   leaseTime: number,
   timeout?: number,
 ): Promise<boolean> {
-  return new ReadWriteHolds(ctx, name, side).renew(owner, leaseTime, "timer", timeout);
+  return renewSide(ctx, name, side, owner, leaseTime, "timer", timeout);
 }
 
 /**

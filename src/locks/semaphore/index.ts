@@ -12,8 +12,8 @@ import type { DefiniteOperation } from "../../events.js";
 import { randomHex } from "../../ids.js";
 import type { Inspectable, Inspection } from "../../inspect.js";
 import { LOCK_WAITER_SLOT_MS, MAX_PERMITS } from "../../limits.js";
+import type { LuaScript } from "../../lua/script.js";
 import {
-  type LuaScript,
   semaphoreAcquire,
   semaphoreAddPermits,
   semaphoreCancel,
@@ -22,7 +22,7 @@ import {
   semaphoreInspect,
   semaphoreRelease,
   semaphoreTrySetPermits,
-} from "../../lua.gen.js";
+} from "../../lua/semaphore.gen.js";
 import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
 import { checkOptions, checkSignal, checkWaitTime } from "../../validate.js";
 import { keys, type LockContext } from "../context.js";

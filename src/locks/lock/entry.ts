@@ -1,0 +1,102 @@
+/**
+ * `edgelock/lock`: the reentrant lock (Redisson RLock) alone, over the core client, with its
+ * own scripts only. `EdgeLock#getLock` and `EdgeLock#withLock` are these functions.
+ * @module
+ */
+import { contextOf, type EdgeLockClient } from "../../core.js";
+import { LockTimeoutError, TransportError } from "../../errors.js";
+import type { KeepAlive, Lease } from "../../lease.js";
+import { DEFAULT_WITH_LOCK_WAIT_MS } from "../../limits.js";
+import { checkName, checkOptions, checkWaitTime } from "../../validate.js";
+import { ReentrantLock } from "./index.js";
+
+export * from "../shared-exports.js";
+export {
+  type AcquireResult,
+  type LockHolder,
+  type LockInspection,
+  type LockOptions,
+  MAX_INSPECT_HOLDERS,
+  type ReentrantLock,
+  type TryLockOptions,
+} from "./index.js";
+
+/**
+ * A reentrant lock (Redisson RLock, `RedissonClient#getLock`) on `name`.
+ * @param client an {@link EdgeLockClient} (an `EdgeLock` is one too).
+ * @param name lock name = Redis key, 1–512 characters, no `{` or `}`.
+ * @throws TypeError / RangeError for a bad name, or when `client` is not an EdgeLockClient.
+ *
+ * @example
+ * ```ts
+ * import { Redis } from "@upstash/redis";
+ * import { EdgeLockClient, getLock } from "edgelock/lock";
+ * const client = new EdgeLockClient({ redis: Redis.fromEnv() });
+ * const lease = await getLock(client, "invoice:42").tryLock({ waitTime: 2_000, leaseTime: 10_000 });
+ * if (lease) {
+ *   try { await work(); } finally { await lease.release(); }
+ * }
+ * ```
+ */
+export function getLock(client: EdgeLockClient, name: string): ReentrantLock {
+  return new ReentrantLock(contextOf(client), checkName(name));
+}
+
+/** Options of {@link withLock}. */
+export interface WithLockOptions {
+  /** How long to wait for the lock, in ms, integer in [0, 86 400 000]. @default 10000 */
+  waitTime?: number;
+  /** Fixed lease in ms; omitted = watchdog mode kept alive by `keepAlive`. */
+  leaseTime?: number;
+  /** Keep-alive strategy. @default "timer" in watchdog mode, "none" with a fixed lease */
+  keepAlive?: KeepAlive;
+  /** Aborts the wait (rejects with `signal.reason`). The callback gets `lease.signal`. */
+  signal?: AbortSignal;
+  /** Owner to acquire as; see `TryLockOptions.owner`. */
+  owner?: string;
+}
+
+/**
+ * Runs `fn` while holding the lock `name`, then releases it (also when `fn` throws).
+ * `fn` receives the lease; its `signal` aborts if the lease is lost. A failed release is
+ * reported as an `error` event, not thrown: the lock then expires after its lease.
+ * @returns what `fn` returns.
+ * @throws {LockTimeoutError} when the lock stayed busy for `waitTime` (default 10 000 ms).
+ * @throws signal.reason when aborted while waiting.
+ * @throws TypeError / RangeError for a bad name, function or option, before any request.
+ */
+export async function withLock<T>(
+  client: EdgeLockClient,
+  name: string,
+  fn: (lease: Lease) => T | Promise<T>,
+  options?: WithLockOptions,
+): Promise<T> {
+  const lock = getLock(client, name);
+  if (typeof fn !== "function") throw new TypeError("withLock: `fn` must be a function");
+  const o = checkOptions(options, "withLock", [
+    "waitTime",
+    "leaseTime",
+    "keepAlive",
+    "signal",
+    "owner",
+  ]);
+  const waitTime = checkWaitTime(o.waitTime) ?? DEFAULT_WITH_LOCK_WAIT_MS;
+  const { lease, attempts } = await lock.tryAcquire({ ...o, waitTime });
+  if (!lease) throw new LockTimeoutError(name, waitTime, attempts);
+  try {
+    return await fn(lease);
+  } finally {
+    await lease.release().catch((error: unknown) => {
+      if (error instanceof TransportError) {
+        contextOf(client).emit({
+          type: "error",
+          name,
+          requests: 1,
+          durationMs: 0,
+          operation: "release",
+          error,
+        });
+      }
+    });
+  }
+}
