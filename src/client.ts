@@ -9,7 +9,7 @@
 // they repeat (lua/lib/), about 1.5 kB min+gzip less than the scripts scattered.
 import "./lua.gen.js";
 import { contextOf, EdgeLockClient } from "./core.js";
-import { type Lease, parseSerializedLease, type SerializedLease } from "./lease.js";
+import { type Lease, parseSerializedLease, type SerializedLease } from "./lease/lease.js";
 import { type CountDownLatch, getCountDownLatch } from "./locks/count-down-latch/entry.js";
 import { type FairLock, getFairLock } from "./locks/fair-lock/entry.js";
 import { type FencedLock, getFencedLock } from "./locks/fenced-lock/entry.js";

@@ -8,7 +8,7 @@
 import type { Context, Env, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import { EdgeLockClient } from "./core.js";
-import { checkKeepAlive, type KeepAlive, type Lease } from "./lease.js";
+import { checkKeepAlive, type KeepAlive, type Lease } from "./lease/lease.js";
 import { getLock } from "./locks/lock/entry.js";
 import {
   endQuietly,

@@ -45,7 +45,7 @@ export {
   Lease,
   type ReleaseResult,
   type SerializedLease,
-} from "./lease.js";
+} from "./lease/lease.js";
 export {
   DEFAULT_DEFINITE_WITHIN_REQUEST_TIMEOUTS,
   DEFAULT_REPLAY_WINDOW_MS,

@@ -10,7 +10,7 @@
  * @module
  */
 import { type EdgeLock, reportEvent } from "./client.js";
-import { checkKeepAlive, type KeepAlive, type Lease } from "./lease.js";
+import { checkKeepAlive, type KeepAlive, type Lease } from "./lease/lease.js";
 import { MAX_COMPLETION_TTL_MS } from "./locks/idempotency/index.js";
 import { endQuietly, type LockedInfo, lockedResponse, retryAfterSeconds } from "./settle.js";
 import { checkFunction, checkLeaseTime, checkMs, checkName, checkOptions } from "./validate.js";

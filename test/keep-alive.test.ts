@@ -1,5 +1,5 @@
 /**
- * The client side of `keepAlive: { keeper }` (src/lease.ts) against a scripted keeper binding:
+ * The client side of `keepAlive: { keeper }` (src/lease/lease.ts) against a scripted keeper binding:
  * the error paths a real Durable Object cannot be made to take on demand (a status RPC that
  * throws, an unregister that fails), plus status-driven loss. The real LeaseKeeper is tested in
  * workerd (test/worker/lease-keeper.test.ts). Locks live in the real Redis behind the bridge.

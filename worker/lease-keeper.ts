@@ -29,7 +29,7 @@ import {
   renewalPeriod,
   renewalTimeout,
   retryDelay,
-} from "../src/renewal.js";
+} from "../src/lease/renewal.js";
 import { renewLeaseOf, renewLeasesOf } from "../src/renewers.js";
 import { checkMs, checkName, checkOwner } from "../src/validate.js";
 

@@ -8,8 +8,8 @@
  */
 import { type EdgeLockClient, reportEvent } from "../src/core.js";
 import { TransportError } from "../src/errors.js";
-import type { KeepAlive, Lease } from "../src/lease.js";
-import { checkKeepAlive } from "../src/lease.js";
+import type { KeepAlive, Lease } from "../src/lease/lease.js";
+import { checkKeepAlive } from "../src/lease/lease.js";
 import { getLock } from "../src/locks/lock/entry.js";
 import {
   checkFunction,

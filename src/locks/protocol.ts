@@ -28,7 +28,7 @@ import {
   type LeaseHost,
   type LeaseKind,
   type ReleaseResult,
-} from "../lease.js";
+} from "../lease/lease.js";
 import { FAIR_CLAIM_WINDOW_MS } from "../limits.js";
 import { lockLeave } from "../lua/lock.gen.js";
 import type { RequestCounter } from "../transport/index.js";

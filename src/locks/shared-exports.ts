@@ -22,6 +22,6 @@ export type {
   Lease,
   ReleaseResult,
   SerializedLease,
-} from "../lease.js";
+} from "../lease/lease.js";
 export type { RedisLike } from "../transport/index.js";
 export type { BackoffOptions } from "../wait.js";

@@ -24,8 +24,8 @@ import {
   LockUpgradeError,
   TransportError,
 } from "../../src/index.js";
+import { isClusterFlag } from "../../src/lease/renewal.js";
 import * as lua from "../../src/lua.gen.js";
-import { isClusterFlag } from "../../src/renewal.js";
 import { crc16, keySlot } from "../../src/slot.js";
 import type { RedisLike } from "../../src/transport/index.js";
 import { type RedisCluster, startRedisCluster } from "../support/redis-cluster.js";

@@ -7,7 +7,7 @@ import { createExecutionContext, createScheduledController } from "cloudflare:te
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { EdgeLock, type LockEvent } from "../../src/index.js";
-import type { Lease } from "../../src/lease.js";
+import type { Lease } from "../../src/lease/lease.js";
 import worker from "../../worker/index.js";
 import { guardScheduled, type ScheduledGuard } from "../../worker/scheduled.js";
 import {

@@ -7,7 +7,7 @@
 import { TransportError } from "../../errors.js";
 import { randomHex } from "../../ids.js";
 import type { Inspection } from "../../inspect.js";
-import type { ReleaseResult } from "../../lease.js";
+import type { ReleaseResult } from "../../lease/lease.js";
 import { FAIR_CLAIM_WINDOW_MS } from "../../limits.js";
 import {
   fairLockAcquire,

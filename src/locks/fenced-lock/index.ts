@@ -6,7 +6,7 @@
  * keep rising even after Redis loses the counter (see the script's header).
  * @module
  */
-import type { Lease } from "../../lease.js";
+import type { Lease } from "../../lease/lease.js";
 import { fencedLockAcquire, fencedLockToken } from "../../lua/fenced-lock.gen.js";
 import { asInteger } from "../../transport/index.js";
 import type { LockContext } from "../context.js";

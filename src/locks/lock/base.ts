@@ -5,7 +5,7 @@
 import { LockNotHeldError } from "../../errors.js";
 import { randomHex } from "../../ids.js";
 import type { Inspectable, Inspection } from "../../inspect.js";
-import { type KeepAlive, Lease, type SerializedLease } from "../../lease.js";
+import { type KeepAlive, Lease, type SerializedLease } from "../../lease/lease.js";
 import { lockInspect } from "../../lua/lock.gen.js";
 import { asIntegers } from "../../transport/index.js";
 import { checkOptions, checkOwner, checkWaitTime } from "../../validate.js";

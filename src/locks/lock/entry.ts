@@ -5,7 +5,7 @@
  */
 import { contextOf, type EdgeLockClient } from "../../core.js";
 import { LockTimeoutError, TransportError } from "../../errors.js";
-import type { KeepAlive, Lease } from "../../lease.js";
+import type { KeepAlive, Lease } from "../../lease/lease.js";
 import { DEFAULT_WITH_LOCK_WAIT_MS } from "../../limits.js";
 import { checkName, checkOptions, checkWaitTime } from "../../validate.js";
 import { ReentrantLock } from "./index.js";

@@ -6,7 +6,7 @@
  */
 import { TransportError } from "../../errors.js";
 import { randomHex } from "../../ids.js";
-import type { ReleaseResult } from "../../lease.js";
+import type { ReleaseResult } from "../../lease/lease.js";
 import { FAIR_CLAIM_WINDOW_MS, LOCK_WAITER_SLOT_MS } from "../../limits.js";
 import {
   lockAcquire,

@@ -9,7 +9,7 @@
  */
 
 import { LeaseLostError } from "../../errors.js";
-import type { Lease } from "../../lease.js";
+import type { Lease } from "../../lease/lease.js";
 import { MAX_TIME_MS } from "../../limits.js";
 import { checkOptions, checkWaitTime } from "../../validate.js";
 import type { LockContext } from "../context.js";

@@ -6,7 +6,7 @@
  */
 
 import { randomHex } from "../../ids.js";
-import { Lease, type LeaseHost, type ReleaseResult } from "../../lease.js";
+import { Lease, type LeaseHost, type ReleaseResult } from "../../lease/lease.js";
 
 /** What releasing one member found: its result, or the error its release failed with. */
 export type MemberRelease =

@@ -10,7 +10,8 @@
 import { PermitNotHeldError, TransportError } from "../../errors.js";
 import { randomHex } from "../../ids.js";
 import type { Holder, Inspectable, Inspection } from "../../inspect.js";
-import { type KeepAlive, Lease, type LeaseHost, type SerializedLease } from "../../lease.js";
+import { type KeepAlive, Lease, type LeaseHost, type SerializedLease } from "../../lease/lease.js";
+import { isLeaseId } from "../../lease/renewal.js";
 import { LOCK_WAITER_SLOT_MS } from "../../limits.js";
 import {
   permitExpirableSemaphoreAcquire,
@@ -20,7 +21,6 @@ import {
   permitExpirableSemaphoreRelease,
   permitExpirableSemaphoreRenew,
 } from "../../lua/permit-expirable-semaphore.gen.js";
-import { isLeaseId } from "../../renewal.js";
 import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
 import { checkMs, checkOptions, checkWaitTime } from "../../validate.js";
 import { keys, type LockContext } from "../context.js";

@@ -7,7 +7,7 @@
  */
 import { LockUpgradeError, TransportError } from "../../errors.js";
 import { randomHex } from "../../ids.js";
-import type { ReleaseResult } from "../../lease.js";
+import type { ReleaseResult } from "../../lease/lease.js";
 import { LOCK_WAITER_SLOT_MS } from "../../limits.js";
 import { lockHolders } from "../../lua/lock.gen.js";
 import {

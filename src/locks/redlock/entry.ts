@@ -11,7 +11,7 @@ export {
   LockTimeoutError,
   TransportError,
 } from "../../errors.js";
-export type { KeepAlive, Lease, ReleaseResult } from "../../lease.js";
+export type { KeepAlive, Lease, ReleaseResult } from "../../lease/lease.js";
 export type { LockLike } from "../multi-lock/index.js";
 export {
   CLOCK_DRIFT_FACTOR,

@@ -11,7 +11,7 @@
 import { sleep } from "../../abort.js";
 import { LeaseLostError, TransportError } from "../../errors.js";
 import { randomHex } from "../../ids.js";
-import type { Lease } from "../../lease.js";
+import type { Lease } from "../../lease/lease.js";
 import { checkMs, checkOptions, checkOwner, checkSignal, checkWaitTime } from "../../validate.js";
 import {
   CompositeLease,

@@ -3,8 +3,9 @@
  * lease with `edgelock.restoreLease`.
  * @module
  */
+
+import { checkMs, checkName, checkOwner } from "../validate.js";
 import { isLeaseId } from "./renewal.js";
-import { checkMs, checkName, checkOwner } from "./validate.js";
 
 /** Which primitive issued a lease; `restoreLease` dispatches on it. */
 export type LeaseKind =
@@ -14,6 +15,12 @@ export type LeaseKind =
   | "read-lock"
   | "write-lock"
   | "permit";
+
+/**
+ * Which primitive issued a lease: a serializable {@link LeaseKind}, or a lease on several locks
+ * (which overrides `toJSON`).
+ */
+export type HostKind = LeaseKind | "multi-lock" | "redlock";
 
 /** Every {@link LeaseKind}, for validation. */
 const LEASE_KINDS: readonly LeaseKind[] = [

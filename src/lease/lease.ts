@@ -4,29 +4,23 @@
  * keep-alive.ts, the serialized form in lease-json.ts.
  * @module
  */
-import { LeaseLostError } from "./errors.js";
+import { LeaseLostError } from "../errors.js";
+import type { LeaseKeeperBinding } from "../keeper.js";
+import { checkMs } from "../validate.js";
+import type { HostKind, LeaseKind, SerializedLease } from "./json.js";
 import {
   type KeepAlive,
   type KeptLease,
   type StopKeepAlive,
   startKeepAlive,
 } from "./keep-alive.js";
-import type { LeaseKeeperBinding } from "./keeper.js";
-import type { LeaseKind, SerializedLease } from "./lease-json.js";
 import { renewalTimeout } from "./renewal.js";
-import { checkMs } from "./validate.js";
 
+export { type LeaseKind, parseSerializedLease, type SerializedLease } from "./json.js";
 export { checkKeepAlive, type KeepAlive, type KeeperKeepAlive } from "./keep-alive.js";
-export { type LeaseKind, parseSerializedLease, type SerializedLease } from "./lease-json.js";
 
 /** What `lease.release()` found: see {@link Lease.release}. */
 export type ReleaseResult = "released" | "still-held" | "expired" | "not-owner";
-
-/**
- * Which primitive issued a lease: a serializable {@link LeaseKind}, or a lease on several locks
- * (which overrides `toJSON`).
- */
-export type HostKind = LeaseKind | "multi-lock" | "redlock";
 
 /** What a lease needs from the primitive that issued it (see locks/protocol.ts). Internal. */
 export interface LeaseHost {

@@ -4,17 +4,17 @@
  * polling the keeper so its lease's signal learns of a loss).
  * @module
  */
-import { TransportError } from "./errors.js";
+import { TransportError } from "../errors.js";
 import {
   DEFAULT_KEEPER_INSTANCE,
   type KeeperRegistration,
   type KeeperReply,
   type LeaseKeeperBinding,
   type LeaseKeeperStub,
-} from "./keeper.js";
-import type { HostKind } from "./lease.js";
+} from "../keeper.js";
+import { checkMs, checkName, checkOptions } from "../validate.js";
+import type { HostKind } from "./json.js";
 import { renewalPeriod, reschedule, retryDelay } from "./renewal.js";
-import { checkMs, checkName, checkOptions } from "./validate.js";
 
 /** Renewal through the `LeaseKeeper` Durable Object, across invocations. */
 export interface KeeperKeepAlive {
