@@ -400,7 +400,13 @@ describe("withLock middleware", () => {
       const key = `${prefix}fault-release`;
       const app = new Hono();
       app.get("/f", withLock({ edgelock: rec.edgelock, key, leaseTime: 10_000 }), (c) => {
-        bridge.bridge.setFaults({ rules: [{ action: "fail", match: "evalsha" }] });
+        // EVAL too: a client whose first script met NOSCRIPT sends the release script with EVAL.
+        bridge.bridge.setFaults({
+          rules: [
+            { action: "fail", match: "evalsha" },
+            { action: "fail", match: "eval" },
+          ],
+        });
         return c.body(null, 204);
       });
       try {
