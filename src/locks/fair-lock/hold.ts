@@ -4,7 +4,6 @@
  * waiter inside the release script, which publishes it to the waiter (lua/lib/fair.lua).
  * @module
  */
-import { TransportError } from "../../errors.js";
 import { randomHex } from "../../ids.js";
 import type { Inspection } from "../../inspect.js";
 import type { ReleaseResult } from "../../lease/lease.js";
@@ -18,7 +17,8 @@ import {
 import { lockHolders } from "../../lua/lock.gen.js";
 import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
 import { keys, type LockContext } from "../context.js";
-import { renewHold, runRelease } from "../lock/hold.js";
+import { runAttempt } from "../definite.js";
+import { renewHold } from "../lock/hold.js";
 import { decodeHolders, type LockHolder, MAX_INSPECT_HOLDERS } from "../lock/inspect.js";
 import {
   type AttemptReply,
@@ -26,6 +26,7 @@ import {
   type HoldRef,
   type HoldSettings,
   inBackground,
+  runRelease,
 } from "../protocol.js";
 
 const decodeAttempt = (r: unknown) =>
@@ -70,37 +71,27 @@ export class FairLockHolds implements HoldProtocol {
   ): Promise<AttemptReply & { id: string; position: number }> {
     const id = randomHex();
     const sentAt = Date.now();
-    let status: number;
-    let value: number;
-    let epoch: number;
-    let jvm: number;
-    try {
-      [status, value, epoch, jvm] = await this.#ctx.runner.run(
-        {
-          script: fairLockAcquire,
-          name: this.name,
-          keys: this.#keys(),
-          args: [
-            s.leaseTime,
-            s.owner,
-            this.#ctx.replayWindow,
-            id,
-            slotMs,
-            FAIR_CLAIM_WINDOW_MS,
-            waiter,
-          ],
-          signal: s.signal,
-        },
-        decodeAttempt,
-        counter,
-      );
-    } catch (error) {
-      const unanswered =
-        (s.signal?.aborted && error === s.signal.reason) ||
-        (error instanceof TransportError && error.ambiguous);
-      if (unanswered) this.cancelWait(s.owner, id, waiter);
-      throw error;
-    }
+    const [status, value, epoch, jvm] = await runAttempt(
+      this.#ctx,
+      {
+        script: fairLockAcquire,
+        name: this.name,
+        keys: this.#keys(),
+        args: [
+          s.leaseTime,
+          s.owner,
+          this.#ctx.replayWindow,
+          id,
+          slotMs,
+          FAIR_CLAIM_WINDOW_MS,
+          waiter,
+        ],
+        signal: s.signal,
+      },
+      decodeAttempt,
+      counter,
+      () => this.cancelWait(s.owner, id, waiter),
+    );
     if (status === 1) return { status: "acquired", grant: { id, sentAt, epoch }, id, position: -1 };
     // For a busy reply the third value is the owner's place in the queue, the fourth whether a
     // Redisson client holds the lock or waits ahead of it.

@@ -5,30 +5,24 @@
  * completed finds the marker. Claiming and completing are one atomic script each.
  * @module
  */
-import { type KeepAlive, Lease, type ReleaseResult } from "../../lease/lease.js";
+import { Lease, type ReleaseResult } from "../../lease/lease.js";
 import type { RequestCounter } from "../../transport/index.js";
 import { checkMs, checkOptions } from "../../validate.js";
 import type { LockContext } from "../context.js";
 import { LockHolds } from "../lock/hold.js";
-import { emitAcquire, holdSettings, leaseFor } from "../protocol.js";
+import {
+  emitAcquire,
+  holdSettings,
+  LEASE_OPTION_KEYS,
+  type LeaseOptions,
+  leaseFor,
+} from "../protocol.js";
 
 /** Longest accepted completion TTL: 365 days, in ms. */
 export const MAX_COMPLETION_TTL_MS = 31_536_000_000;
 
-/** Options of {@link IdempotencyKey.claim}. Times in integer ms. */
-export interface ClaimOptions {
-  /**
-   * Fixed lease in ms, integer in [1, 86 400 000]; no automatic renewal. Omitted: watchdog
-   * mode, TTL = `watchdogTimeout`, kept alive by `keepAlive` (default `"timer"`).
-   */
-  leaseTime?: number;
-  /** Owner to claim as (1–200 characters). Omitted: a fresh `<clientId>:<taskId>`. */
-  owner?: string;
-  /** Aborts the claim; it rejects with `signal.reason` and leaves no hold behind. */
-  signal?: AbortSignal;
-  /** Keep-alive strategy of the lease; see {@link KeepAlive}. */
-  keepAlive?: KeepAlive;
-}
+/** Options of {@link IdempotencyKey.claim}: the {@link LeaseOptions} (a claim does not wait). */
+export type ClaimOptions = LeaseOptions;
 
 /**
  * What {@link IdempotencyKey.claim} found:
@@ -43,8 +37,6 @@ export type ClaimResult =
   | { status: "acquired"; lease: Lease }
   | { status: "locked"; holderTtl: number }
   | { status: "completed"; completedTtl: number };
-
-const CLAIM_KEYS = ["leaseTime", "owner", "signal", "keepAlive"] as const;
 
 /**
  * An idempotency key on `name`. Get one with `edgelock.getIdempotencyKey(name)`; the object
@@ -89,7 +81,7 @@ export class IdempotencyKey {
    * the background, so it leaves no hold behind).
    */
   async claim(options?: ClaimOptions): Promise<ClaimResult> {
-    const settings = holdSettings(this.#ctx, checkOptions(options, "claim", CLAIM_KEYS));
+    const settings = holdSettings(this.#ctx, checkOptions(options, "claim", LEASE_OPTION_KEYS));
     settings.signal?.throwIfAborted();
     const started = Date.now();
     const counter: RequestCounter = { requests: 0 };

@@ -4,7 +4,6 @@
  * completion marker, by the idempotency key.
  * @module
  */
-import { TransportError } from "../../errors.js";
 import { randomHex } from "../../ids.js";
 import type { ReleaseResult } from "../../lease/lease.js";
 import { FAIR_CLAIM_WINDOW_MS, LOCK_WAITER_SLOT_MS } from "../../limits.js";
@@ -17,20 +16,17 @@ import {
   lockRenew,
 } from "../../lua/lock.gen.js";
 import type { LuaScript } from "../../lua/script.js";
-import {
-  asInteger,
-  asIntegers,
-  type RequestCounter,
-  type ScriptCall,
-} from "../../transport/index.js";
+import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
 import { keys, type LockContext } from "../context.js";
-import { runDefinite } from "../definite.js";
+import { runAttempt } from "../definite.js";
 import {
   type AttemptReply,
   type HoldProtocol,
   type HoldRef,
   type HoldSettings,
   inBackground,
+  reportRenew,
+  runRelease,
   unregisterWaiter,
 } from "../protocol.js";
 import {
@@ -40,16 +36,6 @@ import {
   MAX_INSPECT_HOLDERS,
 } from "./inspect.js";
 
-const RELEASE_CODES: Record<number, ReleaseResult> = {
-  0: "expired",
-  1: "released",
-  2: "still-held",
-  3: "not-owner",
-};
-const decodeRelease = (r: unknown) => {
-  const n = asInteger(r);
-  return n === undefined ? undefined : RELEASE_CODES[n];
-};
 const decodeAttempt = (r: unknown) => asIntegers(r, 3) as [number, number, number] | undefined;
 const decodeFencedAttempt = (r: unknown) =>
   asIntegers(r, 4) as [number, number, number, number] | undefined;
@@ -69,40 +55,14 @@ export async function renewHold(
   timeout?: number,
   script: { script: LuaScript; keys: string[] } = { script: lockRenew, keys: [name] },
 ): Promise<boolean> {
-  const counter = { requests: 0 };
-  const started = Date.now();
-  const [renewed] = await ctx.runner.run(
-    { script: script.script, name, keys: script.keys, args: [leaseTime, owner], timeout },
-    (r) => asIntegers(r, 1),
-    counter,
-  );
-  ctx.emit({
-    type: "renew",
-    name,
-    requests: counter.requests,
-    durationMs: Date.now() - started,
-    renewed: renewed === 1,
-    by,
+  return reportRenew(ctx, name, by, async (counter) => {
+    const [renewed] = await ctx.runner.run(
+      { script: script.script, name, keys: script.keys, args: [leaseTime, owner], timeout },
+      (r) => asIntegers(r, 1),
+      counter,
+    );
+    return renewed === 1;
   });
-  return renewed === 1;
-}
-
-/**
- * Runs a release script (replying 0–3, as lua/lock/release.lua) until Redis answers (see
- * locks/definite.ts) and reports a `release` event.
- */
-export async function runRelease(ctx: LockContext, call: ScriptCall): Promise<ReleaseResult> {
-  const counter = { requests: 0 };
-  const started = Date.now();
-  const result = await runDefinite(ctx, "release", call, decodeRelease, counter);
-  ctx.emit({
-    type: "release",
-    name: call.name,
-    requests: counter.requests,
-    durationMs: Date.now() - started,
-    result,
-  });
-  return result;
 }
 
 /** Completion marker of an idempotency key: same hash slot as the name. */
@@ -173,37 +133,32 @@ export class LockHolds implements HoldProtocol {
     let value: number;
     let epoch: number;
     let fencingToken: number | undefined;
-    try {
-      const call = {
-        script: this.#acquire,
-        name: this.name,
-        keys: scriptKeys,
-        args: [
-          s.leaseTime,
-          s.owner,
-          this.#ctx.replayWindow,
-          id,
-          waiter,
-          LOCK_WAITER_SLOT_MS,
-          this.handsOff && handOff ? "1" : "0",
-        ],
-        signal: s.signal,
-      };
-      if (fenced) {
-        [status, value, epoch, fencingToken] = await this.#ctx.runner.run(
-          call,
-          decodeFencedAttempt,
-          counter,
-        );
-      } else {
-        [status, value, epoch] = await this.#ctx.runner.run(call, decodeAttempt, counter);
-      }
-    } catch (error) {
-      const unanswered =
-        (s.signal?.aborted && error === s.signal.reason) ||
-        (error instanceof TransportError && error.ambiguous);
-      if (unanswered) this.cancel(s.owner, id);
-      throw error;
+    const call = {
+      script: this.#acquire,
+      name: this.name,
+      keys: scriptKeys,
+      args: [
+        s.leaseTime,
+        s.owner,
+        this.#ctx.replayWindow,
+        id,
+        waiter,
+        LOCK_WAITER_SLOT_MS,
+        this.handsOff && handOff ? "1" : "0",
+      ],
+      signal: s.signal,
+    };
+    const undo = () => this.cancel(s.owner, id);
+    if (fenced) {
+      [status, value, epoch, fencingToken] = await runAttempt(
+        this.#ctx,
+        call,
+        decodeFencedAttempt,
+        counter,
+        undo,
+      );
+    } else {
+      [status, value, epoch] = await runAttempt(this.#ctx, call, decodeAttempt, counter, undo);
     }
     if (status === 1) return { status: "acquired", grant: { id, sentAt, epoch, fencingToken } };
     if (status === 2) return { status: "completed", pttl: value };

@@ -5,7 +5,7 @@
  * records, epoch and wake channels.
  * @module
  */
-import { LockUpgradeError, TransportError } from "../../errors.js";
+import { LockUpgradeError } from "../../errors.js";
 import { randomHex } from "../../ids.js";
 import type { ReleaseResult } from "../../lease/lease.js";
 import { LOCK_WAITER_SLOT_MS } from "../../limits.js";
@@ -20,7 +20,8 @@ import {
 } from "../../lua/read-write-lock.gen.js";
 import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
 import { keys, type LockContext } from "../context.js";
-import { renewHold, runRelease } from "../lock/hold.js";
+import { runAttempt } from "../definite.js";
+import { renewHold } from "../lock/hold.js";
 import { decodeHolders, MAX_INSPECT_HOLDERS } from "../lock/inspect.js";
 import {
   type AttemptReply,
@@ -28,6 +29,7 @@ import {
   type HoldRef,
   type HoldSettings,
   inBackground,
+  runRelease,
   unregisterWaiter,
 } from "../protocol.js";
 import type { ReadWriteLockInspection } from "./inspect.js";
@@ -105,35 +107,27 @@ export class ReadWriteHolds implements HoldProtocol {
   async attempt(s: HoldSettings, counter: RequestCounter, waiter = ""): Promise<AttemptReply> {
     const id = randomHex();
     const sentAt = Date.now();
-    let reply: [number, number, number];
-    try {
-      reply = await this.#ctx.runner.run(
-        {
-          script: readWriteLockAcquire,
-          name: this.name,
-          keys: [...this.#replayKeys(), ...this.#wakeKeys(), rwKeys.prefix(this.name)],
-          args: [
-            this.side,
-            s.leaseTime,
-            s.owner,
-            this.#ctx.replayWindow,
-            id,
-            waiter,
-            LOCK_WAITER_SLOT_MS,
-          ],
-          signal: s.signal,
-        },
-        decode3,
-        counter,
-      );
-    } catch (error) {
-      const unanswered =
-        (s.signal?.aborted && error === s.signal.reason) ||
-        (error instanceof TransportError && error.ambiguous);
-      if (unanswered) this.cancel(s.owner, id);
-      throw error;
-    }
-    const [status, value, epoch] = reply;
+    const [status, value, epoch] = await runAttempt(
+      this.#ctx,
+      {
+        script: readWriteLockAcquire,
+        name: this.name,
+        keys: [...this.#replayKeys(), ...this.#wakeKeys(), rwKeys.prefix(this.name)],
+        args: [
+          this.side,
+          s.leaseTime,
+          s.owner,
+          this.#ctx.replayWindow,
+          id,
+          waiter,
+          LOCK_WAITER_SLOT_MS,
+        ],
+        signal: s.signal,
+      },
+      decode3,
+      counter,
+      () => this.cancel(s.owner, id),
+    );
     if (status === 1) return { status: "acquired", grant: { id, sentAt, epoch } };
     if (status === 3) throw new LockUpgradeError(this.name);
     // A lock a Redisson client made (no epoch key): its release publishes only on Redisson's
