@@ -9,7 +9,6 @@ import { Lease, type ReleaseResult } from "../../lease/lease.js";
 import type { RequestCounter } from "../../transport/index.js";
 import { checkMs, checkOptions } from "../../validate.js";
 import type { LockContext } from "../context.js";
-import { LockHolds } from "../lock/hold.js";
 import {
   emitAcquire,
   holdSettings,
@@ -17,6 +16,7 @@ import {
   type LeaseOptions,
   leaseFor,
 } from "../protocol.js";
+import { IdempotencyHolds } from "./hold.js";
 
 /** Longest accepted completion TTL: 365 days, in ms. */
 export const MAX_COMPLETION_TTL_MS = 31_536_000_000;
@@ -62,13 +62,13 @@ export class IdempotencyKey {
   readonly name: string;
   readonly #ctx: LockContext;
   /** The lock's hold protocol, with attempts that report a completion marker. */
-  readonly #holds: LockHolds;
+  readonly #holds: IdempotencyHolds;
 
   /** Internal: use `edgelock.getIdempotencyKey(name)`. */
   constructor(ctx: LockContext, name: string) {
     this.name = name;
     this.#ctx = ctx;
-    this.#holds = new LockHolds(ctx, name, { completion: true });
+    this.#holds = new IdempotencyHolds(ctx, name);
   }
 
   /**
@@ -119,10 +119,10 @@ export class IdempotencyKey {
     }
     checkMs(ttl, "ttl", 1, MAX_COMPLETION_TTL_MS);
     // The lease's own once-only release path, with the marker recorded in the same request.
-    const { started, result } = lease.releaseVia((l) => this.#holds.release(l, ttl));
+    const { started, result } = lease.releaseVia((l) => this.#holds.complete(l, ttl));
     const released = await result;
     // Released earlier (without the marker): record the completion on its own; the replayed
     // release reports what it found then.
-    return started ? released : this.#holds.release(lease, ttl);
+    return started ? released : this.#holds.complete(lease, ttl);
   }
 }

@@ -10,9 +10,9 @@ import { lockInspect } from "../../lua/lock.gen.js";
 import { asIntegers } from "../../transport/index.js";
 import { checkOwner, tryWithin, untilAcquired } from "../../validate.js";
 import type { LockContext } from "../context.js";
+import type { HashHolds } from "../hash-holds.js";
 import {
   type AcquireResult,
-  type HoldProtocol,
   type HoldSettings,
   holdSettings,
   hostFor,
@@ -46,10 +46,7 @@ export abstract class HashLock<I extends Inspection> implements Inspectable<I> {
   /** Internal. */
   protected readonly ctx: LockContext;
   /** Internal: the kind's hold protocol. */
-  protected abstract readonly holds: Omit<HoldProtocol, "inspect"> & {
-    inspect(): Promise<I>;
-    forceUnlock(): Promise<boolean>;
-  };
+  protected abstract readonly holds: HashHolds<I>;
 
   /** Internal: use `edgelock.getLock(name)` and the like. */
   constructor(ctx: LockContext, name: string) {
