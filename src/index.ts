@@ -104,6 +104,7 @@ export {
   type PermitHolder,
   type PermitLease,
 } from "./locks/permit-expirable-semaphore/index.js";
+export type { LeaseOptions } from "./locks/protocol.js";
 export type {
   ReadLock,
   ReadWriteLock,

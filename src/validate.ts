@@ -96,3 +96,38 @@ export function checkFunction<F>(value: unknown, label: string): F | undefined {
   if (typeof value !== "function") throw new TypeError(`\`${label}\` must be a function`);
   return value as F;
 }
+
+/**
+ * `tryX(options)` of an acquiring call's `tryX`/`X` pair (tryLock/lock, tryAcquire/acquire):
+ * checks `options` against `allowed` (which lists `waitTime`), then acquires waiting up to
+ * `waitTime` ms (omitted: 0, one attempt).
+ */
+export function tryWithin<O extends { waitTime?: number }, R>(
+  options: O | undefined,
+  where: string,
+  allowed: readonly string[],
+  acquire: (o: Partial<O>, waitTime: number) => Promise<R>,
+): Promise<R> {
+  const o = checkOptions(options, where, allowed);
+  return acquire(o, checkWaitTime(o.waitTime) ?? 0);
+}
+
+/**
+ * `X(options)` of the pair: the same options but `waitTime`, acquiring without a deadline (until
+ * the call's signal aborts), so it never comes back empty-handed.
+ */
+export async function untilAcquired<O extends object, R>(
+  options: O | undefined,
+  where: string,
+  allowed: readonly string[],
+  acquire: (o: Partial<O>, waitTime: undefined) => Promise<R | null>,
+): Promise<R> {
+  const o = checkOptions(
+    options,
+    where,
+    allowed.filter((k) => k !== "waitTime"),
+  );
+  const acquired = await acquire(o, undefined);
+  if (acquired === null) throw new Error(`unreachable: ${where}() without a deadline got nothing`);
+  return acquired;
+}

@@ -22,7 +22,6 @@ import type {
   KeeperReply,
   KeeperStatus,
 } from "../src/keeper.js";
-import { DEFAULT_REQUEST_TIMEOUT_MS, MIN_REQUEST_TIMEOUT_MS } from "../src/limits.js";
 import {
   isClusterFlag,
   isLeaseId,
@@ -30,6 +29,7 @@ import {
   renewalTimeout,
   retryDelay,
 } from "../src/lease/renewal.js";
+import { DEFAULT_REQUEST_TIMEOUT_MS, MIN_REQUEST_TIMEOUT_MS } from "../src/limits.js";
 import { renewLeaseOf, renewLeasesOf } from "../src/renewers.js";
 import { checkMs, checkName, checkOwner } from "../src/validate.js";
 

@@ -7,10 +7,10 @@
  * @module
  */
 import { type EdgeLockClient, reportEvent } from "../src/core.js";
-import { TransportError } from "../src/errors.js";
 import type { KeepAlive, Lease } from "../src/lease/lease.js";
 import { checkKeepAlive } from "../src/lease/lease.js";
 import { getLock } from "../src/locks/lock/entry.js";
+import { endQuietly } from "../src/settle.js";
 import {
   checkFunction,
   checkLeaseTime,
@@ -180,36 +180,18 @@ export function guardScheduled<Env>(
       try {
         await handler(controller, env, ctx, lease);
       } catch (error) {
-        if (mark) await releaseQuietly(edgelock, mark);
+        const held = mark;
+        if (held) await endQuietly(edgelock, held.name, () => held.release());
         throw error;
       }
       // On success the mark stays until it expires: that is what makes a redelivery skip.
       return { ran: true } as const;
     } finally {
-      await releaseQuietly(edgelock, lease);
+      await endQuietly(edgelock, name, () => lease.release());
     }
   };
   const guard = async (controller: ScheduledController, env: Env, ctx: ExecutionContext) => {
     await run(controller, env, ctx);
   };
   return Object.assign(guard, { run });
-}
-
-/**
- * Releases without throwing, as `edgelock.withLock` does: a failed release is reported as an
- * `error` event and the lock expires after its lease.
- */
-async function releaseQuietly(edgelock: EdgeLockClient, lease: Lease): Promise<void> {
-  const started = Date.now();
-  await lease.release().catch((error: unknown) => {
-    if (!(error instanceof TransportError)) return;
-    reportEvent(edgelock, {
-      type: "error",
-      name: lease.name,
-      requests: 1,
-      durationMs: Date.now() - started,
-      operation: "release",
-      error,
-    });
-  });
 }

@@ -60,7 +60,7 @@ export class ForeignKeyError extends Error {
 /** What the CLI prints for one name: the primitive's own inspection, and the CLI's kind. */
 export type Found = Inspection & { kind: Kind; primitive: string } & Record<string, unknown>;
 
-/** The completion record of an idempotency key (see `doneKey` in src/locks/lock/hold.ts). */
+/** The completion record of an idempotency key (see `doneKey` in src/locks/idempotency/hold.ts). */
 export const doneKey = (name: string) => `edgelock_done:{${name}}`;
 
 /** The cron guard's mark names: `<name>#<scheduledTime in ms>`. */

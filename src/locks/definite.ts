@@ -70,6 +70,28 @@ export async function runDefinite<T>(
 }
 
 /**
+ * Runs one acquire attempt's request (`call`, raced against its `signal`). When its answer never
+ * arrives (the signal aborted it, or the request failed ambiguously) the attempt may still have
+ * applied, so `undo` runs (a cancel in the background) before the error propagates.
+ * @returns the decoded answer.
+ * @throws what the request threw.
+ */
+export async function runAttempt<T>(
+  ctx: LockContext,
+  call: ScriptCall,
+  decode: (reply: unknown) => T | undefined,
+  counter: RequestCounter,
+  undo: () => void,
+): Promise<T> {
+  try {
+    return await ctx.runner.run(call, decode, counter);
+  } catch (error) {
+    if ((call.signal?.aborted && error === call.signal.reason) || isAmbiguous(error)) undo();
+    throw error;
+  }
+}
+
+/**
  * Runs `task` — one replay-safe request that nobody awaits, e.g. the cancel of an acquire whose
  * answer never arrived — and sends it again while it fails ambiguously, as the background
  * resends of {@link runDefinite} do: until Redis answers or half the `replayWindow` has passed.

@@ -31,23 +31,45 @@ import {
 } from "../lease/lease.js";
 import { FAIR_CLAIM_WINDOW_MS } from "../limits.js";
 import { lockLeave } from "../lua/lock.gen.js";
-import type { RequestCounter } from "../transport/index.js";
+import type { RequestCounter, ScriptCall } from "../transport/index.js";
 import { asInteger } from "../transport/index.js";
 import { checkLeaseTime, checkOwner, checkSignal } from "../validate.js";
 import type { AttemptOutcome } from "../wait.js";
 import { keys, type LockContext } from "./context.js";
-import { resendUntilAnswered } from "./definite.js";
+import { resendUntilAnswered, runDefinite } from "./definite.js";
 import { waitFor } from "./waiting.js";
 
-/** Acquire options every hold-based primitive accepts. */
-export interface HoldOptions {
+/**
+ * The lease options of every call that grants a lease (`tryLock`, `lock`, `withLock`, `claim`,
+ * a permit-expirable semaphore's `tryAcquire`, a MultiLock's and a RedLock's). Times in integer
+ * ms.
+ */
+export interface LeaseOptions {
+  /**
+   * Fixed lease in ms, integer in [1, 86 400 000]; no automatic renewal. Omitted: watchdog
+   * mode, TTL = `watchdogTimeout`, kept alive by `keepAlive` (default `"timer"`).
+   */
   leaseTime?: number;
+  /**
+   * Owner to acquire as (1–200 characters). Omitted: a fresh `<clientId>:<taskId>`, so two
+   * calls exclude each other. Pass `lease.owner` to re-enter a lock (hold count + 1).
+   */
   owner?: string;
+  /** Aborts the call; it rejects with `signal.reason` and leaves no hold behind. */
   signal?: AbortSignal;
+  /**
+   * Keep-alive strategy; see {@link KeepAlive}. @default "timer" without `leaseTime`, else
+   * "none"
+   */
   keepAlive?: KeepAlive;
 }
 
-/** {@link HoldOptions} validated and resolved against the EdgeLock's configuration. */
+/** The keys of {@link LeaseOptions}, for `checkOptions`. */
+export const LEASE_OPTION_KEYS = ["leaseTime", "owner", "signal", "keepAlive"] as const;
+/** The keys of {@link LeaseOptions} and `waitTime` (`tryLock`'s options), for `checkOptions`. */
+export const TRY_LOCK_KEYS = ["waitTime", ...LEASE_OPTION_KEYS] as const;
+
+/** {@link LeaseOptions} validated and resolved against the EdgeLock's configuration. */
 export interface HoldSettings {
   owner: string;
   signal: AbortSignal | undefined;
@@ -133,7 +155,7 @@ export type AcquireResult =
   | { lease: null; attempts: number; holderTtl: number };
 
 /** Validates acquire options and fills in owner, lease time and keep-alive defaults. */
-export function holdSettings(ctx: LockContext, o: Partial<HoldOptions>): HoldSettings {
+export function holdSettings(ctx: LockContext, o: LeaseOptions): HoldSettings {
   const leaseTimeOption = checkLeaseTime(o.leaseTime);
   const owner = o.owner === undefined ? `${ctx.clientId}:${randomHex()}` : checkOwner(o.owner);
   const signal = checkSignal(o.signal);
@@ -252,14 +274,26 @@ export async function leaseFor(
     watchdog: s.watchdog,
     expiresAt: grant.sentAt + Math.min(s.leaseTime, grant.ttl ?? s.leaseTime),
   });
+  if (grant.ttl !== undefined && grant.ttl < s.leaseTime) lease.confirmBefore(lease.expiresAt);
+  await keepAliveOrGiveBack(ctx, lease, s.keepAlive);
+  return lease;
+}
+
+/**
+ * Starts `lease`'s keep-alive (`keepAlive`, the EdgeLock's `keeper` by default). If it cannot
+ * start (the keeper refused), the hold is given back and the error propagates.
+ */
+export async function keepAliveOrGiveBack(
+  ctx: LockContext,
+  lease: Lease,
+  keepAlive: KeepAlive,
+): Promise<void> {
   try {
-    if (grant.ttl !== undefined && grant.ttl < s.leaseTime) lease.confirmBefore(lease.expiresAt);
-    await lease.startKeepAlive(s.keepAlive, ctx.keeper);
+    await lease.startKeepAlive(keepAlive, ctx.keeper);
   } catch (error) {
     await lease.release().catch(() => {});
     throw error;
   }
-  return lease;
 }
 
 /** The lease host of a protocol: renewals and releases through it, events through `ctx`. */
@@ -272,6 +306,63 @@ export function hostFor(ctx: LockContext, protocol: HoldProtocol): LeaseHost {
     backgroundError: (_lease, operation, error) =>
       reportError(ctx, protocol.name, operation, error, 0, 0),
   };
+}
+
+const RELEASE_CODES: Record<number, ReleaseResult> = {
+  0: "expired",
+  1: "released",
+  2: "still-held",
+  3: "not-owner",
+};
+const decodeRelease = (r: unknown) => {
+  const n = asInteger(r);
+  return n === undefined ? undefined : RELEASE_CODES[n];
+};
+
+/**
+ * Runs a release request until Redis answers (see locks/definite.ts) and reports a `release`
+ * event. `decode` turns the answer into the result; by default the 0–3 of lua/lock/release.lua.
+ */
+export async function runRelease(
+  ctx: LockContext,
+  call: ScriptCall,
+  decode: (reply: unknown) => ReleaseResult | undefined = decodeRelease,
+): Promise<ReleaseResult> {
+  const counter = { requests: 0 };
+  const started = Date.now();
+  const result = await runDefinite(ctx, "release", call, decode, counter);
+  ctx.emit({
+    type: "release",
+    name: call.name,
+    requests: counter.requests,
+    durationMs: Date.now() - started,
+    result,
+  });
+  return result;
+}
+
+/**
+ * Runs one renewal (`renew`, which counts its HTTP requests in the counter it is given) and
+ * reports it as a `renew` event.
+ */
+export async function reportRenew(
+  ctx: LockContext,
+  name: string,
+  by: "call" | "timer",
+  renew: (counter: RequestCounter) => Promise<boolean>,
+): Promise<boolean> {
+  const counter = { requests: 0 };
+  const started = Date.now();
+  const renewed = await renew(counter);
+  ctx.emit({
+    type: "renew",
+    name,
+    requests: counter.requests,
+    durationMs: Date.now() - started,
+    renewed,
+    by,
+  });
+  return renewed;
 }
 
 /**

@@ -25,3 +25,4 @@ export type {
 } from "../lease/lease.js";
 export type { RedisLike } from "../transport/index.js";
 export type { BackoffOptions } from "../wait.js";
+export type { LeaseOptions } from "./protocol.js";

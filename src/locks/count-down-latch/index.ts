@@ -9,7 +9,6 @@
  * (lua/lib/replay.lua). The scripts are lua/count-down-latch/*.lua.
  * @module
  */
-import { TransportError } from "../../errors.js";
 import { randomHex } from "../../ids.js";
 import type { Inspectable, Inspection } from "../../inspect.js";
 import { LOCK_WAITER_SLOT_MS, MAX_OWNER_LENGTH } from "../../limits.js";
@@ -24,7 +23,7 @@ import { asInteger, asIntegers, type RequestCounter } from "../../transport/inde
 import { checkOptions, checkSignal, checkWaitTime } from "../../validate.js";
 import type { AttemptOutcome } from "../../wait.js";
 import { keys, type LockContext } from "../context.js";
-import { runDefinite } from "../definite.js";
+import { runAttempt, runDefinite } from "../definite.js";
 import { unregisterWaiter } from "../protocol.js";
 import { waitFor } from "../waiting.js";
 
@@ -262,27 +261,21 @@ export class CountDownLatch implements Inspectable<CountDownLatchInspection> {
       signal,
       counter,
       attempt: async (waiter): Promise<AttemptOutcome<true>> => {
-        let count: number;
-        let pttl: number;
-        try {
-          [count, pttl] = await ctx.runner.run(
-            {
-              script: countDownLatchAwait,
-              name: this.name,
-              keys: [this.name, ...this.#wakeKeys()],
-              args: [waiter, LOCK_WAITER_SLOT_MS],
-              signal,
-            },
-            decodeAttempt,
-            counter,
-          );
-        } catch (error) {
-          const unanswered =
-            (signal?.aborted && error === signal.reason) ||
-            (error instanceof TransportError && error.ambiguous);
-          if (unanswered && waiter !== "" && !registered) this.#unregister(waiter);
-          throw error;
-        }
+        const [count, pttl] = await runAttempt(
+          ctx,
+          {
+            script: countDownLatchAwait,
+            name: this.name,
+            keys: [this.name, ...this.#wakeKeys()],
+            args: [waiter, LOCK_WAITER_SLOT_MS],
+            signal,
+          },
+          decodeAttempt,
+          counter,
+          () => {
+            if (waiter !== "" && !registered) this.#unregister(waiter);
+          },
+        );
         registered = waiter !== "" && count > 0;
         return count > 0 ? { pttl, foreign: true } : { acquired: true };
       },

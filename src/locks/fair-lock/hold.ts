@@ -4,7 +4,6 @@
  * waiter inside the release script, which publishes it to the waiter (lua/lib/fair.lua).
  * @module
  */
-import { TransportError } from "../../errors.js";
 import { randomHex } from "../../ids.js";
 import type { Inspection } from "../../inspect.js";
 import type { ReleaseResult } from "../../lease/lease.js";
@@ -15,17 +14,17 @@ import {
   fairLockForceUnlock,
   fairLockRelease,
 } from "../../lua/fair-lock.gen.js";
-import { lockHolders } from "../../lua/lock.gen.js";
 import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
-import { keys, type LockContext } from "../context.js";
-import { renewHold, runRelease } from "../lock/hold.js";
-import { decodeHolders, type LockHolder, MAX_INSPECT_HOLDERS } from "../lock/inspect.js";
+import { keys } from "../context.js";
+import { runAttempt } from "../definite.js";
+import { HashHolds } from "../hash-holds.js";
+import { decodeHolders, type LockHolder } from "../lock/inspect.js";
 import {
   type AttemptReply,
-  type HoldProtocol,
   type HoldRef,
   type HoldSettings,
   inBackground,
+  runRelease,
 } from "../protocol.js";
 
 const decodeAttempt = (r: unknown) =>
@@ -45,16 +44,12 @@ export interface FairLockInspection extends Inspection {
   holders: LockHolder[];
 }
 
-/** Hold operations on one fair lock. Internal to the primitive. */
-export class FairLockHolds implements HoldProtocol {
+/**
+ * Hold operations on one fair lock: renewals and the holders as for any lock in the HASH
+ * (lua/lock/renew.lua, holders.lua), the rest through lua/fair-lock/. Internal to the primitive.
+ */
+export class FairLockHolds extends HashHolds<FairLockInspection> {
   readonly kind = "fair-lock" as const;
-  readonly name: string;
-  readonly #ctx: LockContext;
-
-  constructor(ctx: LockContext, name: string) {
-    this.#ctx = ctx;
-    this.name = name;
-  }
 
   /**
    * One attempt (acquire.lua): acquires, re-enters, confirms a hand-off, or (with `slotMs` > 0)
@@ -70,37 +65,27 @@ export class FairLockHolds implements HoldProtocol {
   ): Promise<AttemptReply & { id: string; position: number }> {
     const id = randomHex();
     const sentAt = Date.now();
-    let status: number;
-    let value: number;
-    let epoch: number;
-    let jvm: number;
-    try {
-      [status, value, epoch, jvm] = await this.#ctx.runner.run(
-        {
-          script: fairLockAcquire,
-          name: this.name,
-          keys: this.#keys(),
-          args: [
-            s.leaseTime,
-            s.owner,
-            this.#ctx.replayWindow,
-            id,
-            slotMs,
-            FAIR_CLAIM_WINDOW_MS,
-            waiter,
-          ],
-          signal: s.signal,
-        },
-        decodeAttempt,
-        counter,
-      );
-    } catch (error) {
-      const unanswered =
-        (s.signal?.aborted && error === s.signal.reason) ||
-        (error instanceof TransportError && error.ambiguous);
-      if (unanswered) this.cancelWait(s.owner, id, waiter);
-      throw error;
-    }
+    const [status, value, epoch, jvm] = await runAttempt(
+      this.ctx,
+      {
+        script: fairLockAcquire,
+        name: this.name,
+        keys: this.#keys(),
+        args: [
+          s.leaseTime,
+          s.owner,
+          this.ctx.replayWindow,
+          id,
+          slotMs,
+          FAIR_CLAIM_WINDOW_MS,
+          waiter,
+        ],
+        signal: s.signal,
+      },
+      decodeAttempt,
+      counter,
+      () => this.cancelWait(s.owner, id, waiter),
+    );
     if (status === 1) return { status: "acquired", grant: { id, sentAt, epoch }, id, position: -1 };
     // For a busy reply the third value is the owner's place in the queue, the fourth whether a
     // Redisson client holds the lock or waits ahead of it.
@@ -118,12 +103,12 @@ export class FairLockHolds implements HoldProtocol {
    * undoing a hold its attempt `id` made if that attempt's answer never arrived.
    */
   async leave(owner: string, id: string, waiter: string, counter: RequestCounter): Promise<void> {
-    await this.#ctx.runner.run(
+    await this.ctx.runner.run(
       {
         script: fairLockCancel,
         name: this.name,
         keys: this.#keys(),
-        args: [owner, this.#ctx.replayWindow, id, FAIR_CLAIM_WINDOW_MS, waiter],
+        args: [owner, this.ctx.replayWindow, id, FAIR_CLAIM_WINDOW_MS, waiter],
       },
       asInteger,
       counter,
@@ -137,26 +122,21 @@ export class FairLockHolds implements HoldProtocol {
 
   /** {@link leave} in the background (an aborted wait or an unanswered attempt). */
   cancelWait(owner: string, id: string, waiter: string): void {
-    inBackground(this.#ctx, this.name, "cancel", (counter) =>
+    inBackground(this.ctx, this.name, "cancel", (counter) =>
       this.leave(owner, id, waiter, counter),
     );
   }
 
-  /** Makes the TTL at least `leaseTime` while `owner` holds the lock (lua/lock/renew.lua). */
-  renew(owner: string, leaseTime: number, by: "call" | "timer", timeout?: number) {
-    return renewHold(this.#ctx, this.name, owner, leaseTime, by, timeout);
-  }
-
   /** Releases one hold and, on the last, hands the lock to the first live waiter (release.lua). */
   release(hold: HoldRef): Promise<ReleaseResult> {
-    return runRelease(this.#ctx, {
+    return runRelease(this.ctx, {
       script: fairLockRelease,
       name: this.name,
       keys: this.#keys(),
       args: [
         hold.owner,
         hold.leaseTime,
-        this.#ctx.replayWindow,
+        this.ctx.replayWindow,
         hold.id,
         hold.epoch,
         FAIR_CLAIM_WINDOW_MS,
@@ -165,27 +145,13 @@ export class FairLockHolds implements HoldProtocol {
   }
 
   /** Deletes the lock whoever holds it and hands it on (force-unlock.lua). */
-  async forceUnlock(): Promise<boolean> {
-    const n = await this.#ctx.runner.run(
-      {
-        script: fairLockForceUnlock,
-        name: this.name,
-        keys: this.#keys().slice(0, 5),
-        args: [FAIR_CLAIM_WINDOW_MS],
-      },
-      asInteger,
-      { requests: 0 },
-    );
-    return n === 1;
+  forceUnlock(): Promise<boolean> {
+    return this.runOnce(fairLockForceUnlock, this.#keys().slice(0, 5), [FAIR_CLAIM_WINDOW_MS]);
   }
 
   /** The holder and its hold count in one read-only request (lua/lock/holders.lua). */
   async inspect(): Promise<FairLockInspection> {
-    const { ttl, holders } = await this.#ctx.runner.run(
-      { script: lockHolders, name: this.name, keys: [this.name], args: [MAX_INSPECT_HOLDERS] },
-      decodeHolders,
-      { requests: 0 },
-    );
+    const { ttl, holders } = await this.readHolders([], decodeHolders);
     return { kind: "fair-lock", name: this.name, locked: ttl !== -2, ttl, holders };
   }
 

@@ -7,13 +7,13 @@
  * @module
  */
 import type { Lease } from "../../lease/lease.js";
-import { fencedLockAcquire, fencedLockToken } from "../../lua/fenced-lock.gen.js";
+import { fencedLockToken } from "../../lua/fenced-lock.gen.js";
 import { asInteger } from "../../transport/index.js";
 import type { LockContext } from "../context.js";
 import { HashLock, type LockOptions, type TryLockOptions } from "../lock/base.js";
-import { LockHolds, tokenKey } from "../lock/hold.js";
 import type { FencedLockInspection } from "../lock/inspect.js";
 import { type AcquireResult, acquire, type HoldSettings } from "../protocol.js";
+import { FencedLockHolds, tokenKey } from "./hold.js";
 
 export type { FencedLockInspection } from "../lock/inspect.js";
 
@@ -31,13 +31,12 @@ export type FencedLease = Lease & { readonly fencingToken: number };
  * lease. A replayed grant (HTTP retry) returns the same token.
  */
 export class FencedLock extends HashLock<FencedLockInspection> {
-  protected readonly holds: LockHolds & { inspect(): Promise<FencedLockInspection> };
+  protected readonly holds: FencedLockHolds;
 
   /** Internal: use `edgelock.getFencedLock(name)`. */
   constructor(ctx: LockContext, name: string) {
     super(ctx, name);
-    const holds = new LockHolds(ctx, name, { fenced: fencedLockAcquire });
-    this.holds = Object.assign(holds, { inspect: () => holds.inspectFenced() });
+    this.holds = new FencedLockHolds(ctx, name);
   }
 
   /**
@@ -46,7 +45,7 @@ export class FencedLock extends HashLock<FencedLockInspection> {
    * @returns the lease with its `fencingToken`, or `null` when the lock stayed busy for `waitTime`.
    */
   override async tryLock(options?: TryLockOptions): Promise<FencedLease | null> {
-    // The fenced acquire script returns a token with every grant (LockHolds `fenced`).
+    // The fenced acquire script returns a token with every grant (FencedLockHolds).
     return (await super.tryLock(options)) as FencedLease | null;
   }
 

@@ -5,30 +5,24 @@
  * completed finds the marker. Claiming and completing are one atomic script each.
  * @module
  */
-import { type KeepAlive, Lease, type ReleaseResult } from "../../lease/lease.js";
+import { Lease, type ReleaseResult } from "../../lease/lease.js";
 import type { RequestCounter } from "../../transport/index.js";
 import { checkMs, checkOptions } from "../../validate.js";
 import type { LockContext } from "../context.js";
-import { LockHolds } from "../lock/hold.js";
-import { emitAcquire, holdSettings, leaseFor } from "../protocol.js";
+import {
+  emitAcquire,
+  holdSettings,
+  LEASE_OPTION_KEYS,
+  type LeaseOptions,
+  leaseFor,
+} from "../protocol.js";
+import { IdempotencyHolds } from "./hold.js";
 
 /** Longest accepted completion TTL: 365 days, in ms. */
 export const MAX_COMPLETION_TTL_MS = 31_536_000_000;
 
-/** Options of {@link IdempotencyKey.claim}. Times in integer ms. */
-export interface ClaimOptions {
-  /**
-   * Fixed lease in ms, integer in [1, 86 400 000]; no automatic renewal. Omitted: watchdog
-   * mode, TTL = `watchdogTimeout`, kept alive by `keepAlive` (default `"timer"`).
-   */
-  leaseTime?: number;
-  /** Owner to claim as (1–200 characters). Omitted: a fresh `<clientId>:<taskId>`. */
-  owner?: string;
-  /** Aborts the claim; it rejects with `signal.reason` and leaves no hold behind. */
-  signal?: AbortSignal;
-  /** Keep-alive strategy of the lease; see {@link KeepAlive}. */
-  keepAlive?: KeepAlive;
-}
+/** Options of {@link IdempotencyKey.claim}: the {@link LeaseOptions} (a claim does not wait). */
+export type ClaimOptions = LeaseOptions;
 
 /**
  * What {@link IdempotencyKey.claim} found:
@@ -43,8 +37,6 @@ export type ClaimResult =
   | { status: "acquired"; lease: Lease }
   | { status: "locked"; holderTtl: number }
   | { status: "completed"; completedTtl: number };
-
-const CLAIM_KEYS = ["leaseTime", "owner", "signal", "keepAlive"] as const;
 
 /**
  * An idempotency key on `name`. Get one with `edgelock.getIdempotencyKey(name)`; the object
@@ -70,13 +62,13 @@ export class IdempotencyKey {
   readonly name: string;
   readonly #ctx: LockContext;
   /** The lock's hold protocol, with attempts that report a completion marker. */
-  readonly #holds: LockHolds;
+  readonly #holds: IdempotencyHolds;
 
   /** Internal: use `edgelock.getIdempotencyKey(name)`. */
   constructor(ctx: LockContext, name: string) {
     this.name = name;
     this.#ctx = ctx;
-    this.#holds = new LockHolds(ctx, name, { completion: true });
+    this.#holds = new IdempotencyHolds(ctx, name);
   }
 
   /**
@@ -89,7 +81,7 @@ export class IdempotencyKey {
    * the background, so it leaves no hold behind).
    */
   async claim(options?: ClaimOptions): Promise<ClaimResult> {
-    const settings = holdSettings(this.#ctx, checkOptions(options, "claim", CLAIM_KEYS));
+    const settings = holdSettings(this.#ctx, checkOptions(options, "claim", LEASE_OPTION_KEYS));
     settings.signal?.throwIfAborted();
     const started = Date.now();
     const counter: RequestCounter = { requests: 0 };
@@ -127,10 +119,10 @@ export class IdempotencyKey {
     }
     checkMs(ttl, "ttl", 1, MAX_COMPLETION_TTL_MS);
     // The lease's own once-only release path, with the marker recorded in the same request.
-    const { started, result } = lease.releaseVia((l) => this.#holds.release(l, ttl));
+    const { started, result } = lease.releaseVia((l) => this.#holds.complete(l, ttl));
     const released = await result;
     // Released earlier (without the marker): record the completion on its own; the replayed
     // release reports what it found then.
-    return started ? released : this.#holds.release(lease, ttl);
+    return started ? released : this.#holds.complete(lease, ttl);
   }
 }

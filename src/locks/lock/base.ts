@@ -5,47 +5,34 @@
 import { LockNotHeldError } from "../../errors.js";
 import { randomHex } from "../../ids.js";
 import type { Inspectable, Inspection } from "../../inspect.js";
-import { type KeepAlive, Lease, type SerializedLease } from "../../lease/lease.js";
+import { Lease, type SerializedLease } from "../../lease/lease.js";
 import { lockInspect } from "../../lua/lock.gen.js";
 import { asIntegers } from "../../transport/index.js";
-import { checkOptions, checkOwner, checkWaitTime } from "../../validate.js";
+import { checkOwner, tryWithin, untilAcquired } from "../../validate.js";
 import type { LockContext } from "../context.js";
+import type { HashHolds } from "../hash-holds.js";
 import {
   type AcquireResult,
-  type HoldProtocol,
   type HoldSettings,
   holdSettings,
   hostFor,
+  type LeaseOptions,
+  TRY_LOCK_KEYS,
 } from "../protocol.js";
 
-/** Options of `tryLock`. Times in integer ms. */
-export interface TryLockOptions {
+/** Options of `tryLock`: the {@link LeaseOptions} and `waitTime`. Times in integer ms. */
+export interface TryLockOptions extends LeaseOptions {
   /**
    * How long to keep trying, in ms, integer in [0, 86 400 000]. Omitted or 0: one attempt.
    * Waiters wait for a release's message or poll with jittered backoff, bounded by the
    * holder's lease.
    */
   waitTime?: number;
-  /**
-   * Fixed lease in ms, integer in [1, 86 400 000]; no automatic renewal. Omitted: watchdog
-   * mode, TTL = `watchdogTimeout`, kept alive by `keepAlive` (default `"timer"`).
-   */
-  leaseTime?: number;
-  /**
-   * Owner to acquire as (1–200 characters). Omitted: a fresh `<clientId>:<taskId>`, so two
-   * calls exclude each other. Pass `lease.owner` to re-enter (hold count + 1).
-   */
-  owner?: string;
-  /** Aborts the wait; the call rejects with `signal.reason` and leaves no hold behind. */
-  signal?: AbortSignal;
-  /** Keep-alive strategy; see {@link KeepAlive}. */
-  keepAlive?: KeepAlive;
 }
 
 /** Options of `lock()`: waits until acquired or `signal` aborts. */
 export type LockOptions = Omit<TryLockOptions, "waitTime">;
 
-const TRY_LOCK_KEYS = ["waitTime", "leaseTime", "owner", "signal", "keepAlive"] as const;
 const decodeInspect = (r: unknown) => asIntegers(r, 3) as [number, number, number] | undefined;
 
 /**
@@ -59,10 +46,7 @@ export abstract class HashLock<I extends Inspection> implements Inspectable<I> {
   /** Internal. */
   protected readonly ctx: LockContext;
   /** Internal: the kind's hold protocol. */
-  protected abstract readonly holds: Omit<HoldProtocol, "inspect"> & {
-    inspect(): Promise<I>;
-    forceUnlock(): Promise<boolean>;
-  };
+  protected abstract readonly holds: HashHolds<I>;
 
   /** Internal: use `edgelock.getLock(name)` and the like. */
   constructor(ctx: LockContext, name: string) {
@@ -97,9 +81,9 @@ export abstract class HashLock<I extends Inspection> implements Inspectable<I> {
    * and the holder's remaining lease (`holderTtl`, ms).
    */
   async tryAcquire(options?: TryLockOptions): Promise<AcquireResult> {
-    const o = checkOptions(options, "tryLock", TRY_LOCK_KEYS);
-    const waitTime = checkWaitTime(o.waitTime) ?? 0;
-    return this.#acquire(o, waitTime);
+    return tryWithin(options, "tryLock", TRY_LOCK_KEYS, (o, waitTime) =>
+      this.#acquire(o, waitTime),
+    );
   }
 
   /**
@@ -109,14 +93,12 @@ export abstract class HashLock<I extends Inspection> implements Inspectable<I> {
    * @throws {TransportError} when Redis could not be reached.
    */
   async lock(options?: LockOptions): Promise<Lease> {
-    const o = checkOptions(
+    return untilAcquired(
       options,
       "lock",
-      TRY_LOCK_KEYS.filter((k) => k !== "waitTime"),
+      TRY_LOCK_KEYS,
+      async (o) => (await this.#acquire(o, undefined)).lease,
     );
-    const { lease } = await this.#acquire(o, undefined);
-    if (!lease) throw new Error("unreachable: lock() without a deadline returned no lease");
-    return lease;
   }
 
   /**

@@ -4,11 +4,12 @@
  * @module
  */
 import { contextOf, type EdgeLockClient } from "../../core.js";
-import { LockTimeoutError, TransportError } from "../../errors.js";
-import type { KeepAlive, Lease } from "../../lease/lease.js";
+import { LockTimeoutError } from "../../errors.js";
+import type { Lease } from "../../lease/lease.js";
 import { DEFAULT_WITH_LOCK_WAIT_MS } from "../../limits.js";
+import { endQuietly } from "../../settle.js";
 import { checkName, checkOptions, checkWaitTime } from "../../validate.js";
-import { ReentrantLock } from "./index.js";
+import { ReentrantLock, type TryLockOptions } from "./index.js";
 
 export * from "../shared-exports.js";
 export {
@@ -42,18 +43,10 @@ export function getLock(client: EdgeLockClient, name: string): ReentrantLock {
   return new ReentrantLock(contextOf(client), checkName(name));
 }
 
-/** Options of {@link withLock}. */
-export interface WithLockOptions {
+/** Options of {@link withLock}: those of `tryLock`, waiting 10 s by default. */
+export interface WithLockOptions extends TryLockOptions {
   /** How long to wait for the lock, in ms, integer in [0, 86 400 000]. @default 10000 */
   waitTime?: number;
-  /** Fixed lease in ms; omitted = watchdog mode kept alive by `keepAlive`. */
-  leaseTime?: number;
-  /** Keep-alive strategy. @default "timer" in watchdog mode, "none" with a fixed lease */
-  keepAlive?: KeepAlive;
-  /** Aborts the wait (rejects with `signal.reason`). The callback gets `lease.signal`. */
-  signal?: AbortSignal;
-  /** Owner to acquire as; see `TryLockOptions.owner`. */
-  owner?: string;
 }
 
 /**
@@ -86,17 +79,6 @@ export async function withLock<T>(
   try {
     return await fn(lease);
   } finally {
-    await lease.release().catch((error: unknown) => {
-      if (error instanceof TransportError) {
-        contextOf(client).emit({
-          type: "error",
-          name,
-          requests: 1,
-          durationMs: 0,
-          operation: "release",
-          error,
-        });
-      }
-    });
+    await endQuietly(client, name, () => lease.release());
   }
 }

@@ -11,9 +11,10 @@
 import { LeaseLostError } from "../../errors.js";
 import type { Lease } from "../../lease/lease.js";
 import { MAX_TIME_MS } from "../../limits.js";
-import { checkOptions, checkWaitTime } from "../../validate.js";
+import { tryWithin, untilAcquired } from "../../validate.js";
 import type { LockContext } from "../context.js";
-import { emitAcquire, holdSettings, reportError } from "../protocol.js";
+import type { TryLockOptions } from "../lock/base.js";
+import { emitAcquire, holdSettings, reportError, TRY_LOCK_KEYS } from "../protocol.js";
 import { CompositeLease } from "./lease.js";
 
 export { CompositeLease, type MemberRelease } from "./lease.js";
@@ -22,28 +23,20 @@ export { CompositeLease, type MemberRelease } from "./lease.js";
 export interface LockLike {
   /** Lock name (its Redis key). */
   readonly name: string;
-  tryLock(options?: {
-    waitTime?: number;
-    leaseTime?: number;
-    owner?: string;
-    signal?: AbortSignal;
-    keepAlive?: "none";
-  }): Promise<Lease | null>;
+  tryLock(
+    options?: Omit<TryLockOptions, "keepAlive"> & { keepAlive?: "none" },
+  ): Promise<Lease | null>;
 }
 
-/** Options of {@link MultiLock.tryLock}. Times in integer ms. */
-export interface MultiLockOptions {
+/**
+ * Options of {@link MultiLock.tryLock}: the `LeaseOptions` every member is taken with
+ * (watchdog mode without `leaseTime`: the composite lease's timer renews them all every third of
+ * the EdgeLock's `watchdogTimeout`), a `keepAlive` without a keeper, and `waitTime`. Times in
+ * integer ms.
+ */
+export interface MultiLockOptions extends Omit<TryLockOptions, "keepAlive"> {
   /** How long to wait for all members together. @default 0 (each member tried once) */
   waitTime?: number;
-  /**
-   * Lease of every member, in ms. Omitted: watchdog mode, the members get the EdgeLock's
-   * `watchdogTimeout` and the composite lease's timer renews them all every third of it.
-   */
-  leaseTime?: number;
-  /** Owner every member is taken as. @default a fresh `<clientId>:<taskId>` */
-  owner?: string;
-  /** Aborts the wait; members already taken are released and the call rejects. */
-  signal?: AbortSignal;
   /**
    * `"timer"` renews every member every third of the lease while the invocation runs; `"none"`
    * leaves renewing to `lease.renew()`. A `LeaseKeeper` cannot keep a lease on several locks
@@ -51,8 +44,6 @@ export interface MultiLockOptions {
    */
   keepAlive?: "none" | "timer";
 }
-
-const OPTION_KEYS = ["waitTime", "leaseTime", "owner", "signal", "keepAlive"] as const;
 
 /** Validates a list of member locks. */
 export function checkMembers(locks: readonly unknown[], where: string): LockLike[] {
@@ -99,8 +90,7 @@ export class MultiLock {
    * @throws signal.reason when aborted; {@link TransportError} when a Redis could not be reached.
    */
   async tryLock(options?: MultiLockOptions): Promise<CompositeLease | null> {
-    const o = checkOptions(options, "tryLock", OPTION_KEYS);
-    return this.#acquire(o, checkWaitTime(o.waitTime) ?? 0);
+    return tryWithin(options, "tryLock", TRY_LOCK_KEYS, (o, w) => this.#acquire(o, w));
   }
 
   /**
@@ -110,14 +100,7 @@ export class MultiLock {
    * @throws signal.reason when aborted; {@link TransportError} when a Redis could not be reached.
    */
   async lock(options?: Omit<MultiLockOptions, "waitTime">): Promise<CompositeLease> {
-    const o = checkOptions(
-      options,
-      "lock",
-      OPTION_KEYS.filter((k) => k !== "waitTime"),
-    );
-    const lease = await this.#acquire(o, undefined);
-    if (!lease) throw new Error("unreachable: lock() without a deadline returned no lease");
-    return lease;
+    return untilAcquired(options, "lock", TRY_LOCK_KEYS, (o, w) => this.#acquire(o, w));
   }
 
   async #acquire(

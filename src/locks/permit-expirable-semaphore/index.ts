@@ -7,10 +7,10 @@
  * released like lock leases (`renew()`, the in-invocation timer, `release()`).
  * @module
  */
-import { PermitNotHeldError, TransportError } from "../../errors.js";
+import { PermitNotHeldError } from "../../errors.js";
 import { randomHex } from "../../ids.js";
 import type { Holder, Inspectable, Inspection } from "../../inspect.js";
-import { type KeepAlive, Lease, type LeaseHost, type SerializedLease } from "../../lease/lease.js";
+import { Lease, type LeaseHost, type SerializedLease } from "../../lease/lease.js";
 import { isLeaseId } from "../../lease/renewal.js";
 import { LOCK_WAITER_SLOT_MS } from "../../limits.js";
 import {
@@ -21,41 +21,38 @@ import {
   permitExpirableSemaphoreRelease,
   permitExpirableSemaphoreRenew,
 } from "../../lua/permit-expirable-semaphore.gen.js";
-import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
-import { checkMs, checkOptions, checkWaitTime } from "../../validate.js";
+import {
+  asInteger,
+  asIntegers,
+  type RequestCounter,
+  type ScriptCall,
+} from "../../transport/index.js";
+import { checkMs, tryWithin, untilAcquired } from "../../validate.js";
 import { keys, type LockContext } from "../context.js";
-import { runDefinite } from "../definite.js";
+import { runAttempt, runDefinite } from "../definite.js";
 import {
   emitAcquire,
   holdSettings,
   inBackground,
+  keepAliveOrGiveBack,
+  type LeaseOptions,
   reportError,
+  reportRenew,
+  runRelease,
   unregisterWaiter,
 } from "../protocol.js";
 import { checkPermits, limitKey, Semaphore, semaphoreChannel } from "../semaphore/index.js";
 import { waitFor } from "../waiting.js";
 
-/** Options of {@link PermitExpirableSemaphore.tryAcquire}. */
-export interface PermitAcquireOptions {
+/**
+ * Options of {@link PermitExpirableSemaphore.tryAcquire}: the {@link LeaseOptions} of each permit
+ * (`owner` is kept in the lease only: Redis stores permit ids), `permits` and `waitTime`.
+ */
+export interface PermitAcquireOptions extends LeaseOptions {
   /** Permits to take, all or none, in [1, 1000]. @default 1 */
   permits?: number;
   /** How long to wait for them, in ms. @default 0 (one attempt) */
   waitTime?: number;
-  /**
-   * Lease of each permit, in ms. Omitted: the EdgeLock's `watchdogTimeout` (30 s), renewed by
-   * the in-invocation timer every third of it until released (Redisson's watchdog).
-   */
-  leaseTime?: number;
-  /**
-   * `"timer"` renews the permits every third of their lease while this invocation runs;
-   * `{ keeper, maxHoldTime }` has a `LeaseKeeper` renew them across invocations, as for locks;
-   * `"none"` leaves renewing to you (`lease.renew()`). @default "timer" without `leaseTime`, else "none"
-   */
-  keepAlive?: KeepAlive;
-  /** Who takes the permits, for your own bookkeeping (not stored in Redis). @default random */
-  owner?: string;
-  /** Aborts the wait; the call rejects with `signal.reason` and takes nothing. */
-  signal?: AbortSignal;
 }
 
 /** A lease on permits of a permit-expirable semaphore: `permitIds` is always set. */
@@ -157,8 +154,7 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
    * @throws {TransportError} when Redis could not be reached.
    */
   async tryAcquire(options?: PermitAcquireOptions): Promise<PermitLease | null> {
-    const o = checkOptions(options, "tryAcquire", ACQUIRE_KEYS);
-    return this.#acquire(o, checkWaitTime(o.waitTime) ?? 0);
+    return tryWithin(options, "tryAcquire", ACQUIRE_KEYS, (o, w) => this.#acquire(o, w));
   }
 
   /**
@@ -169,14 +165,7 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
    * @throws {TransportError} when Redis could not be reached.
    */
   async acquire(options?: Omit<PermitAcquireOptions, "waitTime">): Promise<PermitLease> {
-    const o = checkOptions(
-      options,
-      "acquire",
-      ACQUIRE_KEYS.filter((k) => k !== "waitTime"),
-    );
-    const lease = await this.#acquire(o, undefined);
-    if (!lease) throw new Error("unreachable: acquire() without a deadline took no permits");
-    return lease;
+    return untilAcquired(options, "acquire", ACQUIRE_KEYS, (o, w) => this.#acquire(o, w));
   }
 
   /**
@@ -189,7 +178,8 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
    * @throws {TransportError} when Redis could not be reached.
    */
   async tryRelease(id: string): Promise<boolean> {
-    return (await this.#release(randomHex(), [checkPermitId(id)])) === 1;
+    const call = this.#releaseCall(randomHex(), [checkPermitId(id)]);
+    return (await runDefinite(this.#ctx, "release", call, asInteger, { requests: 0 })) === 1;
   }
 
   /**
@@ -324,12 +314,7 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
         watchdog: s.watchdog,
         expiresAt: polled.value.sentAt + s.leaseTime,
       });
-      try {
-        await lease.startKeepAlive(s.keepAlive, this.#ctx.keeper);
-      } catch (error) {
-        await lease.release().catch(() => {});
-        throw error;
-      }
+      await keepAliveOrGiveBack(this.#ctx, lease, s.keepAlive);
       acquired = true;
       return lease;
     } finally {
@@ -350,28 +335,22 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
     const id = randomHex();
     const permitIds = Array.from({ length: count }, () => randomHex());
     const sentAt = Date.now();
-    try {
-      const [status = 0, value = -1, foreign = 0] = await this.#ctx.runner.run(
-        {
-          script: permitExpirableSemaphoreAcquire,
-          name: this.name,
-          keys: this.#writeKeys(),
-          args: [leaseTime, this.#ctx.replayWindow, id, waiter, LOCK_WAITER_SLOT_MS, ...permitIds],
-          signal,
-        },
-        (r) => asIntegers(r, 2) ?? asIntegers(r, 3),
-        counter,
-      );
-      if (status === 1) return { id, permitIds, sentAt };
-      // -1: this request id was cancelled, or its permits are gone; attempt again with new ids.
-      return { pttl: status === 0 ? value : 0, foreign: foreign === 1 };
-    } catch (error) {
-      const unanswered =
-        (signal?.aborted && error === signal.reason) ||
-        (error instanceof TransportError && error.ambiguous);
-      if (unanswered) this.#cancel(id, permitIds);
-      throw error;
-    }
+    const [status = 0, value = -1, foreign = 0] = await runAttempt(
+      this.#ctx,
+      {
+        script: permitExpirableSemaphoreAcquire,
+        name: this.name,
+        keys: this.#writeKeys(),
+        args: [leaseTime, this.#ctx.replayWindow, id, waiter, LOCK_WAITER_SLOT_MS, ...permitIds],
+        signal,
+      },
+      (r) => asIntegers(r, 2) ?? asIntegers(r, 3),
+      counter,
+      () => this.#cancel(id, permitIds),
+    );
+    if (status === 1) return { id, permitIds, sentAt };
+    // -1: this request id was cancelled, or its permits are gone; attempt again with new ids.
+    return { pttl: status === 0 ? value : 0, foreign: foreign === 1 };
   }
 
   #lease(init: {
@@ -385,35 +364,20 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
     const ids = [...init.permitIds];
     const host: LeaseHost = {
       kind: "permit",
-      renew: async (_lease, leaseTime, by, timeout) => {
-        const counter = { requests: 0 };
-        const started = Date.now();
-        const held = await this.#renew(ids, leaseTime, timeout, counter);
-        const renewed = held === ids.length;
-        this.#ctx.emit({
-          type: "renew",
-          name: this.name,
-          requests: counter.requests,
-          durationMs: Date.now() - started,
-          renewed,
+      renew: (_lease, leaseTime, by, timeout) =>
+        reportRenew(
+          this.#ctx,
+          this.name,
           by,
-        });
-        return renewed;
-      },
-      release: async (lease) => {
-        const counter = { requests: 0 };
-        const started = Date.now();
-        const released = await this.#release(lease.id, ids, counter);
-        const result = released === ids.length ? "released" : "expired";
-        this.#ctx.emit({
-          type: "release",
-          name: this.name,
-          requests: counter.requests,
-          durationMs: Date.now() - started,
-          result,
-        });
-        return result;
-      },
+          async (counter) => (await this.#renew(ids, leaseTime, timeout, counter)) === ids.length,
+        ),
+      // Every permit given back: released; fewer: their leases had run out.
+      release: (lease) =>
+        runRelease(this.#ctx, this.#releaseCall(lease.id, ids), (r) => {
+          const released = asInteger(r);
+          if (released === undefined) return undefined;
+          return released === ids.length ? "released" : "expired";
+        }),
       lost: () => this.#ctx.emit({ type: "lost", name: this.name, requests: 0, durationMs: 0 }),
       backgroundError: (_lease, operation, error) =>
         reportError(this.#ctx, this.name, operation, error, 0, 0),
@@ -431,23 +395,14 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
     }) as PermitLease;
   }
 
-  #release(
-    requestId: string,
-    permitIds: readonly string[],
-    counter: RequestCounter = { requests: 0 },
-  ): Promise<number> {
-    return runDefinite(
-      this.#ctx,
-      "release",
-      {
-        script: permitExpirableSemaphoreRelease,
-        name: this.name,
-        keys: this.#writeKeys(),
-        args: [this.#ctx.replayWindow, requestId, ...permitIds],
-      },
-      asInteger,
-      counter,
-    );
+  /** The release of `permitIds` (release.lua) under `requestId`. */
+  #releaseCall(requestId: string, permitIds: readonly string[]): ScriptCall {
+    return {
+      script: permitExpirableSemaphoreRelease,
+      name: this.name,
+      keys: this.#writeKeys(),
+      args: [this.#ctx.replayWindow, requestId, ...permitIds],
+    };
   }
 
   #renew(

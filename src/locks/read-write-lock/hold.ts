@@ -5,11 +5,10 @@
  * records, epoch and wake channels.
  * @module
  */
-import { LockUpgradeError, TransportError } from "../../errors.js";
+import { LockUpgradeError } from "../../errors.js";
 import { randomHex } from "../../ids.js";
 import type { ReleaseResult } from "../../lease/lease.js";
 import { LOCK_WAITER_SLOT_MS } from "../../limits.js";
-import { lockHolders } from "../../lua/lock.gen.js";
 import {
   readWriteLockAcquire,
   readWriteLockCancel,
@@ -18,16 +17,16 @@ import {
   readWriteLockRenew,
   readWriteLockStatus,
 } from "../../lua/read-write-lock.gen.js";
-import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
+import { asIntegers, type RequestCounter } from "../../transport/index.js";
 import { keys, type LockContext } from "../context.js";
-import { renewHold, runRelease } from "../lock/hold.js";
-import { decodeHolders, MAX_INSPECT_HOLDERS } from "../lock/inspect.js";
+import { runAttempt } from "../definite.js";
+import { HashHolds, renewHold } from "../hash-holds.js";
+import { decodeHolders } from "../lock/inspect.js";
 import {
   type AttemptReply,
-  type HoldProtocol,
   type HoldRef,
   type HoldSettings,
-  inBackground,
+  runRelease,
   unregisterWaiter,
 } from "../protocol.js";
 import type { ReadWriteLockInspection } from "./inspect.js";
@@ -73,16 +72,13 @@ export function renewSide(
 }
 
 /** Hold operations on one side of a read-write lock. Internal to the primitive. */
-export class ReadWriteHolds implements HoldProtocol {
+export class ReadWriteHolds extends HashHolds<ReadWriteLockInspection> {
   readonly kind: "read-lock" | "write-lock";
-  readonly name: string;
   readonly side: RwSide;
   readonly foreignChannel: string;
-  readonly #ctx: LockContext;
 
   constructor(ctx: LockContext, name: string, side: RwSide) {
-    this.#ctx = ctx;
-    this.name = name;
+    super(ctx, name);
     this.side = side;
     this.kind = side === "read" ? "read-lock" : "write-lock";
     this.foreignChannel = rwKeys.channel(name);
@@ -105,35 +101,27 @@ export class ReadWriteHolds implements HoldProtocol {
   async attempt(s: HoldSettings, counter: RequestCounter, waiter = ""): Promise<AttemptReply> {
     const id = randomHex();
     const sentAt = Date.now();
-    let reply: [number, number, number];
-    try {
-      reply = await this.#ctx.runner.run(
-        {
-          script: readWriteLockAcquire,
-          name: this.name,
-          keys: [...this.#replayKeys(), ...this.#wakeKeys(), rwKeys.prefix(this.name)],
-          args: [
-            this.side,
-            s.leaseTime,
-            s.owner,
-            this.#ctx.replayWindow,
-            id,
-            waiter,
-            LOCK_WAITER_SLOT_MS,
-          ],
-          signal: s.signal,
-        },
-        decode3,
-        counter,
-      );
-    } catch (error) {
-      const unanswered =
-        (s.signal?.aborted && error === s.signal.reason) ||
-        (error instanceof TransportError && error.ambiguous);
-      if (unanswered) this.cancel(s.owner, id);
-      throw error;
-    }
-    const [status, value, epoch] = reply;
+    const [status, value, epoch] = await runAttempt(
+      this.ctx,
+      {
+        script: readWriteLockAcquire,
+        name: this.name,
+        keys: [...this.replayKeys(), ...this.wakeKeys(), rwKeys.prefix(this.name)],
+        args: [
+          this.side,
+          s.leaseTime,
+          s.owner,
+          this.ctx.replayWindow,
+          id,
+          waiter,
+          LOCK_WAITER_SLOT_MS,
+        ],
+        signal: s.signal,
+      },
+      decode3,
+      counter,
+      () => this.cancel(s.owner, id),
+    );
     if (status === 1) return { status: "acquired", grant: { id, sentAt, epoch } };
     if (status === 3) throw new LockUpgradeError(this.name);
     // A lock a Redisson client made (no epoch key): its release publishes only on Redisson's
@@ -144,61 +132,47 @@ export class ReadWriteHolds implements HoldProtocol {
 
   /** Unregisters a waiter that gave up (lua/lock/leave.lua: same waiter keys), in the background. */
   unregister(waiter: string): void {
-    unregisterWaiter(this.#ctx, this.name, waiter);
+    unregisterWaiter(this.ctx, this.name, waiter);
   }
 
   /** Makes sure an acquire whose answer never arrived leaves no hold behind (cancel.lua). */
   cancel(owner: string, id: string): void {
-    inBackground(this.#ctx, this.name, "cancel", (counter) =>
-      this.#ctx.runner.run(
-        {
-          script: readWriteLockCancel,
-          name: this.name,
-          keys: this.#releaseKeys(),
-          args: [this.side, owner, this.#ctx.replayWindow, id],
-        },
-        asInteger,
-        counter,
-      ),
-    );
+    this.cancelInBackground(readWriteLockCancel, this.#releaseKeys(), [
+      this.side,
+      owner,
+      this.ctx.replayWindow,
+      id,
+    ]);
   }
 
   /**
    * The hold's side of the owner gets at least `leaseTime` (renew.lua of this folder): every
    * read hold of the owner, or the writer's field; the hash and the epoch with it.
    */
-  renew(owner: string, leaseTime: number, by: "call" | "timer", timeout?: number) {
-    return renewSide(this.#ctx, this.name, this.side, owner, leaseTime, by, timeout);
+  override renew(owner: string, leaseTime: number, by: "call" | "timer", timeout?: number) {
+    return renewSide(this.ctx, this.name, this.side, owner, leaseTime, by, timeout);
   }
 
   /** Releases one hold of this side (release.lua), replay-safe by the lease id. */
   release(hold: HoldRef): Promise<ReleaseResult> {
-    return runRelease(this.#ctx, {
+    return runRelease(this.ctx, {
       script: readWriteLockRelease,
       name: this.name,
       keys: this.#releaseKeys(),
-      args: [this.side, hold.owner, hold.leaseTime, this.#ctx.replayWindow, hold.id, hold.epoch],
+      args: [this.side, hold.owner, hold.leaseTime, this.ctx.replayWindow, hold.id, hold.epoch],
     });
   }
 
   /** Deletes the lock if it is in this side's mode (force-unlock.lua). */
-  async forceUnlock(): Promise<boolean> {
-    const n = await this.#ctx.runner.run(
-      {
-        script: readWriteLockForceUnlock,
-        name: this.name,
-        keys: [this.name, rwKeys.channel(this.name), ...this.#wakeKeys(), rwKeys.epoch(this.name)],
-        args: [this.side],
-      },
-      asInteger,
-      { requests: 0 },
-    );
-    return n === 1;
+  forceUnlock(): Promise<boolean> {
+    const name = this.name;
+    const scriptKeys = [name, rwKeys.channel(name), ...this.wakeKeys(), rwKeys.epoch(name)];
+    return this.runOnce(readWriteLockForceUnlock, scriptKeys, [this.side]);
   }
 
   /** `[locked 0|1, pttl, hold count of owner on this side]` (status.lua). */
   status(owner: string): Promise<[number, number, number]> {
-    return this.#ctx.runner.run(
+    return this.ctx.runner.run(
       {
         script: readWriteLockStatus,
         name: this.name,
@@ -212,11 +186,7 @@ export class ReadWriteHolds implements HoldProtocol {
 
   /** Both sides' holders, the mode and the TTL in one read-only request (lua/lock/holders.lua). */
   async inspect(): Promise<ReadWriteLockInspection> {
-    const { ttl, holders } = await this.#ctx.runner.run(
-      { script: lockHolders, name: this.name, keys: [this.name], args: [MAX_INSPECT_HOLDERS] },
-      decodeHolders,
-      { requests: 0 },
-    );
+    const { ttl, holders } = await this.readHolders([], decodeHolders);
     const all = holders.map(({ owner, holdCount }) =>
       owner.endsWith(":write")
         ? { owner: owner.slice(0, -":write".length), holdCount, side: "write" as const }
@@ -233,19 +203,11 @@ export class ReadWriteHolds implements HoldProtocol {
     };
   }
 
-  #wakeKeys(): string[] {
-    return [keys.waiting(this.name), keys.wake(this.name)];
-  }
-
-  #replayKeys(): string[] {
-    return [this.name, keys.replay(this.name), keys.replayOld(this.name)];
-  }
-
   #releaseKeys(): string[] {
     return [
-      ...this.#replayKeys(),
+      ...this.replayKeys(),
       rwKeys.channel(this.name),
-      ...this.#wakeKeys(),
+      ...this.wakeKeys(),
       rwKeys.prefix(this.name),
     ];
   }

@@ -17,8 +17,10 @@ import {
   CompositeLease,
   checkMembers,
   type LockLike,
+  type MultiLockOptions,
   releaseQuietly,
 } from "../multi-lock/index.js";
+import { TRY_LOCK_KEYS } from "../protocol.js";
 import { collectVotes, decide, driftOf, quorumOf, type Vote } from "./quorum.js";
 
 export { CLOCK_DRIFT_FACTOR, driftOf, quorumOf } from "./quorum.js";
@@ -39,16 +41,16 @@ export interface RedLockOptions {
   retryDelay?: number;
 }
 
-/** Options of {@link RedLock.tryLock}. Times in integer ms. */
-export interface RedLockAcquireOptions {
+/**
+ * Options of {@link RedLock.tryLock}: a MultiLock's, taken on every endpoint (`owner`: a fresh
+ * random id when omitted; `signal`: what was granted is released and the call rejects). Times in
+ * integer ms.
+ */
+export interface RedLockAcquireOptions extends MultiLockOptions {
   /** How long to keep trying rounds. @default 0 (one round) */
   waitTime?: number;
   /** Lease on every endpoint, in ms, integer ≥ 100. @default 30 000 */
   leaseTime?: number;
-  /** Owner the lock is taken as on every endpoint. @default a fresh random id */
-  owner?: string;
-  /** Aborts the wait; what was granted is released and the call rejects. */
-  signal?: AbortSignal;
   /** `"timer"` renews (on a quorum) every third of the lease while the invocation runs. @default "none" */
   keepAlive?: "none" | "timer";
 }
@@ -61,8 +63,6 @@ export const DEFAULT_RETRY_DELAY_MS = 200;
 export const DEFAULT_REDLOCK_LEASE_MS = 30_000;
 /** Shortest lease, in ms: below it drift and round trips leave no validity. */
 export const MIN_REDLOCK_LEASE_MS = 100;
-
-const ACQUIRE_KEYS = ["waitTime", "leaseTime", "owner", "signal", "keepAlive"] as const;
 
 /**
  * A lock held on a majority of N independent Redis databases (the Redis distlock page's
@@ -107,7 +107,7 @@ export class RedLock {
    * @throws signal.reason when aborted (what was granted is released first).
    */
   async tryLock(options?: RedLockAcquireOptions): Promise<CompositeLease | null> {
-    const o = checkOptions(options, "tryLock", ACQUIRE_KEYS);
+    const o = checkOptions(options, "tryLock", TRY_LOCK_KEYS);
     const waitTime = checkWaitTime(o.waitTime) ?? 0;
     const leaseTime =
       o.leaseTime === undefined

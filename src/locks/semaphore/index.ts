@@ -7,7 +7,7 @@
  * client holds listens on `redisson_sc:{<name>}`, where Redisson's release publishes.
  * @module
  */
-import { OverReleaseError, TransportError } from "../../errors.js";
+import { OverReleaseError } from "../../errors.js";
 import type { DefiniteOperation } from "../../events.js";
 import { randomHex } from "../../ids.js";
 import type { Inspectable, Inspection } from "../../inspect.js";
@@ -24,9 +24,9 @@ import {
   semaphoreTrySetPermits,
 } from "../../lua/semaphore.gen.js";
 import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
-import { checkOptions, checkSignal, checkWaitTime } from "../../validate.js";
+import { checkOptions, checkSignal, tryWithin, untilAcquired } from "../../validate.js";
 import { keys, type LockContext } from "../context.js";
-import { runDefinite } from "../definite.js";
+import { runAttempt, runDefinite } from "../definite.js";
 import { emitAcquire, inBackground, unregisterWaiter } from "../protocol.js";
 import { waitFor } from "../waiting.js";
 
@@ -157,8 +157,7 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
    * @throws {TransportError} when Redis could not be reached.
    */
   async tryAcquire(options?: SemaphoreAcquireOptions): Promise<SemaphorePermits | null> {
-    const o = checkOptions(options, "tryAcquire", ACQUIRE_KEYS);
-    return this.#acquire(o, checkWaitTime(o.waitTime) ?? 0);
+    return tryWithin(options, "tryAcquire", ACQUIRE_KEYS, (o, w) => this.#acquire(o, w));
   }
 
   /**
@@ -170,14 +169,7 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
    * @throws {TransportError} when Redis could not be reached.
    */
   async acquire(options?: Omit<SemaphoreAcquireOptions, "waitTime">): Promise<SemaphorePermits> {
-    const o = checkOptions(
-      options,
-      "acquire",
-      ACQUIRE_KEYS.filter((k) => k !== "waitTime"),
-    );
-    const permits = await this.#acquire(o, undefined);
-    if (!permits) throw new Error("unreachable: acquire() without a deadline took no permits");
-    return permits;
+    return untilAcquired(options, "acquire", ACQUIRE_KEYS, (o, w) => this.#acquire(o, w));
   }
 
   /**
@@ -335,33 +327,27 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
     counter: RequestCounter,
   ): Promise<{ foreign: boolean } | null> {
     const id = randomHex();
-    try {
-      const [status, , foreign = 0] = await this.#ctx.runner.run(
-        {
-          script: semaphoreAcquire,
-          name: this.name,
-          keys: [
-            ...this.#replayKeys(),
-            keys.waiting(this.name),
-            keys.wake(this.name),
-            takenKey(this.name),
-            limitKey(this.name),
-          ],
-          args: [permits, this.#ctx.replayWindow, id, waiter, LOCK_WAITER_SLOT_MS],
-          signal,
-        },
-        (r) => asIntegers(r, 2) ?? asIntegers(r, 3),
-        counter,
-      );
-      // -1: this request id was cancelled already; the next attempt uses a new one.
-      return status === 1 ? null : { foreign: foreign === 1 };
-    } catch (error) {
-      const unanswered =
-        (signal?.aborted && error === signal.reason) ||
-        (error instanceof TransportError && error.ambiguous);
-      if (unanswered) this.#cancel(id);
-      throw error;
-    }
+    const [status, , foreign = 0] = await runAttempt(
+      this.#ctx,
+      {
+        script: semaphoreAcquire,
+        name: this.name,
+        keys: [
+          ...this.#replayKeys(),
+          keys.waiting(this.name),
+          keys.wake(this.name),
+          takenKey(this.name),
+          limitKey(this.name),
+        ],
+        args: [permits, this.#ctx.replayWindow, id, waiter, LOCK_WAITER_SLOT_MS],
+        signal,
+      },
+      (r) => asIntegers(r, 2) ?? asIntegers(r, 3),
+      counter,
+      () => this.#cancel(id),
+    );
+    // -1: this request id was cancelled already; the next attempt uses a new one.
+    return status === 1 ? null : { foreign: foreign === 1 };
   }
 
   #cancel(id: string): void {

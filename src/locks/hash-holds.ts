@@ -1,0 +1,131 @@
+/**
+ * The neutral base of the holds kept in Redisson's lock HASH (field = owner, value = hold count,
+ * plus our epoch field): what the reentrant, fenced and fair locks, the idempotency key and the
+ * read-write lock's sides share. It renews with lua/lock/renew.lua and reads the holders with
+ * lua/lock/holders.lua; each kind brings its own acquire, release, cancel and force-unlock.
+ * @module
+ */
+import type { Inspection } from "../inspect.js";
+import type { LeaseKind, ReleaseResult } from "../lease/lease.js";
+import { lockHolders, lockRenew } from "../lua/lock.gen.js";
+import type { LuaScript } from "../lua/script.js";
+import { asInteger, asIntegers, type RequestCounter } from "../transport/index.js";
+import { keys, type LockContext } from "./context.js";
+import { MAX_INSPECT_HOLDERS } from "./lock/inspect.js";
+import {
+  type AttemptReply,
+  type HoldProtocol,
+  type HoldRef,
+  type HoldSettings,
+  inBackground,
+  reportRenew,
+} from "./protocol.js";
+
+/**
+ * Makes the TTL of lock HASH `name` at least `leaseTime` if `owner` still holds it (renew.lua),
+ * within `timeout` ms when given (default: the EdgeLock's `requestTimeout`), and reports it as a
+ * `renew` event. `script` replaces renew.lua by a script with the same arguments and reply (a
+ * read-write lock's side).
+ */
+export function renewHold(
+  ctx: LockContext,
+  name: string,
+  owner: string,
+  leaseTime: number,
+  by: "call" | "timer",
+  timeout?: number,
+  script: { script: LuaScript; keys: string[] } = { script: lockRenew, keys: [name] },
+): Promise<boolean> {
+  return reportRenew(ctx, name, by, async (counter) => {
+    const [renewed] = await ctx.runner.run(
+      { script: script.script, name, keys: script.keys, args: [leaseTime, owner], timeout },
+      (r) => asIntegers(r, 1),
+      counter,
+    );
+    return renewed === 1;
+  });
+}
+
+/** Hold operations on one name kept in the lock HASH. Internal base of each kind's holds. */
+export abstract class HashHolds<I extends Inspection> implements HoldProtocol {
+  abstract readonly kind: LeaseKind;
+  readonly name: string;
+  protected readonly ctx: LockContext;
+
+  constructor(ctx: LockContext, name: string) {
+    this.ctx = ctx;
+    this.name = name;
+  }
+
+  abstract attempt(
+    s: HoldSettings,
+    counter: RequestCounter,
+    waiter?: string,
+    handOff?: boolean,
+  ): Promise<AttemptReply>;
+  abstract release(hold: HoldRef): Promise<ReleaseResult>;
+  abstract cancel(owner: string, id: string): void;
+  /** Deletes the lock whoever holds it (the kind's force-unlock.lua). */
+  abstract forceUnlock(): Promise<boolean>;
+  abstract inspect(): Promise<I>;
+
+  /**
+   * Makes the lock's TTL at least `leaseTime` if `owner` still holds it (lua/lock/renew.lua),
+   * within `timeout` ms when given (default: the EdgeLock's `requestTimeout`).
+   */
+  renew(owner: string, leaseTime: number, by: "call" | "timer", timeout?: number) {
+    return renewHold(this.ctx, this.name, owner, leaseTime, by, timeout);
+  }
+
+  /**
+   * The holders, hold counts and TTL in one read-only request (lua/lock/holders.lua, decoded
+   * by `decode`); `more`: keys after the name whose values the script also returns.
+   */
+  protected readHolders<T>(more: string[], decode: (reply: unknown) => T | undefined): Promise<T> {
+    return this.ctx.runner.run(
+      {
+        script: lockHolders,
+        name: this.name,
+        keys: [this.name, ...more],
+        args: [MAX_INSPECT_HOLDERS],
+      },
+      decode,
+      { requests: 0 },
+    );
+  }
+
+  /** Runs `script` on this name once: whether it answered 1 (a force-unlock: a lock was deleted). */
+  protected async runOnce(
+    script: LuaScript,
+    scriptKeys: string[],
+    args: (string | number)[],
+  ): Promise<boolean> {
+    const call = { script, name: this.name, keys: scriptKeys, args };
+    return (await this.ctx.runner.run(call, asInteger, { requests: 0 })) === 1;
+  }
+
+  /**
+   * Runs a cancel script (replay-safe by the attempt's request id) in the background, sent again
+   * until Redis answers (see `inBackground`).
+   */
+  protected cancelInBackground(
+    script: LuaScript,
+    scriptKeys: string[],
+    args: (string | number)[],
+  ): void {
+    const call = { script, name: this.name, keys: scriptKeys, args };
+    inBackground(this.ctx, this.name, "cancel", (counter) =>
+      this.ctx.runner.run(call, asInteger, counter),
+    );
+  }
+
+  /** The lock and its two replay-record hashes: the first keys of acquire, release, cancel. */
+  protected replayKeys(): string[] {
+    return [this.name, keys.replay(this.name), keys.replayOld(this.name)];
+  }
+
+  /** The registered waiters and their wake channels: keys of every script that can free it. */
+  protected wakeKeys(): string[] {
+    return [keys.waiting(this.name), keys.wake(this.name)];
+  }
+}
