@@ -21,10 +21,10 @@ import {
   MIN_WATCHDOG_TIMEOUT_MS,
 } from "./limits.js";
 import type { LockContext } from "./locks/context.js";
-import { WakeHub } from "./locks/wakes.js";
 import { type RedisLike, ScriptRunner } from "./transport/index.js";
 import { checkFunction, checkMs, checkOptions } from "./validate.js";
-import { type BackoffOptions, resolveBackoff } from "./wait.js";
+import { type BackoffOptions, resolveBackoff } from "./wait/backoff.js";
+import { WakeHub } from "./wait/wakes.js";
 
 /** Options of {@link EdgeLockClient} and {@link EdgeLock}. Times in integer ms. */
 export interface EdgeLockOptions {

@@ -132,4 +132,4 @@ export type {
   SemaphoreReleaseOptions,
 } from "./locks/semaphore/index.js";
 export type { RedisLike } from "./transport/index.js";
-export { type BackoffOptions, DEFAULT_BACKOFF, SLEEP_FLOOR_MS } from "./wait.js";
+export { type BackoffOptions, DEFAULT_BACKOFF, SLEEP_FLOOR_MS } from "./wait/backoff.js";

@@ -1,6 +1,11 @@
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { backoffDelay, DEFAULT_BACKOFF, resolveBackoff, SLEEP_FLOOR_MS } from "../src/wait.js";
+import {
+  backoffDelay,
+  DEFAULT_BACKOFF,
+  resolveBackoff,
+  SLEEP_FLOOR_MS,
+} from "../src/wait/backoff.js";
 import { keyPrefix, type PrivateBridge, startPrivateBridge, useRawRedis } from "./support/env.js";
 import { recordingEdgeLock, replayRecords } from "./support/locks.js";
 

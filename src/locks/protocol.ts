@@ -34,10 +34,10 @@ import { lockLeave } from "../lua/lock.gen.js";
 import type { RequestCounter, ScriptCall } from "../transport/index.js";
 import { asInteger } from "../transport/index.js";
 import { checkLeaseTime, checkOwner, checkSignal } from "../validate.js";
-import type { AttemptOutcome } from "../wait.js";
+import type { AttemptOutcome } from "../wait/backoff.js";
+import { waitFor } from "../wait/loop.js";
 import { keys, type LockContext } from "./context.js";
 import { resendUntilAnswered, runDefinite } from "./definite.js";
-import { waitFor } from "./waiting.js";
 
 /**
  * The lease options of every call that grants a lease (`tryLock`, `lock`, `withLock`, `claim`,
@@ -171,7 +171,7 @@ export function holdSettings(ctx: LockContext, o: LeaseOptions): HoldSettings {
  * Tries `protocol.attempt` until it acquires or `waitTime` is spent (`undefined`: until the
  * signal aborts), and turns the grant into a lease. Between attempts it waits for a message on
  * its client's wake channel, registered as a waiter by each busy attempt, so the release that
- * frees the lock wakes it at once (waiting.ts); with `wait: "poll"`, a client that cannot
+ * frees the lock wakes it at once (wait/loop.ts); with `wait: "poll"`, a client that cannot
  * subscribe, a kind without wake-ups, or a failed subscription, it sleeps with the PTTL-bounded
  * backoff of wait.ts instead. Emits `wait` events and one `acquire` event.
  */

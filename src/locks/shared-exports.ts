@@ -24,5 +24,5 @@ export type {
   SerializedLease,
 } from "../lease/lease.js";
 export type { RedisLike } from "../transport/index.js";
-export type { BackoffOptions } from "../wait.js";
+export type { BackoffOptions } from "../wait/backoff.js";
 export type { LeaseOptions } from "./protocol.js";

@@ -21,11 +21,11 @@ import {
 } from "../../lua/count-down-latch.gen.js";
 import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
 import { checkOptions, checkSignal, checkWaitTime } from "../../validate.js";
-import type { AttemptOutcome } from "../../wait.js";
+import type { AttemptOutcome } from "../../wait/backoff.js";
+import { waitFor } from "../../wait/loop.js";
 import { keys, type LockContext } from "../context.js";
 import { runAttempt, runDefinite } from "../definite.js";
 import { unregisterWaiter } from "../protocol.js";
-import { waitFor } from "../waiting.js";
 
 /** Options of {@link CountDownLatch.await}. Times in integer ms. */
 export interface CountDownLatchAwaitOptions {

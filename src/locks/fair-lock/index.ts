@@ -9,7 +9,8 @@
  */
 import { FAIR_CLAIM_WINDOW_MS, FAIR_SLOT_MS } from "../../limits.js";
 import type { RequestCounter } from "../../transport/index.js";
-import type { AttemptOutcome } from "../../wait.js";
+import type { AttemptOutcome } from "../../wait/backoff.js";
+import { waitFor } from "../../wait/loop.js";
 import { keys, type LockContext } from "../context.js";
 import { HashLock } from "../lock/base.js";
 import {
@@ -20,7 +21,6 @@ import {
   type HoldSettings,
   leaseFor,
 } from "../protocol.js";
-import { waitFor } from "../waiting.js";
 import { FairLockHolds, type FairLockInspection } from "./hold.js";
 
 export type { FairLockInspection } from "./hold.js";

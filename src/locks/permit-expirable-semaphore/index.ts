@@ -28,6 +28,7 @@ import {
   type ScriptCall,
 } from "../../transport/index.js";
 import { checkMs, tryWithin, untilAcquired } from "../../validate.js";
+import { waitFor } from "../../wait/loop.js";
 import { keys, type LockContext } from "../context.js";
 import { runAttempt, runDefinite } from "../definite.js";
 import {
@@ -42,7 +43,6 @@ import {
   unregisterWaiter,
 } from "../protocol.js";
 import { checkPermits, limitKey, Semaphore, semaphoreChannel } from "../semaphore/index.js";
-import { waitFor } from "../waiting.js";
 
 /**
  * Options of {@link PermitExpirableSemaphore.tryAcquire}: the {@link LeaseOptions} of each permit

@@ -3,7 +3,7 @@
  * permits, `redisson_sc:{<name>}` hears every change), so JVM services and edge functions share
  * one semaphore; every mutating call is replay-safe (a resent release adds once), releases are
  * bounded by the permits set, and each release wakes one waiting edgelock call per permit over
- * pub/sub (locks/wakes.ts) instead of every subscriber. A waiter kept out by permits a Redisson
+ * pub/sub (wait/wakes.ts) instead of every subscriber. A waiter kept out by permits a Redisson
  * client holds listens on `redisson_sc:{<name>}`, where Redisson's release publishes.
  * @module
  */
@@ -25,10 +25,10 @@ import {
 } from "../../lua/semaphore.gen.js";
 import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
 import { checkOptions, checkSignal, tryWithin, untilAcquired } from "../../validate.js";
+import { waitFor } from "../../wait/loop.js";
 import { keys, type LockContext } from "../context.js";
 import { runAttempt, runDefinite } from "../definite.js";
 import { emitAcquire, inBackground, unregisterWaiter } from "../protocol.js";
-import { waitFor } from "../waiting.js";
 
 /** Options of {@link Semaphore.tryAcquire}. */
 export interface SemaphoreAcquireOptions {

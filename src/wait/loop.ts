@@ -10,9 +10,9 @@
  * @module
  */
 import { LOCK_WAITER_SLOT_MS } from "../limits.js";
+import type { LockContext } from "../locks/context.js";
 import type { RequestCounter } from "../transport/index.js";
-import { type AttemptOutcome, pollUntil } from "../wait.js";
-import type { LockContext } from "./context.js";
+import { type AttemptOutcome, pollUntil } from "./backoff.js";
 import type { WakeSlot } from "./wakes.js";
 
 /** What {@link waitFor} waits on. */

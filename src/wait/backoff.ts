@@ -1,14 +1,14 @@
 /**
  * The wait loop's clock: between attempts the waiter either waits for a wake-up (a message on
- * its subscription, see locks/wakes.ts) or polls, sleeping with jittered exponential backoff.
+ * its subscription, see wait/wakes.ts) or polls, sleeping with jittered exponential backoff.
  * Each wait is bounded by the holder's PTTL (returned by the acquire script, so the waiter is
  * back when a crashed holder's lease runs out) and by the waiter's own deadline, and never drops
  * below a floor, so a waiter never loops hot. Redisson waits on pub/sub with a timeout of
  * `min(ttl, remaining)` (RedissonLock#tryLock); RedissonSpinLock polls with exponential backoff.
  * @module
  */
-import { sleep } from "./abort.js";
-import { checkOptions } from "./validate.js";
+import { sleep } from "../abort.js";
+import { checkOptions } from "../validate.js";
 
 /**
  * Backoff between acquire attempts. Every poll is a billed request, so the defaults start
