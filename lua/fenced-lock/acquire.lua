@@ -67,8 +67,7 @@ end
 local count = redis.call('hincrby', name, owner, 1)
 extend(leaseMs)
 -- Microseconds since 1970 are about 1.8e15: exact in Lua's doubles and a safe integer in JS.
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now = tonumber(clock_us())
 local token = math.max(tonumber(redis.call('get', tokenKey) or '0') + 1, now)
 local text = string.format('%.0f', token)
 redis.call('set', tokenKey, text)
