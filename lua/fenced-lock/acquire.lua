@@ -42,7 +42,7 @@ if seen then
 end
 
 -- No hand-offs: a fenced lock's waiters are only woken, and take the lock (and a token) here.
-local e, count, jvm = hold_acquire(false, false)
+local e, count, jvm = hold_acquire(false)
 if not e then
   -- `count` is the holder's pttl here.
   return {0, count, jvm, 0}

@@ -3,8 +3,8 @@
 -- share (the fenced lock adds its token to each grant). Included by those scripts first, with
 -- nothing defined before: the KEYS[1..5] and ARGV[1..6] they share are bound by
 -- lib/reentrant-args.lua (name, owner, leaseMs, waiter, waitMs here; the replay keys and window
--- for lib/replay.lua). Includes that, lib/hold.lua and lib/wake.lua. Provides hold_replayed and
--- hold_acquire (below).
+-- for lib/replay.lua). Includes that, lib/hold.lua and lib/wake.lua. Provides hold_replayed,
+-- hold_confirm and hold_acquire (below).
 -- @include lib/reentrant-args.lua
 -- @include lib/hold.lua
 -- @include lib/wake.lua
@@ -19,22 +19,28 @@ local function hold_replayed(made)
   return nil
 end
 
--- Takes the lock for `owner`, or re-enters it, for at least leaseMs; with `handoffs`, also
--- confirms a hand-off a release made to `waiter` (lib/wake.lua, hand_off_one). Returns the
--- incarnation (epoch, a decimal string) and the hold count. Held by another owner: returns nil,
--- the lock's pttl (-1: no TTL) and jvm, 1 when the holder is no edgelock client (no epoch: a
--- Redisson client, whose release publishes only on Redisson's channel, so nothing would wake a
+-- Confirms a hand-off a release made to `waiter` (lib/wake.lua, hand_off_one): the waiter holds
+-- the lock from then on for at least leaseMs. Returns the epoch and the hold count; nothing when
+-- no hand-off went to it. Only the reentrant lock's waiters ask for hand-offs.
+local function hold_confirm()
+  if waiter ~= '' and redis.call('hget', name, 'edgelock:grant') == waiter then
+    redis.call('hdel', name, 'edgelock:grant')
+    local e, count = epoch(), tonumber(redis.call('hget', name, owner))
+    waiting_remove(waiter)
+    extend(leaseMs)
+    return e, count
+  end
+end
+
+-- Takes the lock for `owner`, or re-enters it, for at least leaseMs. Returns the incarnation
+-- (epoch, a decimal string) and the hold count. Held by another owner: returns nil, the lock's
+-- pttl (-1: no TTL) and jvm, 1 when the holder is no edgelock client (no epoch: a Redisson
+-- client, whose release publishes only on Redisson's channel, so nothing would wake a
 -- registered waiter, which polls instead); otherwise `waiter` is registered, asking with `grant`
 -- for a release to hand it the lock ("<leaseMs>|<owner>"; without it, it is only woken).
-local function hold_acquire(handoffs, grant)
+local function hold_acquire(grant)
   local e
-  local count
-  if handoffs and waiter ~= '' and redis.call('hget', name, 'edgelock:grant') == waiter then
-    -- A release handed the lock to this waiter: confirm it for the whole lease.
-    redis.call('hdel', name, 'edgelock:grant')
-    e = epoch()
-    count = tonumber(redis.call('hget', name, owner))
-  elseif redis.call('exists', name) == 0 then
+  if redis.call('exists', name) == 0 then
     e = new_epoch()
   elseif redis.call('hexists', name, owner) == 1 then
     e = epoch()
@@ -47,7 +53,7 @@ local function hold_acquire(handoffs, grant)
   if waiter ~= '' then
     waiting_remove(waiter)
   end
-  count = count or redis.call('hincrby', name, owner, 1)
+  local count = redis.call('hincrby', name, owner, 1)
   extend(leaseMs)
   return e, count
 end

@@ -47,11 +47,15 @@ if done and redis.call('exists', done) == 1 then
   return {2, redis.call('pttl', done), 0}
 end
 
--- This lock takes hand-offs from its releases, and its waiter asks for one with ARGV[7].
-local e, count, jvm = hold_acquire(true, ARGV[7] == '1')
+-- A release may have handed the lock to this waiter; a busy attempt asks for that with ARGV[7].
+local e, count = hold_confirm()
 if not e then
-  -- `count` is the holder's pttl here.
-  return {0, count, jvm}
+  local jvm
+  e, count, jvm = hold_acquire(ARGV[7] == '1')
+  if not e then
+    -- `count` is the holder's pttl here.
+    return {0, count, jvm}
+  end
 end
 replay_set(id, 'A' .. e)
 return {1, count, tonumber(e) or 0}
