@@ -1,6 +1,10 @@
 // Types of what the tests import from gen.mjs.
-/** A script's text with every `-- @include lib/<file>.lua` line replaced by that file. */
-export function expand(source: string): string;
+/**
+ * A script's text with every `-- @include lib/<file>.lua` line replaced by that library and,
+ * before it, the libraries it includes, each once (paths relative to `root`, default lua/).
+ * Throws on an include cycle or a missing library.
+ */
+export function expand(source: string, root?: string): string;
 /** The script without the library functions it never calls. */
 export function pruneUnused(source: string): string;
 /** The script without comment lines, indentation or blank lines. */

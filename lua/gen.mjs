@@ -5,7 +5,8 @@
 // from their owner). src/lua.gen.ts re-exports every kind, for tests and tools.
 // `node lua/gen.mjs --check` exits 1 when a committed file is stale.
 // Code shared by several scripts lives in lua/lib/ and is pasted in where a script says
-// `-- @include lib/<file>.lua` (Redis runs each script alone: there is no `require`).
+// `-- @include lib/<file>.lua` (Redis runs each script alone: there is no `require`); a library
+// includes the libraries it needs the same way (expand).
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
@@ -38,15 +39,38 @@ function constName(rel) {
 }
 
 /**
- * A script's text with every `-- @include lib/<file>.lua` line replaced by that file (paths
- * relative to lua/; a library may not include another).
+ * A script's text with every `-- @include lib/<file>.lua` line replaced by that library (paths
+ * relative to `root`, lua/ by default). A library may include others the same way: each one a
+ * script needs is pasted once, where the script (or the library that needs it) first asks for
+ * it, after the libraries it includes, so every function is defined before the code that calls
+ * it. A library's own `@include` lines are dropped (what they name is pasted before it). Throws
+ * on an include cycle (naming it) and on a missing library.
  */
-export function expand(source) {
+export function expand(source, root = luaDir) {
+  const pasted = new Set();
+  const paste = (path, chain) => {
+    if (chain.includes(path)) {
+      const cycle = [...chain.slice(chain.indexOf(path)), path].join(" -> ");
+      throw new Error(`include cycle ${cycle}`);
+    }
+    if (pasted.has(path)) return [];
+    const file = join(root, path);
+    if (!existsSync(file)) {
+      throw new Error(`no library ${path} (included by ${chain.at(-1) ?? "the script"})`);
+    }
+    const lines = readFileSync(file, "utf8").split("\n");
+    const needs = lines.flatMap((line) => {
+      const m = INCLUDE.exec(line);
+      return m ? paste(m[1], [...chain, path]) : [];
+    });
+    pasted.add(path);
+    return [...needs, ...lines.filter((line) => !INCLUDE.test(line))];
+  };
   return source
     .split("\n")
-    .map((line) => {
+    .flatMap((line) => {
       const m = INCLUDE.exec(line);
-      return m ? readFileSync(join(luaDir, m[1]), "utf8") : line;
+      return m ? paste(m[1], []) : [line];
     })
     .join("\n");
 }
@@ -99,7 +123,12 @@ function render() {
   for (const file of listLua(luaDir)) {
     const rel = relative(luaDir, file).split(sep).join("/");
     const kind = rel.split("/")[0];
-    const source = compact(pruneUnused(expand(readFileSync(file, "utf8"))));
+    let source;
+    try {
+      source = compact(pruneUnused(expand(readFileSync(file, "utf8"))));
+    } catch (e) {
+      throw new Error(`lua/${rel}: ${e.message}`);
+    }
     const sha1 = createHash("sha1").update(source, "utf8").digest("hex");
     const name = rel.replace(/\.lua$/, "");
     if (!kinds.has(kind)) {
@@ -137,11 +166,21 @@ function strays(files) {
     .filter((f) => !files.has(f));
 }
 
+/** render(), or exit 1 saying which script or library is wrong (an include cycle, say). */
+function renderOrExit() {
+  try {
+    return render();
+  } catch (e) {
+    console.error(e instanceof Error ? e.message : String(e));
+    process.exit(1);
+  }
+}
+
 const isMain = process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1];
 if (!isMain) {
-  // Imported (by the tests) for compact(): do nothing else.
+  // Imported (by the tests) for expand(), pruneUnused() and compact(): do nothing else.
 } else if (process.argv.includes("--check")) {
-  const files = render();
+  const files = renderOrExit();
   const stale = [...files]
     .filter(([file, text]) => {
       try {
@@ -159,7 +198,7 @@ if (!isMain) {
   }
   console.log("src/lua.gen.ts and src/lua/*.gen.ts are up to date.");
 } else {
-  const files = render();
+  const files = renderOrExit();
   mkdirSync(kindDir, { recursive: true });
   for (const file of strays(files)) rmSync(file);
   for (const [file, text] of files) writeFileSync(file, text);

@@ -1,11 +1,11 @@
 /** Generated script constants match lua/ and the SHA1s Redis computes. */
 import { execFile } from "node:child_process";
-import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { pruneUnused } from "../lua/gen.mjs";
+import { expand, pruneUnused } from "../lua/gen.mjs";
 import * as scripts from "../src/lua.gen.js";
 import { useRawRedis } from "./support/env.js";
 import { replayKeys } from "./support/locks.js";
@@ -27,15 +27,9 @@ describe("lua scripts", () => {
   it("every shipped source is its lua/ file without comments, and the file has a header", async () => {
     for (const script of all) {
       const own = await readFile(new URL(`../lua/${script.name}.lua`, import.meta.url), "utf8");
-      // `-- @include lib/<file>.lua` lines stand for that file's text.
-      const parts = await Promise.all(
-        own.split("\n").map(async (line) => {
-          const m = /^\s*--\s*@include\s+(\S+)\s*$/.exec(line);
-          return m ? readFile(new URL(`../lua/${m[1]}`, import.meta.url), "utf8") : line;
-        }),
-      );
-      // Library functions the script never calls are left out (gen.mjs pruneUnused).
-      const text = pruneUnused(parts.join("\n"));
+      // `-- @include lib/<file>.lua` lines stand for that library and the ones it includes
+      // (gen.mjs expand, tested below); functions the script never calls are left out.
+      const text = pruneUnused(expand(own));
       const code = text
         .split("\n")
         .map((l) => l.trim())
@@ -78,7 +72,77 @@ describe("lua scripts", () => {
     expect(scripts.lockAcquire.source).not.toContain("wake_all");
   });
 
-  it("gen.mjs --check passes on the tree and fails on a stale file", async () => {
+  it("a library may include others: each pasted once, after what it includes", async () => {
+    const root = await mkdtemp(join(tmpdir(), "edgelock-include-"));
+    try {
+      await mkdir(join(root, "lib"));
+      const lib = (file: string, text: string) => writeFile(join(root, "lib", file), text);
+      await lib("clock.lua", "local function c()\n  return 1\nend\n");
+      await lib("a.lua", "-- @include lib/clock.lua\nlocal function a()\n  return c()\nend\n");
+      await lib("b.lua", "-- @include lib/clock.lua\n-- @include lib/a.lua\nlocal B = 2\n");
+      const text = expand(
+        "local k = 0\n-- @include lib/b.lua\n-- @include lib/a.lua\nreturn a()",
+        root,
+      );
+      const lines = text.split("\n").filter(Boolean);
+      // Every library once, each after the ones it includes, where the script first asks for
+      // one: clock before a before b, all after the script's own first line.
+      expect(lines).toEqual([
+        "local k = 0",
+        "local function c()",
+        "  return 1",
+        "end",
+        "local function a()",
+        "  return c()",
+        "end",
+        "local B = 2",
+        "return a()",
+      ]);
+      // Pruning follows calls through nested libraries: c stays while a calls it.
+      expect(pruneUnused(text)).toContain("local function c()");
+      expect(pruneUnused(expand("-- @include lib/b.lua\nreturn B", root))).not.toMatch(/function/);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  it("an include cycle or a missing library is refused, naming it", async () => {
+    const root = await mkdtemp(join(tmpdir(), "edgelock-include-"));
+    try {
+      await mkdir(join(root, "lib"));
+      const lib = (file: string, text: string) => writeFile(join(root, "lib", file), text);
+      await lib("a.lua", "-- @include lib/b.lua\n");
+      await lib("b.lua", "-- @include lib/c.lua\n");
+      await lib("c.lua", "-- @include lib/a.lua\n");
+      await lib("self.lua", "-- @include lib/self.lua\n");
+      await lib("gap.lua", "-- @include lib/none.lua\n");
+      expect(() => expand("-- @include lib/a.lua", root)).toThrow(
+        "include cycle lib/a.lua -> lib/b.lua -> lib/c.lua -> lib/a.lua",
+      );
+      expect(() => expand("-- @include lib/self.lua", root)).toThrow(
+        "include cycle lib/self.lua -> lib/self.lua",
+      );
+      expect(() => expand("-- @include lib/gap.lua", root)).toThrow(
+        "no library lib/none.lua (included by lib/gap.lua)",
+      );
+      expect(() => expand("-- @include lib/none.lua", root)).toThrow(
+        "no library lib/none.lua (included by the script)",
+      );
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  it("no shipped script defines a function twice", () => {
+    for (const script of all) {
+      const names = [...script.source.matchAll(/^local function ([A-Za-z_]\w*)\(/gm)].map(
+        (m) => m[1],
+      );
+      expect(new Set(names).size, script.name).toBe(names.length);
+    }
+  });
+
+  it("gen.mjs --check passes on the tree, fails on a stale file and on an include cycle", async () => {
     await run(process.execPath, ["lua/gen.mjs", "--check"]);
     const dir = await mkdtemp(join(tmpdir(), "edgelock-gen-"));
     try {
@@ -90,6 +154,15 @@ describe("lua scripts", () => {
       );
       expect(failed).toMatchObject({ code: 1 });
       expect((failed as { stderr: string }).stderr).toMatch(/out of date/);
+      // A library that includes itself stops the generator with the script and the cycle named.
+      await writeFile(join(dir, "lua", "lib", "wake.lua"), "-- @include lib/wake.lua\n");
+      const cycle = await run(process.execPath, [join(dir, "lua", "gen.mjs"), "--check"]).catch(
+        (e: { code: number; stderr: string }) => e,
+      );
+      expect(cycle).toMatchObject({ code: 1 });
+      expect((cycle as { stderr: string }).stderr).toMatch(
+        /^lua\/\S+\.lua: include cycle lib\/wake\.lua -> lib\/wake\.lua$/m,
+      );
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

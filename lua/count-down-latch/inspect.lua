@@ -6,12 +6,12 @@
 --          | an error reply when the key holds something other than an integer
 local name = KEYS[1]
 local waiting = KEYS[2]
+-- @include lib/clock.lua
 
 local count = tonumber(redis.call('get', name) or '0')
 if not count then
   return redis.error_reply('ERR the latch count is not an integer')
 end
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = clock_ms()
 local live = redis.call('zcount', waiting, '(' .. now, '+inf')
 return {math.max(count, 0), redis.call('pttl', name), live}

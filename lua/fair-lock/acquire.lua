@@ -81,7 +81,7 @@ if seen then
   return {-1, 0, 0, 0}
 end
 
-local now = now_ms()
+local now = clock_ms()
 local e
 local confirmed = false
 if redis.call('hget', name, GRANT) == waiter then

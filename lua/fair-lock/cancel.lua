@@ -46,7 +46,7 @@ if redis.call('hget', name, GRANT) == waiter or undo then
   result = 1
 end
 if redis.call('exists', name) == 0 then
-  hand_off(now_ms())
+  hand_off(clock_ms())
 end
 replay_set(id, seen and 'U' or 'C')
 return result

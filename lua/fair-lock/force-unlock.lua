@@ -16,5 +16,5 @@ local deleted = redis.call('del', name)
 if deleted == 1 then
   redis.call('publish', channel, 0)
 end
-hand_off(now_ms())
+hand_off(clock_ms())
 return deleted

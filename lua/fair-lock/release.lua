@@ -38,7 +38,7 @@ if redis.call('hexists', name, owner) == 0 then
   if redis.call('exists', name) == 0 then
     -- Nobody holds it (the lease expired): a waiter may be stranded, hand it on. Recorded, so
     -- that a replay arriving after the hand-off still answers 0 (not "not owner").
-    hand_off(now_ms())
+    hand_off(clock_ms())
     replay_set(id, 'R0')
     return 0
   end
@@ -57,7 +57,7 @@ if redis.call('hincrby', name, owner, -1) > 0 then
 else
   redis.call('del', name)
   redis.call('publish', channel, 0)
-  hand_off(now_ms())
+  hand_off(clock_ms())
 end
 replay_set(id, 'R' .. result)
 return result

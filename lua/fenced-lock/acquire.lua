@@ -1,7 +1,8 @@
 -- Acquire (or re-enter) a fenced lock and take a fencing token: Redisson
 -- RedissonFencedLock#tryLockAndGetToken (the reentrant lock's acquire plus a token on every
--- grant, re-entries included), replay-safe like lua/lock/acquire.lua. Release, renew, cancel
--- and force-unlock are the reentrant lock's scripts (Redisson inherits them too).
+-- grant, re-entries included), replay-safe like lua/lock/acquire.lua, whose taking of the lock
+-- it shares (lib/reentrant.lua). Release, renew, cancel and force-unlock are the reentrant
+-- lock's scripts (Redisson inherits them too).
 -- Token rule: token = max(last token + 1, server time in microseconds), stored at the token
 -- key. Strictly increasing while the key lives; if Redis loses it (restart without
 -- persistence, FLUSHALL, DEL), the next token is the server time, which is later than every
@@ -24,51 +25,30 @@
 --          lua/lock/acquire.lua)
 --          | {-1, 0, 0, 0} this request was cancelled, or the hold it made is already gone
 -- Records  "A<epoch>:<token>": a replay of a grant returns the same token
-local name = KEYS[1]
-local replayKey = KEYS[2]
-local replayOld = KEYS[3]
-local waiting = KEYS[4]
-local wake = KEYS[5]
-local tokenKey = KEYS[6]
-local leaseMs = tonumber(ARGV[1])
-local owner = ARGV[2]
-local windowMs = tonumber(ARGV[3])
-local id = ARGV[4]
-local waiter = ARGV[5]
+-- KEYS[1..5] and ARGV[1..6] are bound by lib/reentrant.lua (lib/reentrant-args.lua).
+-- @include lib/reentrant.lua
 -- @include lib/replay.lua
--- @include lib/hold.lua
--- @include lib/wake.lua
+local tokenKey = KEYS[6]
 
 local seen = replay_get(id)
 if seen then
+  -- A replay of a grant returns the token it granted.
   local made, token = string.match(seen, '^A([^:]*):(%d+)$')
-  if made and made == epoch() and redis.call('hexists', name, owner) == 1 then
-    return {1, tonumber(redis.call('hget', name, owner)), tonumber(made) or 0, tonumber(token)}
+  local count = hold_replayed(made)
+  if count then
+    return {1, count, tonumber(made) or 0, tonumber(token)}
   end
   return {-1, 0, 0, 0}
 end
 
-local e
-if redis.call('exists', name) == 0 then
-  e = new_epoch()
-elseif redis.call('hexists', name, owner) == 1 then
-  e = epoch()
-else
-  -- A Redisson holder's unlock publishes only on Redisson's channel: nothing would wake a
-  -- registered waiter, which polls instead.
-  if waiter ~= '' and epoch() ~= '' then
-    waiting_add(waiter, tonumber(ARGV[6]))
-  end
-  return {0, redis.call('pttl', name), epoch() == '' and 1 or 0, 0}
+-- No hand-offs: a fenced lock's waiters are only woken, and take the lock (and a token) here.
+local e, count, jvm = hold_acquire(false)
+if not e then
+  -- `count` is the holder's pttl here.
+  return {0, count, jvm, 0}
 end
-if waiter ~= '' then
-  waiting_remove(waiter)
-end
-local count = redis.call('hincrby', name, owner, 1)
-extend(leaseMs)
 -- Microseconds since 1970 are about 1.8e15: exact in Lua's doubles and a safe integer in JS.
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now = tonumber(clock_us())
 local token = math.max(tonumber(redis.call('get', tokenKey) or '0') + 1, now)
 local text = string.format('%.0f', token)
 redis.call('set', tokenKey, text)

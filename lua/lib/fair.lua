@@ -1,5 +1,5 @@
 -- The fair lock's queue (Redisson RedissonFairLock's layout) and its hand-off. Included by the
--- fair-lock scripts after lib/hold.lua, which define first:
+-- fair-lock scripts, which define first:
 --   name      the lock HASH (KEYS)
 --   queue     "redisson_lock_queue:{<name>}"   LIST of waiting owners, FIFO (KEYS)
 --   slots     "redisson_lock_timeout:{<name>}" ZSET owner -> server-time ms its slot lapses (KEYS)
@@ -10,6 +10,9 @@
 -- Our waiter "<client>:<wait>" listens on its client's wake channel "edgelock_wake:{<name>}:<client>"
 -- (lib/wake.lua). Redisson waiters in the same queue are woken on their channel instead, and
 -- take the lock with their own script.
+-- Provides GRANT, fair_wake_channel, leave, waiter_of, alive, prune, queue_up, hand_off;
+-- includes lib/hold.lua (new_epoch, and the clock with it).
+-- @include lib/hold.lua
 local GRANT = 'edgelock:grant'
 
 -- Redisson's default fairLockWaitTimeout (Config#fairLockWaitTimeout, 5 minutes). Every
@@ -17,11 +20,6 @@ local GRANT = 'edgelock:grant'
 -- ("everybody moves up one slot"): a waiter's score there must therefore count one such wait
 -- per waiter ahead of it, or a live waiter of ours would look dead to Redisson and be dropped.
 local REDISSON_WAIT = 300000
-
-local function now_ms()
-  local t = redis.call('time')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
 
 local function fair_wake_channel(waiter)
   return 'edgelock_wake:{' .. name .. '}:' .. (string.match(waiter, '^([^:]*):') or waiter)

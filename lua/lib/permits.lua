@@ -6,16 +6,14 @@
 --   held      "edgelock_held:{<name>}": ZSET permit id (16 bytes) -> expiry ms, the permits
 --             edgelock callers took (KEYS); a live permit in `timeouts` that is not here a
 --             Redisson client took, and its release wakes only Redisson's channel
--- and include lib/wake.lua. Permit ids travel as 32 hex characters and are stored as the 16
--- bytes they encode, as Redisson stores them, so JVM clients see the same permits.
+-- and the keys of lib/wake.lua, which this includes (wake_n, and the clock with it). Permit ids
+-- travel as 32 hex characters and are stored as the 16 bytes they encode, as Redisson stores
+-- them, so JVM clients see the same permits. Provides NON_EXPIRABLE, permit_bytes, permit_hex,
+-- held_set, held_foreign, reclaim, give_back.
+-- @include lib/wake.lua
 
 -- Redisson's score for a permit without a lease (about the year 31197): never expires.
 local NON_EXPIRABLE = 922337203685477
-
-local function permits_now()
-  local t = redis.call('time')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
 
 local function permit_bytes(hex)
   return (string.gsub(hex, '..', function(cc)

@@ -7,6 +7,9 @@
 -- A record lives at least windowMs and at most about 3 × windowMs, in two keys per name
 -- whatever the traffic: records go to the current hash; once that hash is older than the
 -- window (server time, field '#t') it becomes the old one and a new current hash starts.
+-- Provides replay_get(id), replay_set(id, state); includes lib/clock.lua.
+-- @include lib/clock.lua
+
 local function replay_get(id)
   local state = redis.call('hget', replayKey, id)
   if state then
@@ -16,8 +19,7 @@ local function replay_get(id)
 end
 
 local function replay_set(id, state)
-  local t = redis.call('time')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local now = clock_ms()
   local started = tonumber(redis.call('hget', replayKey, '#t'))
   if started and now - started >= windowMs then
     redis.call('rename', replayKey, replayOld)

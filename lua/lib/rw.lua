@@ -8,12 +8,16 @@
 --            "{<name>}:<owner>:rwlock_timeout:<k>" (STRING with PX = that hold's lease), so a
 --            crashed reader's holds expire on their own
 --   channel  Redisson's "redisson_rwlock:{<name>}" (KEYS), and waiting / wake (lib/wake.lua)
--- and include lib/hold.lua (extend) and lib/wake.lua first. The incarnation of the lock (the
--- epoch a stale lease or a late cancel checks) lives beside the hash, same hash slot:
+-- and the keys of lib/wake.lua (waiting, wake). Includes lib/hold.lua (extend) and lib/wake.lua
+-- (wake_all, wake_one). The incarnation of the lock (the epoch a stale lease or a late cancel
+-- checks) lives beside the hash, same hash slot:
 --   "edgelock_epoch:{<name>}" STRING, decimal; set by the acquire that creates the hash, with a
 --   TTL never shorter than any edgelock hold's lease, deleted with the hash by our scripts.
 -- After a Redisson client deletes the hash it lingers at most that lease, and counts only while
--- the hash exists.
+-- the hash exists. Provides rw_epoch, rw_new_epoch, rw_extend, rw_delete, timeout_key,
+-- is_writer, rw_live, rw_settle.
+-- @include lib/hold.lua
+-- @include lib/wake.lua
 
 local epochKey = 'edgelock_epoch:' .. prefix
 
@@ -31,8 +35,7 @@ local function rw_epoch()
 end
 
 local function rw_new_epoch()
-  local t = redis.call('time')
-  local e = t[1] .. string.format('%06d', tonumber(t[2]))
+  local e = clock_us()
   redis.call('set', epochKey, e)
   return e
 end

@@ -7,11 +7,10 @@
 -- A woken waiter leaves the ZSET (its next busy attempt registers it again), so each release
 -- wakes waiters that are still waiting. A PUBLISH that no subscriber received (the waiter's
 -- client died, or its stream was closed) wakes the next waiter instead.
-
-local function wake_now()
-  local t = redis.call('time')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+-- Provides wake_channel, waiting_grants, waiting_add, waiting_remove, wake_up_to, wake_one,
+-- wake_all, wake_n, and hand_off_one (which also needs lib/hold.lua, included first by its
+-- script); includes lib/clock.lua.
+-- @include lib/clock.lua
 
 -- The channel waiter `id` listens on.
 local function wake_channel(id)
@@ -27,7 +26,7 @@ end
 -- Registers (or refreshes) waiter `id` for `ms`; with `grant` ("<leaseMs>|<owner>"), a release
 -- may hand it the lock (hand_off_one). The keys live as long as the last registration.
 local function waiting_add(id, ms, grant)
-  redis.call('zadd', waiting, wake_now() + ms, id)
+  redis.call('zadd', waiting, clock_ms() + ms, id)
   if redis.call('pttl', waiting) < ms then
     redis.call('pexpire', waiting, ms)
   end
@@ -49,7 +48,7 @@ end
 -- Wakes up to `n` live waiters in registration order (earliest lapse first), each with a
 -- message that only it reads, and unregisters each waiter it tried.
 local function wake_up_to(n)
-  local now = wake_now()
+  local now = clock_ms()
   redis.call('zremrangebyscore', waiting, '-inf', now)
   local woken = 0
   while woken < n do
@@ -91,7 +90,7 @@ end
 -- message counted 0. A waiter that never takes it (it died or gave up) keeps the lock from
 -- others for at most claimMs.
 local function hand_off_one(claimMs)
-  local now = wake_now()
+  local now = clock_ms()
   redis.call('zremrangebyscore', waiting, '-inf', now)
   local grants = waiting_grants()
   while true do

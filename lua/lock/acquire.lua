@@ -2,7 +2,8 @@
 -- replay-safe by a record per request id so an HTTP retry never counts a hold twice. A waiting
 -- call passes its waiter id: a busy attempt registers it, so the release that frees the lock
 -- wakes it (lib/wake.lua). With a sixth key it claims an idempotency key: a completion marker
--- there means the work is done.
+-- there means the work is done. Taking the lock is lib/reentrant.lua, shared with the fenced
+-- lock's acquire.
 -- KEYS[1]  lock name: HASH, field = owner, value = hold count (Redisson layout) + epoch field
 -- KEYS[2]  replay records "edgelock_replay:{<name>}" (HASH request id -> state)
 -- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
@@ -25,28 +26,19 @@
 --          | {2, pttl, 0} the completion marker exists (its pttl, -1: no TTL)
 --          | {-1, 0, 0} this request was cancelled, or the hold it made is already gone
 -- Records  "A<epoch>" acquired (a cancel tombstone "C"/"U" written first makes this a no-op)
-local name = KEYS[1]
-local replayKey = KEYS[2]
-local replayOld = KEYS[3]
-local waiting = KEYS[4]
-local wake = KEYS[5]
-local done = KEYS[6]
-local leaseMs = tonumber(ARGV[1])
-local owner = ARGV[2]
-local windowMs = tonumber(ARGV[3])
-local id = ARGV[4]
-local waiter = ARGV[5]
+-- KEYS[1..5] and ARGV[1..6] are bound by lib/reentrant.lua (lib/reentrant-args.lua).
+-- @include lib/reentrant.lua
 -- @include lib/replay.lua
--- @include lib/hold.lua
--- @include lib/wake.lua
+local done = KEYS[6]
 
 local seen = replay_get(id)
 if seen then
   -- A replay of an applied acquire reports the hold it made instead of adding another, as long
   -- as that hold is still in this incarnation of the lock.
   local made = string.sub(seen, 1, 1) == 'A' and string.sub(seen, 2)
-  if made and made == epoch() and redis.call('hexists', name, owner) == 1 then
-    return {1, tonumber(redis.call('hget', name, owner)), tonumber(made) or 0}
+  local count = hold_replayed(made)
+  if count then
+    return {1, count, tonumber(made) or 0}
   end
   return {-1, 0, 0}
 end
@@ -55,29 +47,15 @@ if done and redis.call('exists', done) == 1 then
   return {2, redis.call('pttl', done), 0}
 end
 
-local e
-local count
-if waiter ~= '' and redis.call('hget', name, 'edgelock:grant') == waiter then
-  -- A release handed the lock to this waiter: confirm it for the whole lease.
-  redis.call('hdel', name, 'edgelock:grant')
-  e = epoch()
-  count = tonumber(redis.call('hget', name, owner))
-elseif redis.call('exists', name) == 0 then
-  e = new_epoch()
-elseif redis.call('hexists', name, owner) == 1 then
-  e = epoch()
-else
-  -- A Redisson holder's unlock publishes only on Redisson's channel: nothing would wake a
-  -- registered waiter, which polls instead.
-  if waiter ~= '' and epoch() ~= '' then
-    waiting_add(waiter, tonumber(ARGV[6]), ARGV[7] == '1' and (leaseMs .. '|' .. owner) or nil)
+-- A release may have handed the lock to this waiter; a busy attempt asks for that with ARGV[7].
+local e, count = hold_confirm()
+if not e then
+  local jvm
+  e, count, jvm = hold_acquire(ARGV[7] == '1')
+  if not e then
+    -- `count` is the holder's pttl here.
+    return {0, count, jvm}
   end
-  return {0, redis.call('pttl', name), epoch() == '' and 1 or 0}
 end
-if waiter ~= '' then
-  waiting_remove(waiter)
-end
-count = count or redis.call('hincrby', name, owner, 1)
-extend(leaseMs)
 replay_set(id, 'A' .. e)
 return {1, count, tonumber(e) or 0}

@@ -14,7 +14,7 @@
 -- Returns  0 cancelled before it applied (a tombstone makes a late acquire a no-op)
 --          | 1 the applied hold was undone, or had already expired
 --          | 2 nothing to do (already cancelled or released)
--- Records  "C" (cancelled first) | "U" (undone)
+-- Records  "C" (cancelled first) | "U" (undone), by lib/cancel.lua
 local name = KEYS[1]
 local replayKey = KEYS[2]
 local replayOld = KEYS[3]
@@ -24,27 +24,21 @@ local wake = KEYS[6]
 local owner = ARGV[1]
 local windowMs = tonumber(ARGV[2])
 local id = ARGV[3]
--- @include lib/replay.lua
 -- @include lib/hold.lua
 -- @include lib/wake.lua
+-- @include lib/cancel.lua
 
-local seen = replay_get(id)
-if not seen then
-  replay_set(id, 'C')
-  return 0
-end
--- "A<epoch>", or "A<epoch>:<token>" from a fenced lock's acquire.
-local made = string.match(seen, '^A([^:]*)')
-if not made then
-  return 2
-end
--- Only the incarnation this acquire joined holds its hold; a later one belongs to later calls.
-if made == epoch() and redis.call('hexists', name, owner) == 1 then
-  if redis.call('hincrby', name, owner, -1) <= 0 then
-    redis.call('del', name)
-    redis.call('publish', channel, 0)
-    wake_one()
+-- Only the incarnation this acquire joined (`made`) holds its hold; a later one belongs to
+-- later calls.
+local function undo(made)
+  if made == epoch() and redis.call('hexists', name, owner) == 1 then
+    if redis.call('hincrby', name, owner, -1) <= 0 then
+      redis.call('del', name)
+      redis.call('publish', channel, 0)
+      wake_one()
+    end
   end
 end
-replay_set(id, 'U')
-return 1
+
+-- The acquire's record: "A<epoch>", or "A<epoch>:<token>" from a fenced lock's acquire.
+return cancel_or_undo(id, '^A([^:]*)', undo)

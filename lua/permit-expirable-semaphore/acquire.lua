@@ -42,7 +42,7 @@ local count = #ARGV - 5
 -- @include lib/wake.lua
 -- @include lib/permits.lua
 
-local now = permits_now()
+local now = clock_ms()
 local seen = replay_get(id)
 if seen then
   if seen == 'A' then

@@ -15,7 +15,7 @@
 -- Returns  0 cancelled before it applied (a tombstone makes a late acquire a no-op)
 --          | 1 the permits it took were given back (or had expired already)
 --          | 2 nothing to do (already cancelled)
--- Records  "C" (cancelled first) | "U" (given back)
+-- Records  "C" (cancelled first) | "U" (given back), by lib/cancel.lua
 local name = KEYS[1]
 local timeouts = KEYS[2]
 local replayKey = KEYS[3]
@@ -26,18 +26,12 @@ local wake = KEYS[7]
 local held = KEYS[8]
 local windowMs = tonumber(ARGV[1])
 local id = ARGV[2]
--- @include lib/replay.lua
--- @include lib/wake.lua
 -- @include lib/permits.lua
+-- @include lib/cancel.lua
 
-local seen = replay_get(id)
-if not seen then
-  replay_set(id, 'C')
-  return 0
+local function undo()
+  give_back(3)
 end
-if seen ~= 'A' then
-  return 2
-end
-give_back(3)
-replay_set(id, 'U')
-return 1
+
+-- The acquire's record: "A" (its permits are the ids this cancel is given).
+return cancel_or_undo(id, '^A$', undo)

@@ -10,8 +10,8 @@
 --          (32 hex characters) and its remaining lease in ms (-1: no lease)}
 local name = KEYS[1]
 local timeouts = KEYS[2]
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- @include lib/clock.lua
+local now = clock_ms()
 local NON_EXPIRABLE = 922337203685477
 local expired = redis.call('zcount', timeouts, 0, now)
 local available = (tonumber(redis.call('get', name)) or 0) + expired

@@ -32,7 +32,7 @@ local seen = replay_get(id)
 if seen then
   return tonumber(string.sub(seen, 2)) or 0
 end
-reclaim(permits_now())
+reclaim(clock_ms())
 local released = give_back(3)
 replay_set(id, 'R' .. released)
 return released

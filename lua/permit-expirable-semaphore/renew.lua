@@ -21,7 +21,7 @@ local leaseMs = tonumber(ARGV[1])
 -- @include lib/wake.lua
 -- @include lib/permits.lua
 
-local now = permits_now()
+local now = clock_ms()
 reclaim(now)
 local count = 0
 for i = 2, #ARGV do

@@ -14,7 +14,7 @@
 -- ARGV[4]  request id of that acquire
 -- Returns  0 cancelled before it applied | 1 the applied hold was undone, or had already expired
 --          | 2 nothing to do
--- Records  "C" (cancelled first) | "U" (undone)
+-- Records  "C" (cancelled first) | "U" (undone), by lib/cancel.lua
 local name = KEYS[1]
 local replayKey = KEYS[2]
 local replayOld = KEYS[3]
@@ -26,29 +26,24 @@ local read = ARGV[1] == 'read'
 local owner = ARGV[2]
 local windowMs = tonumber(ARGV[3])
 local id = ARGV[4]
--- @include lib/replay.lua
--- @include lib/hold.lua
--- @include lib/wake.lua
 -- @include lib/rw.lua
+-- @include lib/cancel.lua
 
-local seen = replay_get(id)
-if not seen then
-  replay_set(id, 'C')
-  return 0
-end
-if string.sub(seen, 1, 1) ~= 'A' then
-  return 2
-end
 local field = read and owner or owner .. ':write'
-if string.sub(seen, 2) == rw_epoch() and redis.call('hexists', name, field) == 1 then
-  local count = redis.call('hincrby', name, field, -1)
-  if read then
-    redis.call('del', timeout_key(owner, count + 1))
+
+-- Only the incarnation this acquire joined (`made`) holds its hold.
+local function undo(made)
+  if made == rw_epoch() and redis.call('hexists', name, field) == 1 then
+    local count = redis.call('hincrby', name, field, -1)
+    if read then
+      redis.call('del', timeout_key(owner, count + 1))
+    end
+    if count <= 0 then
+      redis.call('hdel', name, field)
+    end
+    rw_settle()
   end
-  if count <= 0 then
-    redis.call('hdel', name, field)
-  end
-  rw_settle()
 end
-replay_set(id, 'U')
-return 1
+
+-- The acquire's record: "A<epoch>".
+return cancel_or_undo(id, '^A(.*)', undo)

@@ -13,7 +13,7 @@
 -- Returns  0 cancelled before it applied (a tombstone makes a late acquire a no-op)
 --          | 1 the permits it took were given back
 --          | 2 nothing to do (already cancelled or given back)
--- Records  "C" (cancelled first) | "U" (given back)
+-- Records  "C" (cancelled first) | "U" (given back), by lib/cancel.lua
 local name = KEYS[1]
 local replayKey = KEYS[2]
 local replayOld = KEYS[3]
@@ -23,22 +23,16 @@ local wake = KEYS[6]
 local windowMs = tonumber(ARGV[1])
 local id = ARGV[2]
 local takenKey = KEYS[7]
--- @include lib/replay.lua
 -- @include lib/wake.lua
 -- @include lib/taken.lua
+-- @include lib/cancel.lua
 
-local seen = replay_get(id)
-if not seen then
-  replay_set(id, 'C')
-  return 0
+local function undo(took)
+  local available = redis.call('incrby', name, tonumber(took))
+  taken_sub(tonumber(took))
+  redis.call('publish', channel, available)
+  wake_n(available)
 end
-local took = string.match(seen, '^A(%d+)$')
-if not took then
-  return 2
-end
-local available = redis.call('incrby', name, tonumber(took))
-taken_sub(tonumber(took))
-redis.call('publish', channel, available)
-wake_n(available)
-replay_set(id, 'U')
-return 1
+
+-- The acquire's record: "A<permits it took>".
+return cancel_or_undo(id, '^A(%d+)$', undo)

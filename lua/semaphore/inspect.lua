@@ -5,8 +5,8 @@
 -- Returns  {available (missing: 0), permits set (-1 when none is recorded), PTTL of the
 --          semaphore key, live registered waiters, 1 if the semaphore exists else 0}
 local name = KEYS[1]
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- @include lib/clock.lua
+local now = clock_ms()
 local available = tonumber(redis.call('get', name)) or 0
 local limit = tonumber(redis.call('get', KEYS[2])) or -1
 local waiters = redis.call('zcount', KEYS[3], now, '+inf')
