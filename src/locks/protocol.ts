@@ -201,6 +201,9 @@ export async function acquire(
           : { pttl: reply.pttl };
       },
       unregister: protocol.unregister?.bind(protocol),
+      unregisterNow: protocol.unregister
+        ? (waiter) => unregisterWaiterNow(ctx, protocol.name, waiter, counter)
+        : undefined,
       foreignChannel: protocol.foreignChannel ?? keys.channel(protocol.name),
       fromGrant: protocol.handsOff
         ? (payload, sentAt) => grantFromHandOff(payload, sentAt, settings.leaseTime)
@@ -391,12 +394,37 @@ export function inBackground(
  * primitive with waiters keeps them under the same keys (`keys.waiting`, `keys.wake`).
  */
 export function unregisterWaiter(ctx: LockContext, name: string, waiter: string): void {
-  inBackground(ctx, name, "cancel", (counter) =>
-    ctx.runner.run(
-      { script: lockLeave, name, keys: [keys.waiting(name), keys.wake(name)], args: [waiter] },
-      asInteger,
-      counter,
-    ),
+  inBackground(ctx, name, "cancel", (counter) => leave(ctx, name, waiter, counter));
+}
+
+/**
+ * Unregisters a waiter whose wait budget ran out before its call answers `null` (one request,
+ * counted in `counter`), so that a release after that answer can no longer hand it the lock;
+ * when that request fails, {@link unregisterWaiter} resends it in the background.
+ */
+export async function unregisterWaiterNow(
+  ctx: LockContext,
+  name: string,
+  waiter: string,
+  counter: RequestCounter,
+): Promise<void> {
+  try {
+    await leave(ctx, name, waiter, counter);
+  } catch {
+    unregisterWaiter(ctx, name, waiter);
+  }
+}
+
+function leave(
+  ctx: LockContext,
+  name: string,
+  waiter: string,
+  counter: RequestCounter,
+): Promise<number> {
+  return ctx.runner.run(
+    { script: lockLeave, name, keys: [keys.waiting(name), keys.wake(name)], args: [waiter] },
+    asInteger,
+    counter,
   );
 }
 

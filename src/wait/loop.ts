@@ -39,6 +39,11 @@ export interface WaitSpec<T> {
   /** Unregisters a waiter that gives up (in the background). */
   unregister?(waiter: string): void;
   /**
+   * Unregisters a waiter whose budget ran out, awaited before the wait answers `null` (so a
+   * release after that answer cannot hand it anything); without it, {@link unregister} runs.
+   */
+  unregisterNow?(waiter: string): Promise<void>;
+  /**
    * For a kind whose every waiting attempt queues under `waitId` (the third argument of
    * {@link attempt}, also when polling), instead of {@link unregister}: leaves the queue when the
    * budget is spent, before the wait answers `null` (awaited: it passes on a hand-off that may
@@ -335,7 +340,14 @@ export async function waitFor<T>(
       },
     );
     settled = true;
-    if (result.value === null) await spec.leave?.(waker.id);
+    if (result.value === null) {
+      await spec.leave?.(waker.id);
+      if (registered !== "" && spec.unregisterNow) {
+        const waiter = registered;
+        registered = "";
+        await spec.unregisterNow(waiter);
+      }
+    }
     return result;
   } finally {
     waker.close();

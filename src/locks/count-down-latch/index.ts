@@ -25,7 +25,7 @@ import type { AttemptOutcome } from "../../wait/backoff.js";
 import { waitFor } from "../../wait/loop.js";
 import { keys, type LockContext } from "../context.js";
 import { runAttempt, runDefinite } from "../definite.js";
-import { unregisterWaiter } from "../protocol.js";
+import { unregisterWaiter, unregisterWaiterNow } from "../protocol.js";
 
 /** Options of {@link CountDownLatch.await}. Times in integer ms. */
 export interface CountDownLatchAwaitOptions {
@@ -280,6 +280,7 @@ export class CountDownLatch implements Inspectable<CountDownLatchInspection> {
         return count > 0 ? { pttl, foreign: true } : { acquired: true };
       },
       unregister: (waiter) => this.#unregister(waiter),
+      unregisterNow: (waiter) => unregisterWaiterNow(this.#ctx, this.name, waiter, counter),
     });
     return polled.value !== null;
   }

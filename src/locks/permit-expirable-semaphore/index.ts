@@ -41,6 +41,7 @@ import {
   reportRenew,
   runRelease,
   unregisterWaiter,
+  unregisterWaiterNow,
 } from "../protocol.js";
 import { checkPermits, limitKey, Semaphore, semaphoreChannel } from "../semaphore/index.js";
 
@@ -304,6 +305,7 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
           return "pttl" in grant ? grant : { acquired: grant };
         },
         unregister: (waiter) => this.#unregister(waiter),
+        unregisterNow: (waiter) => unregisterWaiterNow(this.#ctx, this.name, waiter, counter),
       });
       attempts = polled.attempts;
       if (polled.value === null) return null;

@@ -28,7 +28,7 @@ import { checkOptions, checkSignal, tryWithin, untilAcquired } from "../../valid
 import { waitFor } from "../../wait/loop.js";
 import { keys, type LockContext } from "../context.js";
 import { runAttempt, runDefinite } from "../definite.js";
-import { emitAcquire, inBackground, unregisterWaiter } from "../protocol.js";
+import { emitAcquire, inBackground, unregisterWaiter, unregisterWaiterNow } from "../protocol.js";
 
 /** Options of {@link Semaphore.tryAcquire}. */
 export interface SemaphoreAcquireOptions {
@@ -304,6 +304,7 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
           return busy === null ? { acquired: true } : { pttl: -1, foreign: busy.foreign };
         },
         unregister: (waiter) => this.#unregister(waiter),
+        unregisterNow: (waiter) => unregisterWaiterNow(this.#ctx, this.name, waiter, counter),
       });
       attempts = polled.attempts;
       acquired = polled.value !== null;

@@ -263,6 +263,30 @@ describe("reentrant lock wake-ups", () => {
     await other.release();
   });
 
+  describe("a waiter whose budget runs out", () => {
+    let bridge: PrivateBridge | undefined;
+    afterEach(async () => {
+      await bridge?.close();
+      bridge = undefined;
+    });
+
+    it("unregisters before it answers null, so a release right after cannot hand it the lock", async () => {
+      // 150 ms per request: a leave left to the background would still be on its way.
+      bridge = await startPrivateBridge({ delayMs: 150 });
+      const name = `${prefix}gave-up`;
+      const holder = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
+      const waiter = recordingEdgeLock({}, bridge.redis());
+      const lease = await waiter.edgelock
+        .getLock(name)
+        .tryLock({ waitTime: 1_000, leaseTime: 5_000 });
+      expect(lease).toBeNull();
+      expect(await raw.zCard(waitingKey(name))).toBe(0);
+      expect(await holder.release()).toBe("released");
+      expect(await raw.exists(name)).toBe(0);
+      expect(waiter.background).toHaveLength(0);
+    });
+  });
+
   describe("when subscribing is not possible", () => {
     let bridge: PrivateBridge | undefined;
     afterEach(async () => {
