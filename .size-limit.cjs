@@ -35,8 +35,9 @@ const ENTRIES = [
   // 1.7 kB while it took its locks from the EdgeLock the app passed (and the app bundled every
   // primitive with it); 14.0 kB since it takes them through `getLock` of `edgelock/lock`, the core
   // client included, so an app passing an `EdgeLockClient` holds the lock alone (13.4 kB over
-  // Hono in scripts/entry-sizes.mjs, 26.0 kB with EdgeLock before).
-  { name: "edgelock/hono", source: "src/hono.ts", path: "dist/src/hono.js", limit: "14.5 kB" },
+  // Hono in scripts/entry-sizes.mjs, 26.0 kB with EdgeLock before); 14.5 kB measured with the
+  // JVM wake-ups, the shared Lua libraries and the awaited leave of a waiter that gives up.
+  { name: "edgelock/hono", source: "src/hono.ts", path: "dist/src/hono.js", limit: "15 kB" },
   { name: "edgelock/vercel", source: "src/vercel.ts", path: "dist/src/vercel.js", limit: "3 kB" },
   // The OpenTelemetry listener alone (it imports only `@opentelemetry/api`, a peer).
   { name: "edgelock/otel", source: "src/otel.ts", path: "dist/src/otel.js", limit: "1.5 kB" },
@@ -50,8 +51,9 @@ const ENTRIES = [
     // keeper's renewal of read/write holds and permits (23.2 kB measured), then 29.5 kB with
     // the wake-ups, definite releases and interop keys above (28.3 kB measured), then 17.5 kB
     // once the keeper renews through src/renewers.ts and the cron guard takes `getLock` of
-    // `edgelock/lock`, both over the core client instead of EdgeLock (16.7 kB measured).
-    limit: "17.5 kB",
+    // `edgelock/lock`, both over the core client instead of EdgeLock (16.7 kB measured), then
+    // 18 kB with the JVM wake-ups and the shared Lua libraries (17.3 kB measured).
+    limit: "18 kB",
   },
 ];
 

@@ -31,29 +31,37 @@ const HONO = `${REDIS}\nexport { Hono } from "hono";`;
  * bytes go.
  */
 export const SCENARIOS = [
-  // 27.0 kB before the split (every primitive hung on EdgeLock): the root stays under it.
-  { name: "edgelock", entries: ["edgelock"], base: REDIS, budget: 27, target: 27 },
-  // 13.1 kB measured: 1.9 kB Lua, 11.2 kB JS, of which ~8 kB the core client and the lease.
-  { name: "edgelock/lock", entries: ["edgelock/lock"], base: REDIS, budget: 13.5, target: 8 },
+  // 27.0 kB before the split (every primitive hung on EdgeLock), 27.1 kB measured after the Lua
+  // libraries were shared (one clock, one cancel-or-undo, one reentrant acquire: their call
+  // wrappers cost gzip ~0.15 kB that repeated text did not) and the repeated TypeScript was
+  // written once (~0.1 kB): the target is missed by 0.1 kB.
+  { name: "edgelock", entries: ["edgelock"], base: REDIS, budget: 27.5, target: 27 },
+  // 13.1 kB measured at the split, 13.6 kB after the JVM wake-ups, the shared Lua libraries and
+  // the awaited leave of a waiter that gives up: 2.0 kB Lua, 11.6 kB JS, of which ~8 kB the core
+  // client and the lease (the multi-lock entry).
+  { name: "edgelock/lock", entries: ["edgelock/lock"], base: REDIS, budget: 14, target: 8 },
   {
     name: "edgelock/fair-lock",
     entries: ["edgelock/fair-lock"],
     base: REDIS,
-    budget: 13,
+    // 12.7 kB at the split; 13.5 kB with the JVM wake-ups on Redisson's per-waiter channel.
+    budget: 14,
     target: 10,
   },
   {
     name: "edgelock/fenced-lock",
     entries: ["edgelock/fenced-lock"],
     base: REDIS,
-    budget: 13.5,
+    // 13.3 kB at the split; 13.8 kB with its own holds over the shared reentrant acquire.
+    budget: 14,
     target: 10,
   },
   {
     name: "edgelock/read-write-lock",
     entries: ["edgelock/read-write-lock"],
     base: REDIS,
-    budget: 14,
+    // 13.7 kB at the split; 14.3 kB with the JVM wake-ups and the shared Lua libraries.
+    budget: 14.5,
     target: 10,
   },
   {
@@ -67,7 +75,8 @@ export const SCENARIOS = [
     name: "edgelock/permit-expirable-semaphore",
     entries: ["edgelock/permit-expirable-semaphore"],
     base: REDIS,
-    budget: 15,
+    // 14.6 kB at the split; 15.2 kB with edgelock's own permit record (JVM wake-ups).
+    budget: 15.5,
     target: 10,
   },
   {
@@ -91,16 +100,17 @@ export const SCENARIOS = [
     entries: ["edgelock/hono", "edgelock/lock"],
     pick: { "edgelock/hono": ["withLock"], "edgelock/lock": ["EdgeLockClient"] },
     base: HONO,
-    budget: 14,
+    // 13.4 kB at the split, 13.8 kB now.
+    budget: 14.5,
     target: 9,
   },
   // The LeaseKeeper with the renewals of every kind of lease (src/renewers.ts) and the cron
-  // guard with the lock: 16.4 kB measured (28.1 kB while both held EdgeLock).
+  // guard with the lock: 16.4 kB measured (28.1 kB while both held EdgeLock), 16.9 kB now.
   {
     name: "edgelock/cloudflare",
     entries: ["edgelock/cloudflare"],
     base: REDIS,
-    budget: 17,
+    budget: 17.5,
     target: 9,
   },
 ];
