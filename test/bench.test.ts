@@ -8,32 +8,30 @@ import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 
 const run = promisify(execFile);
+
+/** Runs `npm run bench -- --quick --json --no-write ...args` and parses its last stdout line. */
+async function quickBench(...args: string[]) {
+  const { stdout } = await run(
+    process.execPath,
+    ["--import", "tsx", "bench/run.ts", "--quick", "--json", "--no-write", ...args],
+    { cwd: new URL("..", import.meta.url), maxBuffer: 16 * 1024 * 1024 },
+  );
+  return JSON.parse(stdout.trim().split("\n").at(-1) ?? "");
+}
 const LIBRARIES = ["edgelock", "upstash-lock", "redlock", "redis-semaphore"];
 
 describe("npm run bench", () => {
   it("prints the Bench JSON shape with --json", { timeout: 60_000 }, async () => {
-    const { stdout } = await run(
-      process.execPath,
-      [
-        "--import",
-        "tsx",
-        "bench/run.ts",
-        "--quick",
-        "--json",
-        "--no-write",
-        "--only",
-        "uncontended,contended",
-        "--cycles",
-        "20",
-        "--clients",
-        "4",
-        "--measure",
-        "200",
-      ],
-      { cwd: new URL("..", import.meta.url), maxBuffer: 16 * 1024 * 1024 },
+    const r = await quickBench(
+      "--only",
+      "uncontended,contended",
+      "--cycles",
+      "20",
+      "--clients",
+      "4",
+      "--measure",
+      "200",
     );
-    const last = stdout.trim().split("\n").at(-1) ?? "";
-    const r = JSON.parse(last);
 
     expect(r.machine).toMatchObject({ cores: expect.any(Number), node: process.version });
     expect(r.limit).toMatchObject({
@@ -71,23 +69,7 @@ describe("npm run bench", () => {
   });
 
   it("runs the semaphore scenario and the new operations rows", { timeout: 60_000 }, async () => {
-    const { stdout } = await run(
-      process.execPath,
-      [
-        "--import",
-        "tsx",
-        "bench/run.ts",
-        "--quick",
-        "--json",
-        "--no-write",
-        "--only",
-        "semaphore,operations",
-        "--measure",
-        "200",
-      ],
-      { cwd: new URL("..", import.meta.url), maxBuffer: 16 * 1024 * 1024 },
-    );
-    const r = JSON.parse(stdout.trim().split("\n").at(-1) ?? "");
+    const r = await quickBench("--only", "semaphore,operations", "--measure", "200");
 
     expect(r.semaphore).toMatchObject({ clients: 16, permits: 3, idealPerSec: 300 });
     for (const name of ["edgelock-semaphore", "edgelock-permit-semaphore", "redis-semaphore"]) {
@@ -133,12 +115,7 @@ describe("npm run bench", () => {
   it("runs the RedLock scenario: 5 endpoints, acquire latency against the 3rd-fastest", {
     timeout: 60_000,
   }, async () => {
-    const { stdout } = await run(
-      process.execPath,
-      ["--import", "tsx", "bench/run.ts", "--quick", "--json", "--no-write", "--only", "redlock"],
-      { cwd: new URL("..", import.meta.url), maxBuffer: 16 * 1024 * 1024 },
-    );
-    const r = JSON.parse(stdout.trim().split("\n").at(-1) ?? "");
+    const r = await quickBench("--only", "redlock");
     expect(r.redlock).toMatchObject({
       endpoints: 5,
       trials: 10,
@@ -152,23 +129,7 @@ describe("npm run bench", () => {
   it("runs the 16-client loop under each bridge blocking mode, with no overlap and no error", {
     timeout: 60_000,
   }, async () => {
-    const { stdout } = await run(
-      process.execPath,
-      [
-        "--import",
-        "tsx",
-        "bench/run.ts",
-        "--quick",
-        "--json",
-        "--no-write",
-        "--only",
-        "bridge-modes",
-        "--libs",
-        "edgelock,edgelock-poll",
-      ],
-      { cwd: new URL("..", import.meta.url), maxBuffer: 16 * 1024 * 1024 },
-    );
-    const r = JSON.parse(stdout.trim().split("\n").at(-1) ?? "");
+    const r = await quickBench("--only", "bridge-modes", "--libs", "edgelock,edgelock-poll");
     for (const mode of ["refuse", "instant", "block"]) {
       for (const name of ["edgelock", "edgelock-poll"]) {
         expect(r.bridgeModes[mode][name]).toMatchObject({ overlaps: 0, errors: 0 });

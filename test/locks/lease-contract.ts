@@ -18,7 +18,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { Bridge } from "../../src/bridge/index.js";
 import { type Lease, LeaseLostError } from "../../src/index.js";
 import { keyPrefix } from "../support/env.js";
-import { aborted } from "../support/locks.js";
+import { aborted, abortTime } from "../support/locks.js";
 
 /** What a lease claims, or what Redis holds for it, in comparable terms (see `grant`). */
 export type Grant = Record<string, unknown>;
@@ -60,17 +60,6 @@ const SEND_SLACK_MS = 50;
 function held<T extends Lease>(lease: T | null): T {
   if (!lease) throw new Error("not acquired");
   return lease;
-}
-
-/** Resolves with `Date.now()` when `lease.signal` aborts, and the reason. */
-function abortTime(lease: Lease): Promise<{ at: number; reason: unknown }> {
-  return new Promise((resolve) => {
-    lease.signal.addEventListener(
-      "abort",
-      () => resolve({ at: Date.now(), reason: lease.signal.reason }),
-      { once: true },
-    );
-  });
 }
 
 /** What a kind can be asked to do at all. */

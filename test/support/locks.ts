@@ -1,6 +1,6 @@
 /** Helpers for lock tests: an EdgeLock on the shared bridge that records its events. */
 import type { Redis } from "@upstash/redis";
-import { EdgeLock, type EdgeLockOptions, type LockEvent } from "../../src/index.js";
+import { EdgeLock, type EdgeLockOptions, type Lease, type LockEvent } from "../../src/index.js";
 import { bridgeRedis } from "./env.js";
 
 /** An EdgeLock plus every event it emitted and every background task it started. */
@@ -82,4 +82,15 @@ export async function replayRecords(
     }
   }
   return out;
+}
+
+/** Resolves with `Date.now()` at the moment `lease.signal` aborts, and the reason. */
+export function abortTime(lease: Lease): Promise<{ at: number; reason: unknown }> {
+  return new Promise((resolve) => {
+    lease.signal.addEventListener(
+      "abort",
+      () => resolve({ at: Date.now(), reason: lease.signal.reason }),
+      { once: true },
+    );
+  });
 }

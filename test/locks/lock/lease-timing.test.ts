@@ -4,9 +4,9 @@
  * renewal's `expiresAt` counts from when its request was sent, not from when the answer came.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { type Lease, LeaseLostError } from "../../../src/index.js";
+import { LeaseLostError } from "../../../src/index.js";
 import { keyPrefix, usePrivateBridge } from "../../support/env.js";
-import { recordingEdgeLock } from "../../support/locks.js";
+import { abortTime, recordingEdgeLock } from "../../support/locks.js";
 
 const prefix = keyPrefix();
 const bridge = usePrivateBridge();
@@ -16,17 +16,6 @@ afterEach(() => {
 
 /** Most lateness accepted of the expiry timer, in ms. */
 const EXPIRY_SLACK_MS = 150;
-
-/** Resolves with `Date.now()` at the moment `lease.signal` aborts, and the reason. */
-function abortTime(lease: Lease): Promise<{ at: number; reason: unknown }> {
-  return new Promise((resolve) => {
-    lease.signal.addEventListener(
-      "abort",
-      () => resolve({ at: Date.now(), reason: lease.signal.reason }),
-      { once: true },
-    );
-  });
-}
 
 describe("lease timing", () => {
   it("after a confirmed renewal, the lease aborts within 150 ms of the new expiresAt", async () => {
