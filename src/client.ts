@@ -6,8 +6,10 @@
 
 // First, so that a bundle of EdgeLock places every kind's scripts side by side (each kind's
 // module would otherwise sit beside its primitive's code): gzip then shares the library text
-// they repeat (lua/lib/), about 1.5 kB min+gzip less than the scripts scattered.
-import "./lua.gen.js";
+// they repeat (lua/lib/), about 1.5 kB min+gzip less than the scripts scattered. A re-export,
+// not a bare import: the package has no side effects, and bundlers warn about a bare import.
+export { lockAcquire as scriptsFirst } from "./lua.gen.js";
+
 import { contextOf, EdgeLockClient } from "./core.js";
 import { type Lease, parseSerializedLease, type SerializedLease } from "./lease/lease.js";
 import { type CountDownLatch, getCountDownLatch } from "./locks/count-down-latch/entry.js";

@@ -7,6 +7,7 @@
  */
 import type { Inspection } from "../inspect.js";
 import type { LeaseKind, ReleaseResult } from "../lease/lease.js";
+import { LOCK_WAITER_SLOT_MS } from "../limits.js";
 import { lockHolders, lockRenew } from "../lua/lock.gen.js";
 import type { LuaScript } from "../lua/script.js";
 import { asInteger, asIntegers, type RequestCounter } from "../transport/index.js";
@@ -122,6 +123,22 @@ export abstract class HashHolds<I extends Inspection> implements HoldProtocol {
   /** The lock and its two replay-record hashes: the first keys of acquire, release, cancel. */
   protected replayKeys(): string[] {
     return [this.name, keys.replay(this.name), keys.replayOld(this.name)];
+  }
+
+  /**
+   * The first arguments of every release script of the HASH locks: owner, the lease time, the
+   * replay window, the lease id (request id of its acquire) and its epoch.
+   */
+  protected releaseArgs(hold: HoldRef): (string | number)[] {
+    return [hold.owner, hold.leaseTime, this.ctx.replayWindow, hold.id, hold.epoch];
+  }
+
+  /**
+   * The arguments every acquire script of the HASH locks takes after its own leading ones:
+   * owner, the replay window, the request id, the waiter id and how long its registration lasts.
+   */
+  protected attemptArgs(s: HoldSettings, id: string, waiter: string): (string | number)[] {
+    return [s.owner, this.ctx.replayWindow, id, waiter, LOCK_WAITER_SLOT_MS];
   }
 
   /** The registered waiters and their wake channels: keys of every script that can free it. */

@@ -133,14 +133,7 @@ export class FairLockHolds extends HashHolds<FairLockInspection> {
       script: fairLockRelease,
       name: this.name,
       keys: this.#keys(),
-      args: [
-        hold.owner,
-        hold.leaseTime,
-        this.ctx.replayWindow,
-        hold.id,
-        hold.epoch,
-        FAIR_CLAIM_WINDOW_MS,
-      ],
+      args: [...this.releaseArgs(hold), FAIR_CLAIM_WINDOW_MS],
     });
   }
 

@@ -72,11 +72,7 @@ export abstract class LockScriptHolds<I extends Inspection> extends HashHolds<I>
         keys: this.acquireKeys(),
         args: [
           s.leaseTime,
-          s.owner,
-          this.ctx.replayWindow,
-          id,
-          waiter,
-          LOCK_WAITER_SLOT_MS,
+          ...this.attemptArgs(s, id, waiter),
           this.handsOff && handOff ? "1" : "0",
         ],
         signal: s.signal,
@@ -133,15 +129,7 @@ export abstract class LockScriptHolds<I extends Inspection> extends HashHolds<I>
       script: lockRelease,
       name: this.name,
       keys: scriptKeys,
-      args: [
-        hold.owner,
-        hold.leaseTime,
-        this.ctx.replayWindow,
-        hold.id,
-        hold.epoch,
-        marker?.ttl ?? 0,
-        FAIR_CLAIM_WINDOW_MS,
-      ],
+      args: [...this.releaseArgs(hold), marker?.ttl ?? 0, FAIR_CLAIM_WINDOW_MS],
     };
   }
 

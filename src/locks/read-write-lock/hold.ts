@@ -8,7 +8,6 @@
 import { LockUpgradeError } from "../../errors.js";
 import { randomHex } from "../../ids.js";
 import type { ReleaseResult } from "../../lease/lease.js";
-import { LOCK_WAITER_SLOT_MS } from "../../limits.js";
 import {
   readWriteLockAcquire,
   readWriteLockCancel,
@@ -107,15 +106,7 @@ export class ReadWriteHolds extends HashHolds<ReadWriteLockInspection> {
         script: readWriteLockAcquire,
         name: this.name,
         keys: [...this.replayKeys(), ...this.wakeKeys(), rwKeys.prefix(this.name)],
-        args: [
-          this.side,
-          s.leaseTime,
-          s.owner,
-          this.ctx.replayWindow,
-          id,
-          waiter,
-          LOCK_WAITER_SLOT_MS,
-        ],
+        args: [this.side, s.leaseTime, ...this.attemptArgs(s, id, waiter)],
         signal: s.signal,
       },
       decode3,
@@ -159,7 +150,7 @@ export class ReadWriteHolds extends HashHolds<ReadWriteLockInspection> {
       script: readWriteLockRelease,
       name: this.name,
       keys: this.#releaseKeys(),
-      args: [this.side, hold.owner, hold.leaseTime, this.ctx.replayWindow, hold.id, hold.epoch],
+      args: [this.side, ...this.releaseArgs(hold)],
     });
   }
 
