@@ -14,6 +14,8 @@ export interface RecordingEdgeLock {
   requests(type?: LockEvent["type"]): number;
   /** Resolves with the first event (recorded before or after the call) matching `predicate`. */
   until(predicate: (event: LockEvent, all: readonly LockEvent[]) => boolean): Promise<LockEvent>;
+  /** Resolves once `n` `wait` events were recorded (a waiting call is in its `n`th wait). */
+  waited(n: number): Promise<LockEvent>;
 }
 
 /** An EdgeLock on `redis` (default: a fresh client on the shared bridge) recording its events. */
@@ -33,6 +35,17 @@ export function recordingEdgeLock(
     waitUntil: (p) => background.push(p),
     ...options,
   });
+  const until: RecordingEdgeLock["until"] = (predicate) =>
+    new Promise((resolve) => {
+      const seen = events.find((e) => predicate(e, events));
+      if (seen) return resolve(seen);
+      const waiter = (e: LockEvent) => {
+        if (!predicate(e, events)) return;
+        waiters.delete(waiter);
+        resolve(e);
+      };
+      waiters.add(waiter);
+    });
   return {
     edgelock,
     redis,
@@ -42,17 +55,8 @@ export function recordingEdgeLock(
       events
         .filter((e) => type === undefined || e.type === type)
         .reduce((n, e) => n + e.requests, 0),
-    until: (predicate) =>
-      new Promise((resolve) => {
-        const seen = events.find((e) => predicate(e, events));
-        if (seen) return resolve(seen);
-        const waiter = (e: LockEvent) => {
-          if (!predicate(e, events)) return;
-          waiters.delete(waiter);
-          resolve(e);
-        };
-        waiters.add(waiter);
-      }),
+    until,
+    waited: (n) => until((_e, all) => all.filter((e) => e.type === "wait").length === n),
   };
 }
 

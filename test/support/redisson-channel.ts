@@ -3,7 +3,6 @@
  * SemaphorePubSub sees it: who listens there, and what is published.
  */
 import type { RawRedis } from "./env.js";
-import type { RecordingEdgeLock } from "./locks.js";
 
 /** Redisson's channel of semaphore `name` (both semaphore kinds). */
 export const semaphoreChannelOf = (name: string) => `redisson_sc:{${name}}`;
@@ -39,7 +38,3 @@ export async function redissonMessages(raw: RawRedis, name: string) {
     close: () => sub.close(),
   };
 }
-
-/** Resolves once `rec` has begun its `n`th wait (each busy attempt is followed by one). */
-export const waits = (rec: RecordingEdgeLock, n: number) =>
-  rec.until((_e, all) => all.filter((e) => e.type === "wait").length === n);

@@ -184,11 +184,7 @@ describe("count-down latch (Redisson RCountDownLatch)", () => {
       results.push(await w.rec.edgelock.getCountDownLatch(name).await());
     });
     // Each subscribed and registered (its second wait).
-    await Promise.all(
-      waiters.map((w) =>
-        w.rec.until((_e, all) => all.filter((e) => e.type === "wait").length === 2),
-      ),
-    );
+    await Promise.all(waiters.map((w) => w.rec.waited(2)));
     expect(await raw.zCard(waitingKey(name))).toBe(8);
     expect((await setter.inspect()).waiters).toBe(8);
     const counters = Array.from({ length: 5 }, () =>
@@ -217,7 +213,7 @@ describe("count-down latch (Redisson RCountDownLatch)", () => {
     await latch.trySetCount(2);
     const waiter = recordingEdgeLock();
     const pending = waiter.edgelock.getCountDownLatch(name).await({ waitTime: 20_000 });
-    await waiter.until((_e, all) => all.filter((e) => e.type === "wait").length === 2);
+    await waiter.waited(2);
     expect(await latch.countDown()).toBe(1);
     expect(await latch.countDown()).toBe(0);
     const opened = Date.now();
@@ -537,7 +533,7 @@ describe("interop with Redisson", () => {
     const waiter = recordingEdgeLock();
     const pending = waiter.edgelock.getCountDownLatch(name).await({ waitTime: 20_000 });
     // Checked, subscribed to Redisson's channel, checked again: waiting for its message.
-    await waiter.until((_e, all) => all.filter((e) => e.type === "wait").length === 2);
+    await waiter.waited(2);
     const opened = Date.now();
     await redissonCountDown(name);
     expect(await pending).toBe(true);

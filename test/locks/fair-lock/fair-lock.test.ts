@@ -59,7 +59,7 @@ describe("fair lock", () => {
     const waiter = recordingEdgeLock();
     const pending = waiter.edgelock.getFairLock(name).lock({ leaseTime: 10_000 });
     // Queued, subscribed, and waiting for its message.
-    await waiter.until((_e, all) => all.filter((e) => e.type === "wait").length === 2);
+    await waiter.waited(2);
     await held.release();
     const lease = await pending;
     expect(waiter.requests("acquire")).toBe(3);

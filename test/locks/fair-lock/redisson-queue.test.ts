@@ -38,7 +38,7 @@ function jvm(name: string, owner: string) {
 async function edgeWaiter(name: string, waits: number) {
   const edge = recordingEdgeLock();
   const pending = edge.edgelock.getFairLock(name).tryLock({ waitTime: 20_000, leaseTime: LEASE });
-  await edge.until((_e, all) => all.filter((e) => e.type === "wait").length === waits);
+  await edge.waited(waits);
   return { edge, pending };
 }
 

@@ -91,7 +91,7 @@ describe("interop with Redisson", () => {
     const waiter = recordingEdgeLock();
     const pending = waiter.edgelock.getLock(name).tryLock({ waitTime: 20_000, leaseTime: 5_000 });
     // Busy (a JVM holder), subscribed to Redisson's channel, busy again: waiting for its message.
-    await waiter.until((_e, all) => all.filter((e) => e.type === "wait").length === 2);
+    await waiter.waited(2);
     // The holder carries no epoch: nobody registers for a wake-up of ours that would never come.
     expect(await raw.exists(`edgelock_waiting:{${name}}`)).toBe(0);
     const unlocked = Date.now();

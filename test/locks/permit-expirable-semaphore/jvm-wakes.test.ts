@@ -13,7 +13,6 @@ import {
   redissonMessages,
   redissonSubscribers,
   semaphoreChannelOf,
-  waits,
 } from "../../support/redisson-channel.js";
 
 const prefix = keyPrefix();
@@ -76,7 +75,7 @@ describe("permit-expirable semaphore waiters behind JVM holders", () => {
       .getPermitExpirableSemaphore(name)
       .tryAcquire({ waitTime: 20_000, leaseTime: 5_000 });
     // Busy, subscribed to Redisson's channel, busy again: waiting for its message.
-    await waits(waiter, 2);
+    await waiter.waited(2);
     expect(await redissonSubscribers(raw, name)).toBe(1);
     expect(await raw.exists(`edgelock_waiting:{${name}}`)).toBe(0);
     const released = Date.now();
@@ -100,14 +99,14 @@ describe("permit-expirable semaphore waiters behind JVM holders", () => {
       .getPermitExpirableSemaphore(name)
       .acquire({ permits: 2, leaseTime: 5_000 });
     // Only edgelock holds a permit: registered on its own channel.
-    await waits(waiter, 2);
+    await waiter.waited(2);
     expect((await owner.inspect()).waiters).toBe(1);
     expect(await redissonSubscribers(raw, name)).toBe(0);
     // A Redisson client takes the other permit; the edgelock release wakes the waiter, which
     // finds the JVM permit missing and moves to Redisson's channel.
     expect(await jvm(name).tryAcquire(JVM_ID, -1)).toBe("OK");
     expect(await first?.release()).toBe("released");
-    await waits(waiter, 4);
+    await waiter.waited(4);
     expect(await redissonSubscribers(raw, name)).toBe(1);
     expect((await owner.inspect()).waiters).toBe(0);
     const released = Date.now();
@@ -133,7 +132,7 @@ describe("permit-expirable semaphore waiters behind JVM holders", () => {
     const pending = waiter.edgelock
       .getPermitExpirableSemaphore(name)
       .tryAcquire({ waitTime: 20_000, leaseTime: 5_000 });
-    await waits(waiter, 2);
+    await waiter.waited(2);
     expect(await redissonSubscribers(raw, name)).toBe(1);
     const released = Date.now();
     expect(await jvm(name).release(JVM_ID)).toBe(1);
@@ -151,7 +150,7 @@ describe("permit-expirable semaphore waiters behind JVM holders", () => {
     const pending = waiter.edgelock
       .getPermitExpirableSemaphore(name)
       .tryAcquire({ waitTime: 20_000, leaseTime: 5_000 });
-    await waits(waiter, 2);
+    await waiter.waited(2);
     const released = Date.now();
     expect(await mine?.release()).toBe("released");
     const lease = await pending;
@@ -173,7 +172,7 @@ describe("permit-expirable semaphore waiters behind JVM holders", () => {
         .getPermitExpirableSemaphore(name)
         .tryAcquire({ waitTime: 20_000, leaseTime: 5_000 }),
     );
-    await Promise.all(waiters.map((w) => waits(w, 2)));
+    await Promise.all(waiters.map((w) => w.waited(2)));
     expect(await redissonSubscribers(raw, name)).toBe(0);
     expect((await owner.inspect()).waiters).toBe(3);
     const done = () => waiters.filter((w) => w.events.some((e) => e.type === "acquire")).length;

@@ -111,7 +111,7 @@ describe("permit-expirable semaphore", () => {
       .getPermitExpirableSemaphore(name)
       .tryAcquire({ waitTime: 20_000, leaseTime: 5_000 });
     // Subscribed and registered: its second wait.
-    await waiter.until((_e, all) => all.filter((e) => e.type === "wait").length === 2);
+    await waiter.waited(2);
     const started = Date.now();
     await first.release();
     const second = held(await pending);

@@ -172,7 +172,7 @@ describe("read-write lock shared with Redisson", () => {
       const lock = waits === "read" ? rw.readLock() : rw.writeLock();
       const pending = lock.tryLock({ waitTime: 20_000, leaseTime: LEASE });
       // Busy (a JVM holder), subscribed to Redisson's channel, busy again: waiting for its message.
-      await waiter.until((_e, all) => all.filter((e) => e.type === "wait").length === 2);
+      await waiter.waited(2);
       // The lock carries no epoch: nobody registers for a wake-up of ours that would never come.
       expect(await raw.exists(`edgelock_waiting:{${name}}`)).toBe(0);
       const unlocked = Date.now();
@@ -200,7 +200,7 @@ describe("read-write lock shared with Redisson", () => {
       .getReadWriteLock(name)
       .readLock()
       .tryLock({ waitTime: 20_000, leaseTime: LEASE });
-    await waiter.until((_e, all) => all.filter((e) => e.type === "wait").length === 2);
+    await waiter.waited(2);
     expect(await raw.zCard(`edgelock_waiting:{${name}}`)).toBe(1);
     expect(await holder.release()).toBe("released");
     const lease = held(await pending);

@@ -16,7 +16,6 @@ import {
   redissonMessages,
   redissonSubscribers,
   semaphoreChannelOf,
-  waits,
 } from "../../support/redisson-channel.js";
 
 const prefix = keyPrefix();
@@ -60,7 +59,7 @@ describe("semaphore waiters behind JVM holders", () => {
     const waiter = recordingEdgeLock();
     const pending = waiter.edgelock.getSemaphore(name).tryAcquire({ waitTime: 20_000 });
     // Busy, subscribed to Redisson's channel, busy again: waiting for its message.
-    await waits(waiter, 2);
+    await waiter.waited(2);
     expect(await redissonSubscribers(raw, name)).toBe(1);
     // It listens there instead: nothing of ours would wake it, so it is not registered.
     expect(await raw.exists(`edgelock_waiting:{${name}}`)).toBe(0);
@@ -79,7 +78,7 @@ describe("semaphore waiters behind JVM holders", () => {
     expect(await jvm(name).tryAcquire(1)).toBe(1);
     const waiter = recordingEdgeLock();
     const pending = waiter.edgelock.getSemaphore(name).acquire();
-    await waits(waiter, 2);
+    await waiter.waited(2);
     const released = Date.now();
     await jvm(name).release(1);
     const permits = await pending;
@@ -96,7 +95,7 @@ describe("semaphore waiters behind JVM holders", () => {
     expect(await jvm(name).tryAcquire(1)).toBe(1);
     const waiter = recordingEdgeLock();
     const pending = waiter.edgelock.getSemaphore(name).tryAcquire({ waitTime: 20_000 });
-    await waits(waiter, 2);
+    await waiter.waited(2);
     const released = Date.now();
     await held?.release();
     expect(await pending).not.toBeNull();
@@ -114,7 +113,7 @@ describe("semaphore waiters behind JVM holders", () => {
       w.edgelock.getSemaphore(name).tryAcquire({ waitTime: 20_000 }),
     );
     // Each subscribed to its own wake channel and registered (its second wait).
-    await Promise.all(waiters.map((w) => waits(w, 2)));
+    await Promise.all(waiters.map((w) => w.waited(2)));
     expect(await redissonSubscribers(raw, name)).toBe(0);
     expect((await owner.inspect()).waiters).toBe(3);
     // One release at a time: each wakes exactly one waiter (it leaves the registered ones),

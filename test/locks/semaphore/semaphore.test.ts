@@ -182,9 +182,7 @@ describe("semaphore", () => {
       w.edgelock.getSemaphore(name).tryAcquire({ waitTime: 20_000 }),
     );
     // Each subscribed and registered (its second wait).
-    await Promise.all(
-      waiters.map((w) => w.until((_e, all) => all.filter((e) => e.type === "wait").length === 2)),
-    );
+    await Promise.all(waiters.map((w) => w.waited(2)));
     await owner.release(3);
     expect((await Promise.all(pending)).map((p) => p?.permits)).toEqual([1, 1, 1]);
     // An attempt, the subscription, an attempt, the wake-up, an attempt.
@@ -230,7 +228,7 @@ describe("semaphore", () => {
     await Promise.all(waiter.background);
     expect((await s.inspect()).waiters).toBe(0);
     const next = waiter.edgelock.getSemaphore(name).acquire();
-    await waiter.until((_e, all) => all.filter((e) => e.type === "wait").length === 2);
+    await waiter.waited(2);
     await s.release();
     await expect(next).resolves.toMatchObject({ permits: 1, released: false });
     expect(await s.availablePermits()).toBe(0);
