@@ -9,7 +9,7 @@
 import { type EdgeLockClient, reportEvent } from "../src/core.js";
 import type { KeepAlive, Lease } from "../src/lease/lease.js";
 import { checkKeepAlive } from "../src/lease/lease.js";
-import { getLock } from "../src/locks/lock/entry.js";
+import { tryLockOnce } from "../src/locks/lock/once.js";
 import { endQuietly } from "../src/settle.js";
 import {
   checkFunction,
@@ -163,14 +163,14 @@ export function guardScheduled<Env>(
       return { ran: false, reason, holderTtl } as const;
     };
 
-    const attempt = await getLock(edgelock, name).tryAcquire({ leaseTime, keepAlive });
+    const attempt = await tryLockOnce(edgelock, name, { leaseTime, keepAlive });
     if (!attempt.lease) return skip("overlap", attempt.holderTtl);
     const lease = attempt.lease;
     try {
       let mark: Lease | null = null;
       if (dedupeWindow > 0) {
         const markName = `${name}#${controller.scheduledTime}`;
-        const marked = await getLock(edgelock, markName).tryAcquire({
+        const marked = await tryLockOnce(edgelock, markName, {
           leaseTime: dedupeWindow,
           keepAlive: "none",
         });

@@ -181,6 +181,7 @@ export async function acquire(
   settings: HoldSettings,
   waitTime: number | undefined,
 ): Promise<AcquireResult> {
+  if (waitTime === 0) return acquireOnce(ctx, protocol, settings);
   settings.signal?.throwIfAborted();
   const started = Date.now();
   const counter: RequestCounter = { requests: 0 };
@@ -212,6 +213,33 @@ export async function acquire(
     attempts = polled.attempts;
     if (polled.value === null) return { lease: null, attempts, holderTtl: polled.pttl };
     const lease = await leaseFor(ctx, protocol, settings, polled.value);
+    acquired = true;
+    return { lease, attempts };
+  } finally {
+    emitAcquire(ctx, protocol.name, started, counter, acquired, attempts);
+  }
+}
+
+/**
+ * One attempt, no waiting: {@link acquire} with `waitTime` 0, kept apart from the wait loop so
+ * that code which never waits (the cron guard) does not bundle it. A busy attempt registers no
+ * waiter. Emits one `acquire` event.
+ */
+export async function acquireOnce(
+  ctx: LockContext,
+  protocol: HoldProtocol,
+  settings: HoldSettings,
+): Promise<AcquireResult> {
+  settings.signal?.throwIfAborted();
+  const started = Date.now();
+  const counter: RequestCounter = { requests: 0 };
+  let attempts = 0;
+  let acquired = false;
+  try {
+    const reply = await protocol.attempt(settings, counter, "", false);
+    attempts = 1;
+    if (reply.status !== "acquired") return { lease: null, attempts, holderTtl: reply.pttl };
+    const lease = await leaseFor(ctx, protocol, settings, reply.grant);
     acquired = true;
     return { lease, attempts };
   } finally {
