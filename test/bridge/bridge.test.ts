@@ -3,9 +3,7 @@
  * `@upstash/redis` client and by raw `fetch` for the wire shapes.
  */
 
-import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 import { createClient } from "@redis/client";
 import type { RedisConfigNodejs } from "@upstash/redis";
@@ -30,6 +28,7 @@ import {
   type RequestLogEntry,
   startBridge,
 } from "../../src/bridge/index.js";
+import { runBridgeCli } from "../support/bridge-cli.js";
 import type { BridgeEndpoint, PrivateBridge } from "../support/env.js";
 import {
   bridgeControl,
@@ -1101,38 +1100,9 @@ describe("request log", () => {
 });
 
 describe("edgelock-bridge CLI", () => {
-  const root = fileURLToPath(new URL("../..", import.meta.url));
   const SECRET = "cli-secret-token-5f1e";
-
-  /** Runs the CLI from source; resolves with its exit code and output. */
-  function runCli(args: string[], env: Record<string, string> = {}) {
-    const clean = { ...process.env };
-    delete clean.EDGELOCK_BRIDGE_TOKEN;
-    delete clean.REDIS_URL;
-    delete clean.PORT;
-    const child = spawn(process.execPath, ["--import", "tsx", "src/bridge/cli.ts", ...args], {
-      cwd: root,
-      env: { ...clean, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString("utf8");
-    });
-    child.stderr.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString("utf8");
-    });
-    const exited = once(child, "exit").then(([code]) => ({
-      code: code as number | null,
-      stdout,
-      stderr,
-    }));
-    return { child, exited, output: () => stdout };
-  }
-
   test("exits 2 with a usage line when no token is given", async () => {
-    const { code, stderr } = await runCli([]).exited;
+    const { code, stderr } = await runBridgeCli([]).exited;
     expect(code).toBe(2);
     expect(stderr.trim().split("\n")).toHaveLength(1);
     expect(stderr).toMatch(/usage: edgelock-bridge --token/);
@@ -1144,7 +1114,7 @@ describe("edgelock-bridge CLI", () => {
   ])(
     "exits 2 for a Redis URL without a scheme, suggesting redis:// (%j %j)",
     async (args, env, what, url) => {
-      const { code, stderr } = await runCli(["--token", SECRET, ...args], env).exited;
+      const { code, stderr } = await runBridgeCli(["--token", SECRET, ...args], env).exited;
       expect(code).toBe(2);
       expect(stderr).toContain(`${what} must be a redis:// or rediss:// URL: did you mean ${url}?`);
       expect(stderr).not.toContain(SECRET);
@@ -1152,14 +1122,18 @@ describe("edgelock-bridge CLI", () => {
   );
 
   test("exits 2 for an invalid --blocking-connections", async () => {
-    const { code, stderr } = await runCli(["--token", SECRET, "--blocking-connections", "many"])
-      .exited;
+    const { code, stderr } = await runBridgeCli([
+      "--token",
+      SECRET,
+      "--blocking-connections",
+      "many",
+    ]).exited;
     expect(code).toBe(2);
     expect(stderr).toContain('invalid --blocking-connections "many"');
   });
 
   test("exits 1 with a message when Redis is unreachable, never printing the token", async () => {
-    const { code, stdout, stderr } = await runCli([
+    const { code, stdout, stderr } = await runBridgeCli([
       "--token",
       SECRET,
       "--redis-url",
@@ -1173,22 +1147,12 @@ describe("edgelock-bridge CLI", () => {
   });
 
   test("serves after printing the listening line and exits 0 on SIGTERM", async () => {
-    const cli = runCli([], {
+    const cli = runBridgeCli([], {
       EDGELOCK_BRIDGE_TOKEN: SECRET,
       REDIS_URL: inject("redisUrl"),
       PORT: "0",
     });
-    const line = await new Promise<string>((resolve, reject) => {
-      const onData = () => {
-        const match = /edgelock-bridge listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(cli.output());
-        if (match?.[1]) {
-          cli.child.stdout.off("data", onData);
-          resolve(match[1]);
-        }
-      };
-      cli.child.stdout.on("data", onData);
-      cli.exited.then((r) => reject(new Error(`CLI exited early: ${JSON.stringify(r)}`)), reject);
-    });
+    const line = await cli.listening();
     const pong = await post("/", ["PING"], { endpoint: { url: line, token: SECRET } });
     expect(pong).toEqual({ status: 200, body: { result: "PONG" } });
     cli.child.kill("SIGTERM");
@@ -1199,32 +1163,14 @@ describe("edgelock-bridge CLI", () => {
   });
 
   test("--log prints one line per request without the token or arguments", async () => {
-    const cli = runCli(["--log", "--port", "0"], {
+    const cli = runBridgeCli(["--log", "--port", "0"], {
       EDGELOCK_BRIDGE_TOKEN: SECRET,
       REDIS_URL: inject("redisUrl"),
     });
-    const url = await new Promise<string>((resolve, reject) => {
-      const onData = () => {
-        const match = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(cli.output());
-        if (match?.[1]) {
-          cli.child.stdout.off("data", onData);
-          resolve(match[1]);
-        }
-      };
-      cli.child.stdout.on("data", onData);
-      cli.exited.then((r) => reject(new Error(`CLI exited early: ${JSON.stringify(r)}`)), reject);
-    });
+    const url = await cli.listening();
     const argument = `argument-${P}`;
     await post("/", ["ECHO", argument], { endpoint: { url, token: SECRET } });
-    await new Promise<void>((resolve) => {
-      const onData = () => {
-        if (!/ECHO|echo/.test(cli.output())) return;
-        cli.child.stdout.off("data", onData);
-        resolve();
-      };
-      cli.child.stdout.on("data", onData);
-      onData();
-    });
+    await cli.printed(/ECHO|echo/);
     cli.child.kill("SIGTERM");
     const { code, stdout, stderr } = await cli.exited;
     expect(code).toBe(0);

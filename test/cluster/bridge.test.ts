@@ -5,10 +5,7 @@
  * redirections while a slot moves, faults and stats, and the CLI.
  */
 
-import { spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { once } from "node:events";
-import { fileURLToPath } from "node:url";
 import { createClient } from "@redis/client";
 import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -16,6 +13,7 @@ import { BLOCKING_ACROSS_NODES, CROSSSLOT_TRANSACTION } from "../../src/bridge/c
 import { type Bridge, RedisUnavailableError, startBridge } from "../../src/bridge/index.js";
 import { CommandTable } from "../../src/bridge/keys.js";
 import { keySlot } from "../../src/slot.js";
+import { runBridgeCli } from "../support/bridge-cli.js";
 import { type RedisCluster, startRedisCluster } from "../support/redis-cluster.js";
 
 const TOKEN = randomBytes(16).toString("hex");
@@ -518,34 +516,6 @@ describe("a slot that moves", () => {
 });
 
 describe("edgelock-bridge --cluster-node", () => {
-  const root = fileURLToPath(new URL("../..", import.meta.url));
-
-  function runCli(args: string[]) {
-    const env = { ...process.env };
-    delete env.EDGELOCK_BRIDGE_TOKEN;
-    delete env.REDIS_URL;
-    delete env.PORT;
-    const child = spawn(process.execPath, ["--import", "tsx", "src/bridge/cli.ts", ...args], {
-      cwd: root,
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString("utf8");
-    });
-    child.stderr.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString("utf8");
-    });
-    const exited = once(child, "exit").then(([code]) => ({
-      code: code as number | null,
-      stdout,
-      stderr,
-    }));
-    return { child, exited, output: () => stdout };
-  }
-
   it.each([
     [
       ["--cluster-node", "redis://127.0.0.1:7000", "--redis-url", "redis://127.0.0.1:6379"],
@@ -556,14 +526,14 @@ describe("edgelock-bridge --cluster-node", () => {
       /--cluster-node must be a redis:\/\/ or rediss:\/\/ URL: did you mean redis:\/\/127\.0\.0\.1:7000\?/,
     ],
   ])("exits 2 on a usage error (%j)", async (args, message) => {
-    const { code, stderr } = await runCli(["--token", TOKEN, ...args]).exited;
+    const { code, stderr } = await runBridgeCli(["--token", TOKEN, ...args]).exited;
     expect(code).toBe(2);
     expect(stderr).toMatch(message);
     expect(stderr).not.toContain(TOKEN);
   });
 
   it("exits 1 when no node of the cluster answers", async () => {
-    const { code, stderr } = await runCli([
+    const { code, stderr } = await runBridgeCli([
       "--token",
       TOKEN,
       "--port",
@@ -577,23 +547,14 @@ describe("edgelock-bridge --cluster-node", () => {
   });
 
   it("serves the cluster from repeated --cluster-node flags and exits 0 on SIGTERM", async () => {
-    const cli = runCli([
+    const cli = runBridgeCli([
       "--token",
       TOKEN,
       "--port",
       "0",
       ...cluster.urls.flatMap((url) => ["--cluster-node", url]),
     ]);
-    const url = await new Promise<string>((resolve, reject) => {
-      const onData = () => {
-        const match = /edgelock-bridge listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(cli.output());
-        if (!match) return;
-        cli.child.stdout.off("data", onData);
-        resolve(match[1] as string);
-      };
-      cli.child.stdout.on("data", onData);
-      cli.exited.then((r) => reject(new Error(`CLI exited early: ${JSON.stringify(r)}`)), reject);
-    });
+    const url = await cli.listening();
     for (const key of keysOnEveryNode("cli")) {
       expect(await post("/", ["SET", key, "v"], { url })).toEqual({
         status: 200,

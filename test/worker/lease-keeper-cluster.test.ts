@@ -6,31 +6,22 @@
  */
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { keySlot } from "../../src/slot.js";
 import { LeaseKeeper } from "../../worker/lease-keeper.js";
 import {
   elapse,
-  instanceName,
   keeperStub,
   keyPrefix,
+  parkAlarm,
   recordingEdgeLock,
-  wipeKeeper,
+  useKeeperInstance,
   workerBridgeControl,
 } from "./support.js";
 
 const prefix = keyPrefix();
 const LEASE_TIME = 1_200;
-let instance = "";
-
-beforeEach(() => {
-  instance = instanceName();
-});
-
-afterEach(async () => {
-  await workerBridgeControl.clearFaults();
-  await wipeKeeper(instance);
-});
+const instance = useKeeperInstance();
 
 /** `n` lock names of `prefix` in `n` different hash slots. */
 function namesInDistinctSlots(n: number): string[] {
@@ -55,9 +46,7 @@ async function renewByKeeperWith(flag: string) {
   const locks = namesInDistinctSlots(3).map((name) => edgelock.getLock(name));
   const leases = await Promise.all(locks.map((lock) => lock.lock({ leaseTime: LEASE_TIME })));
   const keeperEnv = { ...env, EDGELOCK_REDIS_CLUSTER: flag };
-  const stub = keeperStub(instance);
-  // Park the real alarm far away in the same call: it would run with the Worker's own env.
-  const park = (state: DurableObjectState) => state.storage.setAlarm(Date.now() + 3_600_000);
+  const stub = keeperStub(instance.name);
   await runInDurableObject(stub, async (_, state) => {
     const keeper = new LeaseKeeper(state, keeperEnv);
     for (const lease of leases) {
@@ -66,7 +55,8 @@ async function renewByKeeperWith(flag: string) {
         await keeper.register({ name, owner, id, leaseTime: LEASE_TIME, maxHoldTime: 60_000 }),
       ).toEqual({ ok: true });
     }
-    await park(state);
+    // Park the real alarm in the same call: it would run with the Worker's own env.
+    await parkAlarm(state);
   });
   // Due once half a renewal period (LEASE_TIME / 6) has passed since registration.
   await elapse(LEASE_TIME / 6 + 100);
@@ -74,7 +64,7 @@ async function renewByKeeperWith(flag: string) {
   await workerBridgeControl.resetStats();
   await runInDurableObject(stub, async (_, state) => {
     await new LeaseKeeper(state, keeperEnv).alarm();
-    await park(state);
+    await parkAlarm(state);
   });
   const requests = (await workerBridgeControl.stats()).requests;
   for (const lock of locks) expect(await lock.remainTimeToLive()).toBeGreaterThan(LEASE_TIME - 200);

@@ -4,40 +4,31 @@
  * renewals, at-least-once alarms and a release racing an in-flight renewal.
  */
 import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { LeaseLostError, TransportError } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { type Lease, LeaseLostError, TransportError } from "../../src/index.js";
 import { LeaseKeeper } from "../../worker/lease-keeper.js";
 import {
   elapse,
   eventually,
-  instanceName,
   keeperAlarm,
   keeperKeys,
   keeperStatus,
   keeperStub,
   keyPrefix,
+  parkAlarm,
   recordingEdgeLock,
-  wipeKeeper,
+  useKeeperInstance,
   workerBridgeControl,
 } from "./support.js";
 
 const prefix = keyPrefix();
-let instance = "";
-
-beforeEach(() => {
-  instance = instanceName();
-});
-
-afterEach(async () => {
-  await workerBridgeControl.clearFaults();
-  await wipeKeeper(instance);
-});
+const instance = useKeeperInstance();
 
 /** Acquires a fresh lock in watchdog mode (TTL `leaseTime`), kept alive by the keeper only. */
 async function hold(leaseTime: number, maxHoldTime = 60_000) {
   const rec = recordingEdgeLock({ watchdogTimeout: leaseTime });
   const lock = rec.edgelock.getLock(`${prefix}${crypto.randomUUID()}`);
-  const lease = await lock.lock({ keepAlive: { maxHoldTime, instance } });
+  const lease = await lock.lock({ keepAlive: { maxHoldTime, instance: instance.name } });
   return { edgelock: rec.edgelock, events: rec.events, until: rec.until, lock, lease };
 }
 
@@ -62,6 +53,34 @@ async function minPttlOver(lock: { remainTimeToLive(): Promise<number> }, ms: nu
 /** Waits until the registered lease is due (a period minus the batching slack has passed). */
 const untilDue = (leaseTime: number) => elapse(Math.ceil(leaseTime / 6) + 100);
 
+/**
+ * After an alarm whose renewal failed: the lease is still renewing with one failure counted, and
+ * the keeper's next alarm is a retry within `leaseTime / 9` (+50 ms), not a renewal period away.
+ */
+async function expectRetryScheduled(lease: Lease, leaseTime: number) {
+  expect(await keeperStatus(instance.name, lease.id)).toMatchObject({
+    state: "renewing",
+    failures: 1,
+  });
+  const retryAt = await keeperAlarm(instance.name);
+  expect(retryAt).not.toBeNull();
+  expect((retryAt ?? 0) - Date.now()).toBeLessThanOrEqual(leaseTime / 9 + 50);
+}
+
+/**
+ * Runs that retry by hand on a link that answers again: it renews (failures back to 0, the TTL
+ * within 500 ms of `leaseTime`), and the lease then releases.
+ */
+async function expectRetryRenews(held: Awaited<ReturnType<typeof hold>>, leaseTime: number) {
+  expect(await runDurableObjectAlarm(keeperStub(instance.name))).toBe(true);
+  expect(await keeperStatus(instance.name, held.lease.id)).toMatchObject({
+    state: "renewing",
+    failures: 0,
+  });
+  expect(await held.lock.remainTimeToLive()).toBeGreaterThan(leaseTime - 500);
+  expect(await held.lease.release()).toBe("released");
+}
+
 describe("renewal", () => {
   it("keeps a lease alive past five lease times with self-firing alarms, then stops on release", async () => {
     // 600 ms leases renewed every 200 ms: slack for a CI machine whose 2 cores run other tests.
@@ -77,23 +96,21 @@ describe("renewal", () => {
 
     expect(await lease.release()).toBe("released");
     expect(await lock.remainTimeToLive()).toBe(-2);
-    expect(await keeperStatus(instance, lease.id)).toEqual({ state: "unknown" });
-    expect(await keeperKeys(instance)).toEqual([]);
+    expect(await keeperStatus(instance.name, lease.id)).toEqual({ state: "unknown" });
+    expect(await keeperKeys(instance.name)).toEqual([]);
     const after = (await workerBridgeControl.stats()).requests;
     await elapse(400);
     expect((await workerBridgeControl.stats()).requests).toBe(after);
-    expect(await keeperAlarm(instance)).toBeNull();
+    expect(await keeperAlarm(instance.name)).toBeNull();
     expect(events.filter((e) => e.type === "error")).toEqual([]);
   });
 
   it("renews only when an alarm runs: driven step by step with runDurableObjectAlarm", async () => {
     const leaseTime = 1_800; // steps of 600 ms: slack for a loaded CI machine
     const { lock, lease } = await hold(leaseTime);
-    const stub = keeperStub(instance);
+    const stub = keeperStub(instance.name);
     // Park the real alarm far away; every step runs it by hand instead.
-    const park = () =>
-      runInDurableObject(stub, (_, state) => state.storage.setAlarm(Date.now() + 3_600_000));
-    await park();
+    await runInDurableObject(stub, (_, state) => parkAlarm(state));
     for (let step = 0; step < 10; step++) {
       await elapse(leaseTime / 3);
       const before = await lock.remainTimeToLive();
@@ -103,7 +120,7 @@ describe("renewal", () => {
       // it makes (leaseTime/3 ahead) can never fire on its own between two steps.
       await runInDurableObject(stub, async (keeper, state) => {
         await (keeper as LeaseKeeper).alarm();
-        await state.storage.setAlarm(Date.now() + 3_600_000);
+        await parkAlarm(state);
       });
       // Renewed by this run: back above where it was, never above the lease.
       const after = await lock.remainTimeToLive();
@@ -120,7 +137,7 @@ describe("renewal", () => {
     await untilDue(3_000);
     await leases[0]?.lease.renew(); // loads the renewal script into Redis' cache
     await workerBridgeControl.resetStats();
-    expect(await runDurableObjectAlarm(keeperStub(instance))).toBe(true);
+    expect(await runDurableObjectAlarm(keeperStub(instance.name))).toBe(true);
     expect((await workerBridgeControl.stats()).requests).toBe(1);
     for (const { lock } of leases) expect(await lock.remainTimeToLive()).toBeGreaterThan(2_500);
     await Promise.all(leases.map(({ lease }) => lease.release()));
@@ -146,7 +163,9 @@ describe("forgetting a lease", () => {
     expect((reason as LeaseLostError).reason).toBe("lost");
     await until((e) => e.type === "lost");
     // The lost lease unregisters itself (dropping the keeper's tombstone) in the background.
-    await eventually(async () => ((await keeperKeys(instance)).length === 0 ? true : undefined));
+    await eventually(async () =>
+      (await keeperKeys(instance.name)).length === 0 ? true : undefined,
+    );
     // The thief's lock kept its own TTL: the keeper never extended it.
     const ttl = await lock.remainTimeToLive();
     expect(ttl).toBeLessThanOrEqual(5_000);
@@ -171,57 +190,33 @@ describe("forgetting a lease", () => {
 
 describe("failures", () => {
   it("abandons a renewal with no answer at leaseTime / 6 and retries it like any failure", async () => {
-    const { lock, lease } = await hold(3_000);
+    const held = await hold(3_000);
     await untilDue(3_000);
     // The next renewal is applied but never answered.
     await workerBridgeControl.setFaults({
       rules: [{ action: "lose", mode: "hang", match: "evalsha", times: 1 }],
     });
-    const stub = keeperStub(instance);
+    const stub = keeperStub(instance.name);
     const started = Date.now();
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     // Given up after a sixth of the lease, not the 3 s default nor never.
     expect(Date.now() - started).toBeLessThan(3_000 / 6 + 1_000);
-    expect(await keeperStatus(instance, lease.id)).toMatchObject({
-      state: "renewing",
-      failures: 1,
-    });
-    const retryAt = await keeperAlarm(instance);
-    expect((retryAt ?? Number.POSITIVE_INFINITY) - Date.now()).toBeLessThanOrEqual(3_000 / 9 + 50);
-    expect(await runDurableObjectAlarm(stub)).toBe(true);
-    expect(await keeperStatus(instance, lease.id)).toMatchObject({
-      state: "renewing",
-      failures: 0,
-    });
-    expect(await lock.remainTimeToLive()).toBeGreaterThan(2_500);
-    expect(await lease.release()).toBe("released");
+    await expectRetryScheduled(held.lease, 3_000);
+    await expectRetryRenews(held, 3_000);
   });
 
   it("retries a failed renewal on the next alarm, sooner than leaseTime/3", async () => {
-    const { lock, lease } = await hold(3_000);
+    const held = await hold(3_000);
     await untilDue(3_000);
     await workerBridgeControl.resetStats();
     await workerBridgeControl.setFaults({ rules: [{ action: "fail", match: "evalsha" }] });
-    const stub = keeperStub(instance);
-    expect(await runDurableObjectAlarm(stub)).toBe(true);
-    expect(await keeperStatus(instance, lease.id)).toMatchObject({
-      state: "renewing",
-      failures: 1,
-    });
-    const retryAt = await keeperAlarm(instance);
-    expect(retryAt).not.toBeNull();
-    expect((retryAt ?? 0) - Date.now()).toBeLessThanOrEqual(3_000 / 9 + 50);
-    expect(await lock.remainTimeToLive()).toBeLessThan(2_500);
+    expect(await runDurableObjectAlarm(keeperStub(instance.name))).toBe(true);
+    await expectRetryScheduled(held.lease, 3_000);
+    expect(await held.lock.remainTimeToLive()).toBeLessThan(2_500);
     expect((await workerBridgeControl.stats()).faultsInjected).toBe(2); // sent, resent once
 
     await workerBridgeControl.clearFaults();
-    expect(await runDurableObjectAlarm(stub)).toBe(true);
-    expect(await keeperStatus(instance, lease.id)).toMatchObject({
-      state: "renewing",
-      failures: 0,
-    });
-    expect(await lock.remainTimeToLive()).toBeGreaterThan(2_500);
-    expect(await lease.release()).toBe("released");
+    await expectRetryRenews(held, 3_000);
   });
 
   it("keeps retrying through an outage; the holder's signal aborts no later than the lock expires", async () => {
@@ -238,7 +233,7 @@ describe("failures", () => {
     await workerBridgeControl.clearFaults();
     await until((e) => e.type === "lost");
     // ...until the holder, knowing the lease gone, told it to stop.
-    expect((await keeperStatus(instance, lease.id)).state).toBe("unknown");
+    expect((await keeperStatus(instance.name, lease.id)).state).toBe("unknown");
     expect(await lease.release()).toBe("expired");
   });
 
@@ -246,7 +241,7 @@ describe("failures", () => {
     const { edgelock } = recordingEdgeLock();
     const lock = edgelock.getLock(`${prefix}${crypto.randomUUID()}`);
     const error = await lock
-      .tryLock({ leaseTime: 20, keepAlive: { maxHoldTime: 1_000, instance } })
+      .tryLock({ leaseTime: 20, keepAlive: { maxHoldTime: 1_000, instance: instance.name } })
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TransportError);
     expect((error as TransportError).message).toMatch(/LeaseKeeper refused the lease.*leaseTime/);
@@ -259,8 +254,12 @@ describe("read-write holds and permits", () => {
     const rec = recordingEdgeLock({ watchdogTimeout: 600 });
     const reads = rec.edgelock.getReadWriteLock(`${prefix}${crypto.randomUUID()}`);
     const writes = rec.edgelock.getReadWriteLock(`${prefix}${crypto.randomUUID()}`);
-    const read = await reads.readLock().lock({ keepAlive: { maxHoldTime: 60_000, instance } });
-    const write = await writes.writeLock().lock({ keepAlive: { maxHoldTime: 60_000, instance } });
+    const read = await reads
+      .readLock()
+      .lock({ keepAlive: { maxHoldTime: 60_000, instance: instance.name } });
+    const write = await writes
+      .writeLock()
+      .lock({ keepAlive: { maxHoldTime: 60_000, instance: instance.name } });
     await workerBridgeControl.resetStats();
     await elapse(3_000); // five lease times
     expect(await reads.readLock().isHeldBy(read.owner)).toBe(true);
@@ -270,7 +269,7 @@ describe("read-write holds and permits", () => {
     expect((await workerBridgeControl.stats()).requests).toBeGreaterThanOrEqual(10);
     expect(await read.release()).toBe("released");
     expect(await write.release()).toBe("released");
-    expect(await keeperKeys(instance)).toEqual([]);
+    expect(await keeperKeys(instance.name)).toEqual([]);
   });
 
   it("keeps permits alive until released; permits released by id are found lost", async () => {
@@ -279,9 +278,11 @@ describe("read-write holds and permits", () => {
     await semaphore.trySetPermits(3);
     const kept = await semaphore.acquire({
       permits: 2,
-      keepAlive: { maxHoldTime: 60_000, instance },
+      keepAlive: { maxHoldTime: 60_000, instance: instance.name },
     });
-    const dropped = await semaphore.acquire({ keepAlive: { maxHoldTime: 60_000, instance } });
+    const dropped = await semaphore.acquire({
+      keepAlive: { maxHoldTime: 60_000, instance: instance.name },
+    });
     await elapse(3_000); // five lease times
     expect(await semaphore.acquiredPermits()).toBe(3);
     expect(kept.signal.aborted).toBe(false);
@@ -290,7 +291,7 @@ describe("read-write holds and permits", () => {
     expect(await aborted(dropped.signal)).toBeInstanceOf(LeaseLostError);
     expect(await kept.release()).toBe("released");
     expect(await semaphore.availablePermits()).toBe(3);
-    expect(await keeperStatus(instance, kept.id)).toEqual({ state: "unknown" });
+    expect(await keeperStatus(instance.name, kept.id)).toEqual({ state: "unknown" });
   });
 });
 
@@ -300,9 +301,9 @@ describe("at-least-once alarms and races", () => {
     await untilDue(3_000);
     await lease.renew(); // loads the script; the keeper's schedule is unaffected
     await workerBridgeControl.resetStats();
-    const stub = keeperStub(instance);
-    await runInDurableObject(stub, (instance) => {
-      const keeper = instance as unknown as LeaseKeeper;
+    const stub = keeperStub(instance.name);
+    await runInDurableObject(stub, (object) => {
+      const keeper = object as unknown as LeaseKeeper;
       return Promise.all([keeper.alarm(), keeper.alarm()]);
     });
     expect(await runDurableObjectAlarm(stub)).toBe(true);
@@ -321,7 +322,7 @@ describe("at-least-once alarms and races", () => {
     // bridge) overtakes it.
     await workerBridgeControl.setFaults({ delayMs: 1_000 });
     let alarmDone = false;
-    const alarm = runDurableObjectAlarm(keeperStub(instance)).then((ran) => {
+    const alarm = runDurableObjectAlarm(keeperStub(instance.name)).then((ran) => {
       alarmDone = true;
       return ran;
     });
@@ -332,8 +333,8 @@ describe("at-least-once alarms and races", () => {
     expect(alarmDone).toBe(false);
     expect(await alarm).toBe(true);
     expect(await lock.remainTimeToLive()).toBe(-2);
-    expect(await keeperKeys(instance)).toEqual([]);
-    expect(await keeperStatus(instance, lease.id)).toEqual({ state: "unknown" });
+    expect(await keeperKeys(instance.name)).toEqual([]);
+    expect(await keeperStatus(instance.name, lease.id)).toEqual({ state: "unknown" });
   });
 });
 
@@ -359,15 +360,15 @@ describe("RPC input", () => {
     ["kind permit without ids", { ...good, kind: "permit" }, /`permitIds`/],
     ["a bad permit id", { ...good, kind: "permit", permitIds: ["xyz"] }, /`permitIds`/],
   ])("register answers { ok: false } for %s, without throwing", async (_, input, message) => {
-    const reply = await keeperStub(instance).register(input as typeof good);
+    const reply = await keeperStub(instance.name).register(input as typeof good);
     expect(reply.ok).toBe(false);
     expect(reply.error).toMatch(message);
     expect(reply.error).not.toContain("client:task");
-    expect(await keeperKeys(instance)).toEqual([]);
+    expect(await keeperKeys(instance.name)).toEqual([]);
   });
 
   it("unregister and status take only string ids", async () => {
-    const stub = keeperStub(instance);
+    const stub = keeperStub(instance.name);
     expect(await stub.unregister(5 as unknown as string)).toEqual({
       ok: false,
       error: "`id` must be a string",
@@ -377,7 +378,7 @@ describe("RPC input", () => {
   });
 
   it("register refuses without Redis credentials in the object's env", async () => {
-    const reply = await runInDurableObject(keeperStub(instance), (_, state) =>
+    const reply = await runInDurableObject(keeperStub(instance.name), (_, state) =>
       new LeaseKeeper(state, {}).register(good),
     );
     expect(reply).toEqual({
@@ -387,7 +388,7 @@ describe("RPC input", () => {
   });
 
   it("registering a lease again keeps its first maxHoldTime deadline", async () => {
-    const stub = keeperStub(instance);
+    const stub = keeperStub(instance.name);
     expect(await stub.register({ ...good, maxHoldTime: 1_000 })).toEqual({ ok: true });
     expect(await stub.register({ ...good, maxHoldTime: 60_000 })).toEqual({ ok: true });
     const deadline: number = await runInDurableObject(stub, async (_, state) => {

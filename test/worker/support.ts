@@ -8,7 +8,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { Redis } from "@upstash/redis/cloudflare";
-import { inject } from "vitest";
+import { afterEach, beforeEach, inject } from "vitest";
 import type { BridgeStats, FaultConfig } from "../../src/bridge/index.js";
 import { EdgeLock, type EdgeLockOptions, type LockEvent } from "../../src/index.js";
 import type { KeeperStatus } from "../../src/keeper.js";
@@ -38,9 +38,26 @@ export function keyPrefix(): string {
   return `wt:${[...bytes].map((b) => b.toString(16).padStart(2, "0")).join("")}:`;
 }
 
-/** A random name for a keeper instance, so that no two tests share one (alarms outlive tests). */
-export function instanceName(): string {
-  return `keeper-${crypto.randomUUID()}`;
+/**
+ * A keeper instance for each test of the file, under a random name so that no two tests share
+ * one (alarms outlive tests): registers the hooks that name it before each test, and wipe it and
+ * clear the worker bridge's faults after.
+ * @returns the current test's instance; read `name` inside a test or hook.
+ */
+export function useKeeperInstance(): { readonly name: string } {
+  let name = "";
+  beforeEach(() => {
+    name = `keeper-${crypto.randomUUID()}`;
+  });
+  afterEach(async () => {
+    await workerBridgeControl.clearFaults();
+    await wipeKeeper(name);
+  });
+  return {
+    get name() {
+      return name;
+    },
+  };
 }
 
 /** An EdgeLock on the shared bridge with the LeaseKeeper binding, recording its events. */
@@ -142,6 +159,14 @@ export function keeperStatus(name: string, id: string): Promise<KeeperStatus> {
 /** The keeper instance's scheduled alarm (epoch ms) or null. */
 export function keeperAlarm(name: string): Promise<number | null> {
   return runInDurableObject(keeperStub(name), (_, state) => state.storage.getAlarm());
+}
+
+/**
+ * Moves the keeper's own alarm an hour away, for a test that runs the alarm by hand: called in
+ * the same `runInDurableObject` as that run, so the alarm it re-arms never fires by itself.
+ */
+export function parkAlarm(state: DurableObjectState): Promise<void> {
+  return state.storage.setAlarm(Date.now() + 3_600_000);
 }
 
 /** Wipes a keeper instance (storage and alarm), so nothing it holds outlives the test. */

@@ -53,6 +53,23 @@ const keysOf = async (name: string) =>
 const liveKeysOf = async (name: string) =>
   (await keysOf(name)).filter((k) => !replayKeys(name).includes(k));
 
+/** A latch `name` set to count 1, through `redis` (default: a client on the shared bridge). */
+async function latchOfOne(name: string, redis?: Redis) {
+  const latch = recordingEdgeLock({}, redis).edgelock.getCountDownLatch(name);
+  await latch.trySetCount(1);
+  return latch;
+}
+
+/**
+ * The waiter's call left one task in the background, its unregistration: once it ran, only the
+ * latch's own key is left of `name`.
+ */
+async function expectUnregistered(waiter: RecordingEdgeLock, name: string): Promise<void> {
+  expect(waiter.background).toHaveLength(1);
+  await Promise.all(waiter.background);
+  expect(await liveKeysOf(name)).toEqual([name]);
+}
+
 /** Asserts that only replay records of `name` are left, each with a TTL. */
 async function expectOnlyReplayRecords(name: string): Promise<void> {
   expect(await liveKeysOf(name)).toEqual([]);
@@ -228,8 +245,7 @@ describe("count-down latch (Redisson RCountDownLatch)", () => {
 
   it('with wait: "poll" a waiter registers nothing, sleeps with backoff, and sees the latch open', async () => {
     const name = `${prefix}poll`;
-    const latch = recordingEdgeLock().edgelock.getCountDownLatch(name);
-    await latch.trySetCount(1);
+    const latch = await latchOfOne(name);
     const c = counting(bridgeRedis());
     const waiter = recordingEdgeLock(
       { wait: "poll", backoff: { initialDelay: 10, maxDelay: 100 } },
@@ -250,8 +266,7 @@ describe("count-down latch (Redisson RCountDownLatch)", () => {
 
   it("a client without subscribe (cannot be woken) polls", async () => {
     const name = `${prefix}no-exec`;
-    const latch = recordingEdgeLock().edgelock.getCountDownLatch(name);
-    await latch.trySetCount(1);
+    const latch = await latchOfOne(name);
     const c = counting(bridgeRedis(), true);
     const waiter = recordingEdgeLock({ backoff: { initialDelay: 10, maxDelay: 100 } }, c.redis);
     const pending = waiter.edgelock.getCountDownLatch(name).await({ waitTime: 10_000 });
@@ -297,8 +312,7 @@ describe("count-down latch (Redisson RCountDownLatch)", () => {
 
   it("an aborted await rejects with the reason and leaves no waiter registered", async () => {
     const name = `${prefix}abort`;
-    const latch = recordingEdgeLock().edgelock.getCountDownLatch(name);
-    await latch.trySetCount(1);
+    const latch = await latchOfOne(name);
     const rec = recordingEdgeLock();
     const controller = new AbortController();
     const reason = new Error("stop waiting");
@@ -307,9 +321,7 @@ describe("count-down latch (Redisson RCountDownLatch)", () => {
     expect(await raw.zCard(waitingKey(name))).toBe(1);
     controller.abort(reason);
     await expect(pending).rejects.toBe(reason);
-    expect(rec.background).toHaveLength(1);
-    await Promise.all(rec.background);
-    expect(await liveKeysOf(name)).toEqual([name]);
+    await expectUnregistered(rec, name);
     // With nobody registered, opening the latch pushes no token.
     expect(await latch.countDown()).toBe(0);
     await expectOnlyReplayRecords(name);
@@ -325,8 +337,7 @@ describe("count-down latch (Redisson RCountDownLatch)", () => {
 
   it("a first check applied but unanswered rejects with the TransportError and unregisters", async () => {
     const name = `${prefix}unanswered`;
-    const latch = recordingEdgeLock({}, bridge.redis()).edgelock.getCountDownLatch(name);
-    await latch.trySetCount(1);
+    const latch = await latchOfOne(name, bridge.redis());
     const rec = recordingEdgeLock({}, bridge.redis({ retry: { retries: 0 } }));
     bridge.bridge.setFaults({
       rules: [{ action: "lose", mode: "close", match: "evalsha", times: 1 }],
@@ -339,16 +350,13 @@ describe("count-down latch (Redisson RCountDownLatch)", () => {
     expect(error).toBeInstanceOf(TransportError);
     expect((error as TransportError).ambiguous).toBe(true);
     // The check registered the waiter before its answer was lost; the call unregistered it.
-    expect(rec.background).toHaveLength(1);
-    await Promise.all(rec.background);
-    expect(await liveKeysOf(name)).toEqual([name]);
+    await expectUnregistered(rec, name);
     await latch.delete();
   });
 
   it("an abort while the first check is in flight (it applied) rejects with the reason and unregisters", async () => {
     const name = `${prefix}abort-in-flight`;
-    const latch = recordingEdgeLock({}, bridge.redis()).edgelock.getCountDownLatch(name);
-    await latch.trySetCount(1);
+    const latch = await latchOfOne(name, bridge.redis());
     const rec = recordingEdgeLock({}, bridge.redis({ retry: { retries: 0 } }));
     // The check is applied, then its answer never comes (the socket closes after 1 s).
     bridge.bridge.setFaults({
@@ -362,9 +370,7 @@ describe("count-down latch (Redisson RCountDownLatch)", () => {
     await expect(pending).rejects.toBe(reason);
     bridge.bridge.clearFaults();
     expect(rec.events.filter((e) => e.type === "wait")).toEqual([]);
-    expect(rec.background).toHaveLength(1);
-    await Promise.all(rec.background);
-    expect(await liveKeysOf(name)).toEqual([name]);
+    await expectUnregistered(rec, name);
     await latch.delete();
   });
 

@@ -5,7 +5,7 @@
  * holders it stays on its own wake channel, where each release wakes one waiter per permit.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { LeaseLostError } from "../../../src/index.js";
+import { type EdgeLock, LeaseLostError } from "../../../src/index.js";
 import { REDISSON_PES_ACQUIRE, REDISSON_PES_RELEASE } from "../../fixtures/redisson.js";
 import { keyPrefix, useRawRedis } from "../../support/env.js";
 import { recordingEdgeLock } from "../../support/locks.js";
@@ -14,6 +14,7 @@ import {
   redissonSubscribers,
   semaphoreChannelOf,
 } from "../../support/redisson-channel.js";
+import { expectOneWakePerRelease, waiting, wokenBy } from "../../support/semaphore-waiters.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();
@@ -55,6 +56,13 @@ function jvm(name: string) {
 
 const JVM_ID = "0123456789abcdef0123456789abcdef";
 
+/** A waiter's call: one permit of `name` for 5 s, waiting up to 20 s. */
+const tryAcquireOf = (name: string) => (edgelock: EdgeLock) =>
+  edgelock.getPermitExpirableSemaphore(name).tryAcquire({ waitTime: 20_000, leaseTime: 5_000 });
+
+/** The JVM client's release of its permit `JVM_ID` of `name`, which it holds. */
+const releaseOfJvm = (name: string) => async () => expect(await jvm(name).release(JVM_ID)).toBe(1);
+
 describe("permit-expirable semaphore waiters behind JVM holders", () => {
   // Redis knows the scripts, so that each attempt counted below is one request (no NOSCRIPT).
   beforeAll(async () => {
@@ -70,20 +78,13 @@ describe("permit-expirable semaphore waiters behind JVM holders", () => {
     expect(await jvm(name).tryAcquire(JVM_ID, 30_000)).toBe("OK");
     // edgelock renewing a JVM client's permit does not make it edgelock's.
     expect(await owner.updateLeaseTime(JVM_ID, 40_000)).toBe(true);
-    const waiter = recordingEdgeLock();
-    const pending = waiter.edgelock
-      .getPermitExpirableSemaphore(name)
-      .tryAcquire({ waitTime: 20_000, leaseTime: 5_000 });
     // Busy, subscribed to Redisson's channel, busy again: waiting for its message.
-    await waiter.waited(2);
+    const { waiter, pending } = await waiting(tryAcquireOf(name));
     expect(await redissonSubscribers(raw, name)).toBe(1);
     expect(await raw.exists(`edgelock_waiting:{${name}}`)).toBe(0);
-    const released = Date.now();
-    expect(await jvm(name).release(JVM_ID)).toBe(1);
-    const lease = await pending;
-    expect(lease).not.toBeNull();
     // One round trip and the message; without it the wait lasts until the JVM lease runs out.
-    expect(Date.now() - released).toBeLessThan(400);
+    const lease = await wokenBy(pending, releaseOfJvm(name));
+    expect(lease).not.toBeNull();
     // Busy attempt, Redisson's channel, busy attempt, the attempt its message triggered.
     expect(waiter.requests("acquire")).toBe(4);
     expect(await lease?.release()).toBe("released");
@@ -94,12 +95,10 @@ describe("permit-expirable semaphore waiters behind JVM holders", () => {
     const owner = recordingEdgeLock().edgelock.getPermitExpirableSemaphore(name);
     await owner.trySetPermits(2);
     const first = await owner.tryAcquire({ leaseTime: 20_000 });
-    const waiter = recordingEdgeLock();
-    const pending = waiter.edgelock
-      .getPermitExpirableSemaphore(name)
-      .acquire({ permits: 2, leaseTime: 5_000 });
     // Only edgelock holds a permit: registered on its own channel.
-    await waiter.waited(2);
+    const { waiter, pending } = await waiting((e) =>
+      e.getPermitExpirableSemaphore(name).acquire({ permits: 2, leaseTime: 5_000 }),
+    );
     expect((await owner.inspect()).waiters).toBe(1);
     expect(await redissonSubscribers(raw, name)).toBe(0);
     // A Redisson client takes the other permit; the edgelock release wakes the waiter, which
@@ -109,10 +108,7 @@ describe("permit-expirable semaphore waiters behind JVM holders", () => {
     await waiter.waited(4);
     expect(await redissonSubscribers(raw, name)).toBe(1);
     expect((await owner.inspect()).waiters).toBe(0);
-    const released = Date.now();
-    expect(await jvm(name).release(JVM_ID)).toBe(1);
-    const lease = await pending;
-    expect(Date.now() - released).toBeLessThan(400);
+    const lease = await wokenBy(pending, releaseOfJvm(name));
     // Attempt, own channel, attempt, woken: attempt, Redisson's channel, attempt, woken: attempt.
     expect(waiter.requests("acquire")).toBe(7);
     await lease.release();
@@ -128,16 +124,9 @@ describe("permit-expirable semaphore waiters behind JVM holders", () => {
     expect(await jvm(name).tryAcquire(JVM_ID, -1)).toBe("OK");
     await expect(mine?.renew()).rejects.toBeInstanceOf(LeaseLostError);
     expect(await raw.exists(`edgelock_held:{${name}}`)).toBe(0);
-    const waiter = recordingEdgeLock();
-    const pending = waiter.edgelock
-      .getPermitExpirableSemaphore(name)
-      .tryAcquire({ waitTime: 20_000, leaseTime: 5_000 });
-    await waiter.waited(2);
+    const { pending } = await waiting(tryAcquireOf(name));
     expect(await redissonSubscribers(raw, name)).toBe(1);
-    const released = Date.now();
-    expect(await jvm(name).release(JVM_ID)).toBe(1);
-    expect(await pending).not.toBeNull();
-    expect(Date.now() - released).toBeLessThan(400);
+    expect(await wokenBy(pending, releaseOfJvm(name))).not.toBeNull();
   });
 
   it("behind JVM and edgelock holders, an edgelock release still wakes the waiter", async () => {
@@ -146,16 +135,11 @@ describe("permit-expirable semaphore waiters behind JVM holders", () => {
     await owner.trySetPermits(2);
     const mine = await owner.tryAcquire({ leaseTime: 20_000 });
     expect(await jvm(name).tryAcquire(JVM_ID, -1)).toBe("OK");
-    const waiter = recordingEdgeLock();
-    const pending = waiter.edgelock
-      .getPermitExpirableSemaphore(name)
-      .tryAcquire({ waitTime: 20_000, leaseTime: 5_000 });
-    await waiter.waited(2);
-    const released = Date.now();
-    expect(await mine?.release()).toBe("released");
-    const lease = await pending;
+    const { waiter, pending } = await waiting(tryAcquireOf(name));
+    const lease = await wokenBy(pending, async () =>
+      expect(await mine?.release()).toBe("released"),
+    );
     expect(lease).not.toBeNull();
-    expect(Date.now() - released).toBeLessThan(400);
     expect(waiter.requests("acquire")).toBe(4);
     await lease?.release();
     expect(await jvm(name).release(JVM_ID)).toBe(1);
@@ -166,29 +150,15 @@ describe("permit-expirable semaphore waiters behind JVM holders", () => {
     const owner = recordingEdgeLock().edgelock.getPermitExpirableSemaphore(name);
     await owner.trySetPermits(3);
     const held = await Promise.all([1, 2, 3].map(() => owner.tryAcquire({ leaseTime: 20_000 })));
-    const waiters = Array.from({ length: 3 }, () => recordingEdgeLock());
-    const pending = waiters.map((w) =>
-      w.edgelock
-        .getPermitExpirableSemaphore(name)
-        .tryAcquire({ waitTime: 20_000, leaseTime: 5_000 }),
-    );
-    await Promise.all(waiters.map((w) => w.waited(2)));
-    expect(await redissonSubscribers(raw, name)).toBe(0);
-    expect((await owner.inspect()).waiters).toBe(3);
-    const done = () => waiters.filter((w) => w.events.some((e) => e.type === "acquire")).length;
-    // Resolves on the acquire event that makes `n` waiters done.
-    const acquired = (n: number) => Promise.race(waiters.map((w) => w.until(() => done() >= n)));
-    for (const [i, lease] of held.entries()) {
-      expect(await lease?.release()).toBe("released");
-      expect((await owner.inspect()).waiters).toBe(2 - i);
-      await acquired(i + 1);
-      expect(await owner.availablePermits()).toBe(0);
-    }
-    const leases = await Promise.all(pending);
-    // An attempt, the subscription, an attempt, the wake-up's attempt: nobody attempted in vain.
-    for (const w of waiters) expect(w.requests("acquire")).toBe(4);
-    for (const w of waiters) expect(w.events.filter((e) => e.type === "wait")).toHaveLength(2);
-    for (const lease of leases) expect(await lease?.release()).toBe("released");
+    const leases = await expectOneWakePerRelease({
+      raw,
+      name,
+      owner,
+      held,
+      release: async (lease) => expect(await lease?.release()).toBe("released"),
+      wait: tryAcquireOf(name),
+    });
+    for (const lease of leases) expect(await lease.release()).toBe("released");
   });
 
   it("edgelock's release publishes the new count on Redisson's channel, as Redisson's does (JVM waiters wake)", async () => {

@@ -5,6 +5,7 @@
  * its own wake channel, where each release wakes one waiter per permit (no herd).
  */
 import { beforeAll, describe, expect, it } from "vitest";
+import type { EdgeLock } from "../../../src/index.js";
 import {
   REDISSON_SEMAPHORE_ACQUIRE,
   REDISSON_SEMAPHORE_RELEASE,
@@ -17,6 +18,7 @@ import {
   redissonSubscribers,
   semaphoreChannelOf,
 } from "../../support/redisson-channel.js";
+import { expectOneWakePerRelease, waiting, wokenBy } from "../../support/semaphore-waiters.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();
@@ -41,6 +43,10 @@ function jvm(name: string) {
   };
 }
 
+/** A waiter's call: one permit of `name`, waiting up to 20 s. */
+const tryAcquireOf = (name: string) => (edgelock: EdgeLock) =>
+  edgelock.getSemaphore(name).tryAcquire({ waitTime: 20_000 });
+
 describe("semaphore waiters behind JVM holders", () => {
   // Redis knows the scripts, so that each attempt counted below is one request (no NOSCRIPT).
   beforeAll(async () => {
@@ -56,18 +62,13 @@ describe("semaphore waiters behind JVM holders", () => {
     // One permit held by edgelock, one by a JVM client: the one missing is not edgelock's.
     expect(await owner.tryAcquire()).not.toBeNull();
     expect(await jvm(name).tryAcquire(1)).toBe(1);
-    const waiter = recordingEdgeLock();
-    const pending = waiter.edgelock.getSemaphore(name).tryAcquire({ waitTime: 20_000 });
     // Busy, subscribed to Redisson's channel, busy again: waiting for its message.
-    await waiter.waited(2);
+    const { waiter, pending } = await waiting(tryAcquireOf(name));
     expect(await redissonSubscribers(raw, name)).toBe(1);
     // It listens there instead: nothing of ours would wake it, so it is not registered.
     expect(await raw.exists(`edgelock_waiting:{${name}}`)).toBe(0);
-    const released = Date.now();
-    await jvm(name).release(1);
-    expect(await pending).not.toBeNull();
     // One round trip and the message; without it the wait lasts until its 15 s bound.
-    expect(Date.now() - released).toBeLessThan(400);
+    expect(await wokenBy(pending, () => jvm(name).release(1))).not.toBeNull();
     // Busy attempt, Redisson's channel, busy attempt, the attempt its message triggered.
     expect(waiter.requests("acquire")).toBe(4);
   });
@@ -76,13 +77,8 @@ describe("semaphore waiters behind JVM holders", () => {
     const name = `${prefix}jvm-set`;
     expect(await jvm(name).trySetPermits(1)).toBe(1);
     expect(await jvm(name).tryAcquire(1)).toBe(1);
-    const waiter = recordingEdgeLock();
-    const pending = waiter.edgelock.getSemaphore(name).acquire();
-    await waiter.waited(2);
-    const released = Date.now();
-    await jvm(name).release(1);
-    const permits = await pending;
-    expect(Date.now() - released).toBeLessThan(400);
+    const { waiter, pending } = await waiting((e) => e.getSemaphore(name).acquire());
+    const permits = await wokenBy(pending, () => jvm(name).release(1));
     expect(waiter.requests("acquire")).toBe(4);
     expect(await permits.release()).toBe(1);
   });
@@ -93,13 +89,8 @@ describe("semaphore waiters behind JVM holders", () => {
     await owner.trySetPermits(2);
     const held = await owner.tryAcquire();
     expect(await jvm(name).tryAcquire(1)).toBe(1);
-    const waiter = recordingEdgeLock();
-    const pending = waiter.edgelock.getSemaphore(name).tryAcquire({ waitTime: 20_000 });
-    await waiter.waited(2);
-    const released = Date.now();
-    await held?.release();
-    expect(await pending).not.toBeNull();
-    expect(Date.now() - released).toBeLessThan(400);
+    const { waiter, pending } = await waiting(tryAcquireOf(name));
+    expect(await wokenBy(pending, async () => held?.release())).not.toBeNull();
     expect(waiter.requests("acquire")).toBe(4);
   });
 
@@ -108,29 +99,16 @@ describe("semaphore waiters behind JVM holders", () => {
     const owner = recordingEdgeLock().edgelock.getSemaphore(name);
     await owner.trySetPermits(3);
     const held = await Promise.all([1, 2, 3].map(() => owner.tryAcquire()));
-    const waiters = Array.from({ length: 3 }, () => recordingEdgeLock());
-    const pending = waiters.map((w) =>
-      w.edgelock.getSemaphore(name).tryAcquire({ waitTime: 20_000 }),
-    );
-    // Each subscribed to its own wake channel and registered (its second wait).
-    await Promise.all(waiters.map((w) => w.waited(2)));
-    expect(await redissonSubscribers(raw, name)).toBe(0);
-    expect((await owner.inspect()).waiters).toBe(3);
-    // One release at a time: each wakes exactly one waiter (it leaves the registered ones),
-    // which takes the permit.
-    const done = () => waiters.filter((w) => w.events.some((e) => e.type === "acquire")).length;
-    // Resolves on the acquire event that makes `n` waiters done.
-    const acquired = (n: number) => Promise.race(waiters.map((w) => w.until(() => done() >= n)));
-    for (const [i, permits] of held.entries()) {
-      await permits?.release();
-      expect((await owner.inspect()).waiters).toBe(2 - i);
-      await acquired(i + 1);
-      expect(await owner.availablePermits()).toBe(0);
-    }
-    expect((await Promise.all(pending)).every((p) => p !== null)).toBe(true);
-    // An attempt, the subscription, an attempt, the wake-up's attempt: nobody attempted in vain.
-    for (const w of waiters) expect(w.requests("acquire")).toBe(4);
-    for (const w of waiters) expect(w.events.filter((e) => e.type === "wait")).toHaveLength(2);
+    await expectOneWakePerRelease({
+      raw,
+      name,
+      owner,
+      held,
+      release: async (permits) => {
+        await permits?.release();
+      },
+      wait: tryAcquireOf(name),
+    });
   });
 
   it("edgelock's release and addPermits publish the new count on Redisson's channel, as Redisson's do (JVM waiters wake)", async () => {
