@@ -34,17 +34,23 @@ export const SCENARIOS = [
   // 27.0 kB before the split (every primitive hung on EdgeLock), 27.1 kB measured after the Lua
   // libraries were shared (one clock, one cancel-or-undo, one reentrant acquire: their call
   // wrappers cost gzip ~0.15 kB that repeated text did not) and the repeated TypeScript was
-  // written once (~0.1 kB): the target is missed by 0.1 kB.
+  // written once (~0.1 kB): the target is missed by 0.1 kB. 27.2 kB since the fair lock's
+  // listening beside its own channel became a hook of the wait loop (wait/beside.ts: +0.08 kB
+  // here, 0.06-0.07 kB less in every other waiting kind's entry). The SHA-1 of each of the 39
+  // scripts is 1.6 kB of it: hex that gzip cannot shrink (see docs/benchmarks.md).
   { name: "edgelock", entries: ["edgelock"], base: REDIS, budget: 27.5, target: 27 },
   // 13.1 kB measured at the split, 13.6 kB after the JVM wake-ups, the shared Lua libraries and
-  // the awaited leave of a waiter that gives up: 2.0 kB Lua, 11.6 kB JS, of which ~8 kB the core
-  // client and the lease (the multi-lock entry).
-  { name: "edgelock/lock", entries: ["edgelock/lock"], base: REDIS, budget: 14, target: 8 },
+  // the awaited leave of a waiter that gives up; 13.5 kB (2.0 kB Lua, 11.5 kB JS, of which
+  // ~8 kB the core client and the lease: the multi-lock entry) once the fair lock's second
+  // channel left the shared wait loop and the string checks were written once. The target
+  // needs more than dead code out: docs/benchmarks.md says where the bytes go.
+  { name: "edgelock/lock", entries: ["edgelock/lock"], base: REDIS, budget: 13.9, target: 8 },
   {
     name: "edgelock/fair-lock",
     entries: ["edgelock/fair-lock"],
     base: REDIS,
-    // 12.7 kB at the split; 13.5 kB with the JVM wake-ups on Redisson's per-waiter channel.
+    // 12.7 kB at the split; 13.5 kB with the JVM wake-ups on Redisson's per-waiter channel,
+    // 13.6 kB with them as a hook of the shared wait loop (wait/beside.ts).
     budget: 14,
     target: 10,
   },
@@ -52,7 +58,8 @@ export const SCENARIOS = [
     name: "edgelock/fenced-lock",
     entries: ["edgelock/fenced-lock"],
     base: REDIS,
-    // 13.3 kB at the split; 13.8 kB with its own holds over the shared reentrant acquire.
+    // 13.3 kB at the split; 13.8 kB with its own holds over the shared reentrant acquire, 13.7
+    // kB without the fair lock's second channel in the wait loop.
     budget: 14,
     target: 10,
   },
@@ -60,7 +67,8 @@ export const SCENARIOS = [
     name: "edgelock/read-write-lock",
     entries: ["edgelock/read-write-lock"],
     base: REDIS,
-    // 13.7 kB at the split; 14.3 kB with the JVM wake-ups and the shared Lua libraries.
+    // 13.7 kB at the split; 14.3 kB with the JVM wake-ups and the shared Lua libraries, 14.2 kB
+    // without the fair lock's second channel in the wait loop.
     budget: 14.5,
     target: 10,
   },
@@ -68,6 +76,7 @@ export const SCENARIOS = [
     name: "edgelock/semaphore",
     entries: ["edgelock/semaphore"],
     base: REDIS,
+    // 10.9 kB, 10.8 kB without the fair lock's second channel in the wait loop.
     budget: 11,
     target: 10,
   },
@@ -75,7 +84,8 @@ export const SCENARIOS = [
     name: "edgelock/permit-expirable-semaphore",
     entries: ["edgelock/permit-expirable-semaphore"],
     base: REDIS,
-    // 14.6 kB at the split; 15.2 kB with edgelock's own permit record (JVM wake-ups).
+    // 14.6 kB at the split; 15.2 kB with edgelock's own permit record (JVM wake-ups), 15.15
+    // kB without the fair lock's second channel in the wait loop.
     budget: 15.5,
     target: 10,
   },
@@ -83,14 +93,16 @@ export const SCENARIOS = [
     name: "edgelock/count-down-latch",
     entries: ["edgelock/count-down-latch"],
     base: REDIS,
-    budget: 10,
+    // 9.6 kB, 9.5 kB without the fair lock's second channel in the wait loop.
+    budget: 9.9,
     target: 10,
   },
   {
     name: "edgelock/multi-lock",
     entries: ["edgelock/multi-lock"],
     base: REDIS,
-    budget: 10,
+    // 8.1 kB: the core client and the lease, no script of its own.
+    budget: 8.5,
     target: 10,
   },
   { name: "edgelock/redlock", entries: ["edgelock/redlock"], base: REDIS, budget: 10, target: 10 },
@@ -100,8 +112,8 @@ export const SCENARIOS = [
     entries: ["edgelock/hono", "edgelock/lock"],
     pick: { "edgelock/hono": ["withLock"], "edgelock/lock": ["EdgeLockClient"] },
     base: HONO,
-    // 13.4 kB at the split, 13.8 kB now.
-    budget: 14.5,
+    // 13.4 kB at the split, 13.8 kB with the JVM wake-ups, 13.75 kB with the lock's.
+    budget: 14.2,
     target: 9,
   },
   // The LeaseKeeper with the renewals of every kind of lease (src/renewers.ts) and the cron

@@ -22,7 +22,7 @@ import {
 } from "./limits.js";
 import type { LockContext } from "./locks/context.js";
 import { type RedisLike, ScriptRunner } from "./transport/index.js";
-import { checkFunction, checkMs, checkOptions } from "./validate.js";
+import { checkFunction, checkMs, checkOptions, checkText } from "./validate.js";
 import { type BackoffOptions, resolveBackoff } from "./wait/backoff.js";
 import { WakeHub } from "./wait/wakes.js";
 
@@ -160,12 +160,7 @@ export class EdgeLockClient {
     if (!redis || typeof redis.eval !== "function" || typeof redis.evalsha !== "function") {
       throw new TypeError("`redis` must be an @upstash/redis client (with eval and evalsha)");
     }
-    if (o.clientId !== undefined) {
-      if (typeof o.clientId !== "string") throw new TypeError("`clientId` must be a string");
-      if (o.clientId.length === 0 || o.clientId.length > MAX_CLIENT_ID_LENGTH) {
-        throw new RangeError(`\`clientId\` must be 1 to ${MAX_CLIENT_ID_LENGTH} characters long`);
-      }
-    }
+    if (o.clientId !== undefined) checkText(o.clientId, "clientId", MAX_CLIENT_ID_LENGTH);
     if (o.keeper !== undefined && typeof o.keeper.getByName !== "function") {
       throw new TypeError("`keeper` must be a LeaseKeeper Durable Object namespace");
     }

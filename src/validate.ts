@@ -23,12 +23,18 @@ export function checkOptions<T extends object>(
   return value;
 }
 
-/** Lock names: 1–512 characters, no `{` or `}` (a hash tag would move the keys' slot). */
-export function checkName(name: unknown, label = "name"): string {
-  if (typeof name !== "string") throw new TypeError(`\`${label}\` must be a string`);
-  if (name.length === 0 || name.length > MAX_NAME_LENGTH) {
-    throw new RangeError(`\`${label}\` must be 1 to ${MAX_NAME_LENGTH} characters long`);
+/** A string of 1 to `max` characters (names, owners, client ids). */
+export function checkText(value: unknown, label: string, max: number): string {
+  if (typeof value !== "string") throw new TypeError(`\`${label}\` must be a string`);
+  if (value.length === 0 || value.length > max) {
+    throw new RangeError(`\`${label}\` must be 1 to ${max} characters long`);
   }
+  return value;
+}
+
+/** Lock names: 1–512 characters, no `{` or `}` (a hash tag would move the keys' slot). */
+export function checkName(value: unknown, label = "name"): string {
+  const name = checkText(value, label, MAX_NAME_LENGTH);
   if (name.includes("{") || name.includes("}")) {
     throw new RangeError(`\`${label}\` must not contain "{" or "}" (Redis hash-tag characters)`);
   }
@@ -64,16 +70,13 @@ export const GRANT_FIELD = "edgelock:grant";
 
 /** A caller-supplied owner: a non-empty string of at most 200 characters, not the epoch field. */
 export function checkOwner(value: unknown, label = "owner"): string {
-  if (typeof value !== "string") throw new TypeError(`\`${label}\` must be a string`);
-  if (value.length === 0 || value.length > MAX_OWNER_LENGTH) {
-    throw new RangeError(`\`${label}\` must be 1 to ${MAX_OWNER_LENGTH} characters long`);
-  }
-  if (value === EPOCH_FIELD || value === GRANT_FIELD) {
+  const owner = checkText(value, label, MAX_OWNER_LENGTH);
+  if (owner === EPOCH_FIELD || owner === GRANT_FIELD) {
     throw new RangeError(
-      `\`${label}\` must not be "${value}" (a field edgelock keeps in the lock)`,
+      `\`${label}\` must not be "${owner}" (a field edgelock keeps in the lock)`,
     );
   }
-  return value;
+  return owner;
 }
 
 /** Optional AbortSignal. */

@@ -13,6 +13,7 @@ import { LOCK_WAITER_SLOT_MS } from "../limits.js";
 import type { LockContext } from "../locks/context.js";
 import type { RequestCounter } from "../transport/index.js";
 import { type AttemptOutcome, pollUntil } from "./backoff.js";
+import type { Beside, JoinForeign, Round } from "./beside.js";
 import type { WakeSlot } from "./wakes.js";
 
 /** What {@link waitFor} waits on. */
@@ -59,9 +60,9 @@ export interface WaitSpec<T> {
   foreignChannel?: string;
   /**
    * Listen on {@link foreignChannel} beside the wait's own channel rather than in its place
-   * (the fair lock: either side's release may tell the waiter).
+   * (the fair lock: either side's release may tell the waiter): `listenBeside` of ./beside.ts.
    */
-  foreignAlso?: boolean;
+  beside?(join: JoinForeign, signal: AbortSignal | undefined): Beside;
   /**
    * For a kind whose releases hand the lock to a registered waiter (lib/wake.lua,
    * hand_off_one): the value a hand-off message's payload grants, `sentAt` being when the last
@@ -88,10 +89,10 @@ class Waker {
   readonly #foreignChannel: string | undefined;
   #foreignSlot: WakeSlot | undefined;
   /**
-   * Whether the foreign channel is listened on beside this wait's own (the fair lock: either
+   * The foreign channel when it is listened on beside this wait's own (the fair lock: either
    * side's release may tell this waiter) instead of in its place.
    */
-  readonly #foreignAlso: boolean;
+  readonly #beside: Beside | undefined;
   /** No subscription from now on (tried, failed, or not wanted). */
   #polling: boolean;
 
@@ -102,10 +103,9 @@ class Waker {
     counter: RequestCounter,
     signal: AbortSignal | undefined,
     foreignChannel?: string,
-    foreignAlso = false,
+    beside?: WaitSpec<unknown>["beside"],
   ) {
     this.#foreignChannel = foreignChannel;
-    this.#foreignAlso = foreignAlso;
     this.#ctx = ctx;
     this.#name = name;
     this.#prefix = prefix;
@@ -115,6 +115,8 @@ class Waker {
     this.#polling = prefix === undefined || ctx.wait === "poll" || !ctx.wakes.enabled;
     this.#slot =
       this.#polling || prefix === undefined ? undefined : ctx.wakes.joinOpen(prefix, this.id);
+    this.#beside =
+      foreignChannel === undefined ? undefined : beside?.((ms) => this.#joinForeign(ms), signal);
   }
 
   /**
@@ -149,14 +151,11 @@ class Waker {
    * caller must sleep its backoff instead (polling).
    * @throws signal.reason when aborted.
    */
-  async wait(ms: number, foreign = false): Promise<{ again: boolean; payload?: string }> {
+  async wait(ms: number, foreign = false): Promise<Round> {
     if (this.#polling || this.#prefix === undefined) return { again: false };
-    if (this.#foreignAlso) {
-      if (this.#foreignSlot?.lost) {
-        this.#foreignSlot.leave();
-        this.#foreignSlot = undefined;
-      }
-      if (foreign && this.#slot && !this.#foreignSlot) return this.#joinAlso(this.#slot, ms);
+    if (this.#beside) {
+      const round = await this.#beside.before(this.#slot, foreign, ms);
+      if (round) return round;
     } else if (foreign && this.#foreignChannel !== undefined) {
       return this.#waitForeign(ms);
     } else {
@@ -166,21 +165,21 @@ class Waker {
     if (!this.#slot) {
       // Bounded by this wait's bound, so a slow confirmation never holds the wait past it. A
       // foreign channel to listen on as well is subscribed to at the same time.
-      const [joined, also] = await Promise.all([
-        this.#ctx.wakes.join(this.#name, this.#prefix, this.id, this.#counter, this.#signal, ms),
-        this.#foreignAlso && foreign ? this.#joinForeign(ms) : undefined,
-      ]);
+      const own = this.#ctx.wakes.join(
+        this.#name,
+        this.#prefix,
+        this.id,
+        this.#counter,
+        this.#signal,
+        ms,
+      );
+      const joined = await (this.#beside ? this.#beside.alongside(own, foreign, ms) : own);
       if (typeof joined === "string") {
-        if (typeof also === "object") also.leave();
         if (joined === "pending") return { again: true };
         const full = this.#ctx.wakes.open >= this.#ctx.maxSubscriptions;
         return this.#poll(full ? "limit" : "failed");
       }
       this.#slot = joined;
-      if (typeof also === "object") {
-        also.relayTo(joined);
-        this.#foreignSlot = also;
-      }
       this.#emit("subscribe");
       return { again: true };
     }
@@ -196,17 +195,9 @@ class Waker {
    * nobody registered on ours): wait on that channel instead, in Redisson's order (subscribe,
    * then attempt, then wait for its message), polling this round when it cannot.
    */
-  async #waitForeign(ms: number): Promise<{ again: boolean }> {
-    const channel = this.#foreignChannel as string;
+  async #waitForeign(ms: number): Promise<Round> {
     if (!this.#foreignSlot) {
-      const joined = await this.#ctx.wakes.joinBroadcast(
-        this.#name,
-        channel,
-        this.id,
-        this.#counter,
-        this.#signal,
-        ms,
-      );
+      const joined = await this.#joinForeign(ms);
       if (joined === "pending") return { again: true };
       if (joined === "unavailable") return { again: false };
       this.#foreignSlot = joined;
@@ -220,24 +211,8 @@ class Waker {
     return { again: true };
   }
 
-  /**
-   * Subscribes to the foreign channel beside the wait's own, its messages relayed to `own`; the
-   * caller attempts again at once (Redisson's order). When it cannot, the wait goes on with its
-   * own channel and its bound.
-   */
-  async #joinAlso(own: WakeSlot, ms: number): Promise<{ again: boolean; payload?: string }> {
-    const joined = await this.#joinForeign(ms);
-    if (typeof joined === "string") {
-      if (joined === "pending") return { again: true };
-      const outcome = await own.next(ms, this.#signal);
-      return outcome.woke ? { again: true, payload: outcome.payload } : { again: true };
-    }
-    joined.relayTo(own);
-    this.#foreignSlot = joined;
-    return { again: true };
-  }
-
-  #joinForeign(ms: number): Promise<WakeSlot | "unavailable" | "pending"> {
+  /** A place on the foreign channel (see `WakeHub#joinBroadcast`). */
+  #joinForeign(ms: number): ReturnType<JoinForeign> {
     return this.#ctx.wakes.joinBroadcast(
       this.#name,
       this.#foreignChannel as string,
@@ -254,6 +229,7 @@ class Waker {
     this.#slot = undefined;
     this.#foreignSlot?.leave();
     this.#foreignSlot = undefined;
+    this.#beside?.close();
   }
 
   #poll(reason: "limit" | "failed" | "lost"): { again: false } {
@@ -294,7 +270,7 @@ export async function waitFor<T>(
     counter,
     signal,
     spec.foreignChannel,
-    spec.foreignAlso,
+    spec.beside,
   );
   // The id the last busy attempt registered ('' = none): a successful attempt ends the
   // registration, and so does giving up or aborting (one background request).

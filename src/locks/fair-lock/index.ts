@@ -10,6 +10,7 @@
 import { FAIR_CLAIM_WINDOW_MS, FAIR_SLOT_MS } from "../../limits.js";
 import type { RequestCounter } from "../../transport/index.js";
 import type { AttemptOutcome } from "../../wait/backoff.js";
+import { listenBeside } from "../../wait/beside.js";
 import { waitFor } from "../../wait/loop.js";
 import { keys, type LockContext } from "../context.js";
 import { HashLock } from "../lock/base.js";
@@ -109,7 +110,7 @@ export class FairLock extends HashLock<FairLockInspection> {
         // Redisson release tells the next waiter: `redisson_lock__channel:{<name>}:<owner>`
         // (RedissonFairLock#unlockInnerAsync).
         foreignChannel: `${keys.channel(this.name)}:${s.owner}`,
-        foreignAlso: true,
+        beside: listenBeside,
         // The lock is ours, held for the claim window from the hand-off. A lease shorter than the
         // window confirms with an attempt instead, which makes the TTL exactly the lease.
         fromGrant: (payload, sentAt) =>
