@@ -1,0 +1,41 @@
+/**
+ * `edgelock/idempotency`: the idempotency key (a reentrant lock plus a completion record) alone,
+ * over the core client, with the lock's scripts only. `EdgeLock#getIdempotencyKey` and the
+ * `lockWebhook` of `edgelock/vercel` are {@link getIdempotencyKey}.
+ * @module
+ */
+import { contextOf, type EdgeLockClient } from "../../core.js";
+import { checkName } from "../../validate.js";
+import { IdempotencyKey } from "./index.js";
+
+export * from "../shared-exports.js";
+export {
+  type ClaimOptions,
+  type ClaimResult,
+  type IdempotencyKey,
+  MAX_COMPLETION_TTL_MS,
+} from "./index.js";
+
+/**
+ * An idempotency key on `name`: a lock plus a completion record, so work keyed by an id (a
+ * webhook delivery, a payment, a job) runs once. See {@link IdempotencyKey}.
+ * @param client an {@link EdgeLockClient} (an `EdgeLock` is one too).
+ * @param name key name = the lock's Redis key, 1–512 characters, no `{` or `}`.
+ * @throws TypeError / RangeError for a bad name, or when `client` is not an EdgeLockClient.
+ *
+ * @example
+ * ```ts
+ * import { Redis } from "@upstash/redis";
+ * import { EdgeLockClient, getIdempotencyKey } from "edgelock/idempotency";
+ * const client = new EdgeLockClient({ redis: Redis.fromEnv() });
+ * const key = getIdempotencyKey(client, `stripe:${event.id}`);
+ * const claim = await key.claim();
+ * if (claim.status === "acquired") {
+ *   try { await fulfil(event); } catch (e) { await claim.lease.release(); throw e; }
+ *   await key.complete(claim.lease, 3 * 86_400_000);
+ * }
+ * ```
+ */
+export function getIdempotencyKey(client: EdgeLockClient, name: string): IdempotencyKey {
+  return new IdempotencyKey(contextOf(client), checkName(name));
+}
