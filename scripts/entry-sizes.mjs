@@ -38,30 +38,35 @@ export const SCENARIOS = [
   { name: "edgelock", entries: ["edgelock"], base: REDIS, budget: 27.5, target: 27 },
   // 13.1 kB measured at the split, 13.6 kB after the JVM wake-ups, the shared Lua libraries and
   // the awaited leave of a waiter that gives up: 2.0 kB Lua, 11.6 kB JS, of which ~8 kB the core
-  // client and the lease (the multi-lock entry).
-  { name: "edgelock/lock", entries: ["edgelock/lock"], base: REDIS, budget: 14, target: 8 },
+  // client and the lease (the multi-lock entry). 14.1 kB with `restoreLockLease` (every entry that
+  // issues leases grew ~0.5 kB with its restore function: the serialized lease's checks in
+  // src/lease/json.ts); a Worker that does not import it does not pay it.
+  { name: "edgelock/lock", entries: ["edgelock/lock"], base: REDIS, budget: 14.5, target: 8 },
   {
     name: "edgelock/fair-lock",
     entries: ["edgelock/fair-lock"],
     base: REDIS,
-    // 12.7 kB at the split; 13.5 kB with the JVM wake-ups on Redisson's per-waiter channel.
-    budget: 14,
+    // 12.7 kB at the split; 13.5 kB with the JVM wake-ups on Redisson's per-waiter channel;
+    // 14.0 kB with `restoreFairLockLease`.
+    budget: 14.5,
     target: 10,
   },
   {
     name: "edgelock/fenced-lock",
     entries: ["edgelock/fenced-lock"],
     base: REDIS,
-    // 13.3 kB at the split; 13.8 kB with its own holds over the shared reentrant acquire.
-    budget: 14,
+    // 13.3 kB at the split; 13.8 kB with its own holds over the shared reentrant acquire;
+    // 14.3 kB with `restoreFencedLockLease`.
+    budget: 14.75,
     target: 10,
   },
   {
     name: "edgelock/read-write-lock",
     entries: ["edgelock/read-write-lock"],
     base: REDIS,
-    // 13.7 kB at the split; 14.3 kB with the JVM wake-ups and the shared Lua libraries.
-    budget: 14.5,
+    // 13.7 kB at the split; 14.3 kB with the JVM wake-ups and the shared Lua libraries; 14.8 kB
+    // with `restoreReadWriteLockLease`.
+    budget: 15.25,
     target: 10,
   },
   {
@@ -75,8 +80,9 @@ export const SCENARIOS = [
     name: "edgelock/permit-expirable-semaphore",
     entries: ["edgelock/permit-expirable-semaphore"],
     base: REDIS,
-    // 14.6 kB at the split; 15.2 kB with edgelock's own permit record (JVM wake-ups).
-    budget: 15.5,
+    // 14.6 kB at the split; 15.2 kB with edgelock's own permit record (JVM wake-ups); 15.7 kB
+    // with `restorePermitLease`.
+    budget: 16,
     target: 10,
   },
   {
@@ -95,12 +101,12 @@ export const SCENARIOS = [
   },
   { name: "edgelock/redlock", entries: ["edgelock/redlock"], base: REDIS, budget: 10, target: 10 },
   // The idempotency key (a lock plus its completion record): 11.8 kB measured when it got its
-  // entry (before, only through EdgeLock: 27.1 kB).
+  // entry (before, only through EdgeLock: 27.1 kB), 12.4 kB with `restoreClaimLease`.
   {
     name: "edgelock/idempotency",
     entries: ["edgelock/idempotency"],
     base: REDIS,
-    budget: 12.5,
+    budget: 13,
     target: 10,
   },
   // A Hono app's `withLock` with the lock entry's client, over Hono: 26.0 kB with EdgeLock.

@@ -4,6 +4,8 @@
  * @module
  */
 import { contextOf, type EdgeLockClient } from "../../core.js";
+import { parseLeaseOfKind, type SerializedLease } from "../../lease/json.js";
+import type { Lease } from "../../lease/lease.js";
 import { checkName } from "../../validate.js";
 import { FairLock } from "./index.js";
 
@@ -21,4 +23,29 @@ export type { FairLock, FairLockInspection } from "./index.js";
  */
 export function getFairLock(client: EdgeLockClient, name: string): FairLock {
   return new FairLock(contextOf(client), checkName(name));
+}
+
+/**
+ * Rebuilds a lease of a fair lock (kind `"fair-lock"`) from `lease.toJSON()` (or its JSON string),
+ * so another invocation can renew or release it: `EdgeLock#restoreLease` for `"fair-lock"` leases
+ * only, without bundling the other kinds. Synchronous; no keep-alive is started; no request is
+ * sent.
+ * @param client an {@link EdgeLockClient} (an `EdgeLock` is one too), on the lease's database.
+ * @param serialized what `lease.toJSON()` returned, or its JSON string.
+ * @throws TypeError for anything that is not a serialized lease, for a lease another kind issued
+ * (restore it with its own kind's entry), or when `client` is not an EdgeLockClient; RangeError
+ * for a bad name or owner in it.
+ */
+export function restoreFairLockLease(
+  client: EdgeLockClient,
+  serialized: SerializedLease | string,
+): Lease {
+  const ctx = contextOf(client);
+  const s = parseLeaseOfKind(
+    serialized,
+    ["fair-lock"],
+    "restoreFairLockLease",
+    "edgelock/fair-lock",
+  );
+  return new FairLock(ctx, s.name).restore(s);
 }

@@ -5,7 +5,11 @@
  * @module
  */
 import { contextOf, type EdgeLockClient } from "../../core.js";
+import { parseLeaseOfKind, type SerializedLease } from "../../lease/json.js";
+import type { Lease } from "../../lease/lease.js";
 import { checkName } from "../../validate.js";
+import { restoredLease } from "../protocol.js";
+import { IdempotencyHolds } from "./hold.js";
 import { IdempotencyKey } from "./index.js";
 
 export * from "../shared-exports.js";
@@ -38,4 +42,25 @@ export {
  */
 export function getIdempotencyKey(client: EdgeLockClient, name: string): IdempotencyKey {
   return new IdempotencyKey(contextOf(client), checkName(name));
+}
+
+/**
+ * Rebuilds the lease of a claim (`claim.lease.toJSON()`, or its JSON string) so another
+ * invocation can complete the key with it, renew it or release it. A claim's lease is a
+ * reentrant lock's (kind `"lock"`), restored here as the key's (`restoreLockLease` of
+ * `edgelock/lock` restores it too, with the rest of the lock). Synchronous; no keep-alive is started; no request is sent.
+ * @param client an {@link EdgeLockClient} (an `EdgeLock` is one too), on the lease's database.
+ * @param serialized what `lease.toJSON()` returned, or its JSON string.
+ * @throws TypeError for anything that is not a serialized lease, for a lease another kind issued
+ * (restore it with its own kind's entry), or when `client` is not an EdgeLockClient; RangeError
+ * for a bad name or owner in it.
+ */
+export function restoreClaimLease(
+  client: EdgeLockClient,
+  serialized: SerializedLease | string,
+): Lease {
+  const ctx = contextOf(client);
+  const s = parseLeaseOfKind(serialized, ["lock"], "restoreClaimLease", "edgelock/idempotency");
+  // The key's own holds: a release wakes waiters without handing the lock on, as the claim's.
+  return restoredLease(ctx, new IdempotencyHolds(ctx, s.name), s);
 }

@@ -5,8 +5,9 @@
  * @module
  */
 import { contextOf, type EdgeLockClient } from "../../core.js";
+import { parseLeaseOfKind, type SerializedLease } from "../../lease/json.js";
 import { checkName } from "../../validate.js";
-import { PermitExpirableSemaphore } from "./index.js";
+import { PermitExpirableSemaphore, type PermitLease } from "./index.js";
 
 export { PermitNotHeldError } from "../../errors.js";
 export * from "../shared-exports.js";
@@ -34,4 +35,29 @@ export function getPermitExpirableSemaphore(
   name: string,
 ): PermitExpirableSemaphore {
   return new PermitExpirableSemaphore(contextOf(client), checkName(name));
+}
+
+/**
+ * Rebuilds a lease of a permit-expirable semaphore (kind `"permit"`: its permits) from
+ * `lease.toJSON()` (or its JSON string), so another invocation can renew or release it:
+ * `EdgeLock#restoreLease` for `"permit"` leases only, without bundling the other kinds.
+ * Synchronous; no keep-alive is started; no request is sent.
+ * @param client an {@link EdgeLockClient} (an `EdgeLock` is one too), on the lease's database.
+ * @param serialized what `lease.toJSON()` returned, or its JSON string.
+ * @throws TypeError for anything that is not a serialized lease, for a lease another kind issued
+ * (restore it with its own kind's entry), or when `client` is not an EdgeLockClient; RangeError
+ * for a bad name or owner in it.
+ */
+export function restorePermitLease(
+  client: EdgeLockClient,
+  serialized: SerializedLease | string,
+): PermitLease {
+  const ctx = contextOf(client);
+  const s = parseLeaseOfKind(
+    serialized,
+    ["permit"],
+    "restorePermitLease",
+    "edgelock/permit-expirable-semaphore",
+  );
+  return new PermitExpirableSemaphore(ctx, s.name).restore(s);
 }
