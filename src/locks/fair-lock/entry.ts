@@ -9,9 +9,8 @@ import type { Lease } from "../../lease/lease.js";
 import { checkName } from "../../validate.js";
 import { FairLock } from "./index.js";
 
-export type { AcquireResult, LockHolder, LockOptions, TryLockOptions } from "../lock/index.js";
 export * from "../shared-exports.js";
-export type { FairLock, FairLockInspection } from "./index.js";
+export * from "./exports.js";
 
 /**
  * A fair (FIFO) reentrant lock (Redisson `RedissonClient#getFairLock`) on `name`: the lock's
@@ -26,15 +25,13 @@ export function getFairLock(client: EdgeLockClient, name: string): FairLock {
 }
 
 /**
- * Rebuilds a lease of a fair lock (kind `"fair-lock"`) from `lease.toJSON()` (or its JSON string),
- * so another invocation can renew or release it: `EdgeLock#restoreLease` for `"fair-lock"` leases
- * only, without bundling the other kinds. Synchronous; no keep-alive is started; no request is
- * sent.
- * @param client an {@link EdgeLockClient} (an `EdgeLock` is one too), on the lease's database.
- * @param serialized what `lease.toJSON()` returned, or its JSON string.
- * @throws TypeError for anything that is not a serialized lease, for a lease another kind issued
- * (restore it with its own kind's entry), or when `client` is not an EdgeLockClient; RangeError
- * for a bad name or owner in it.
+ * A fair lock's lease (kind `"fair-lock"`) rebuilt from `lease.toJSON()` or its JSON string, so
+ * that another invocation renews or releases the hold (a release hands the lock to the next
+ * waiter in line, as the original's would). `EdgeLock#restoreLease` without the other kinds;
+ * synchronous, with no request and no keep-alive.
+ * @param client an {@link EdgeLockClient} (or `EdgeLock`) on the lease's database.
+ * @throws TypeError for what is not a serialized lease, a lease another kind issued, or a
+ * `client` that is not an EdgeLockClient; RangeError for a bad name or owner in it.
  */
 export function restoreFairLockLease(
   client: EdgeLockClient,

@@ -8,9 +8,8 @@ import { parseLeaseOfKind, type SerializedLease } from "../../lease/json.js";
 import { checkName } from "../../validate.js";
 import { type FencedLease, FencedLock } from "./index.js";
 
-export type { AcquireResult, LockHolder, LockOptions, TryLockOptions } from "../lock/index.js";
 export * from "../shared-exports.js";
-export type { FencedLease, FencedLock, FencedLockInspection } from "./index.js";
+export * from "./exports.js";
 
 /**
  * A fenced lock (Redisson `RedissonClient#getFencedLock`) on `name`: the reentrant lock whose
@@ -24,15 +23,14 @@ export function getFencedLock(client: EdgeLockClient, name: string): FencedLock 
 }
 
 /**
- * Rebuilds a lease of a fenced lock (kind `"fenced-lock"`), with its `fencingToken`, from
- * `lease.toJSON()` (or its JSON string), so another invocation can renew or release it:
- * `EdgeLock#restoreLease` for `"fenced-lock"` leases only, without bundling the other kinds.
- * Synchronous; no keep-alive is started; no request is sent.
- * @param client an {@link EdgeLockClient} (an `EdgeLock` is one too), on the lease's database.
- * @param serialized what `lease.toJSON()` returned, or its JSON string.
- * @throws TypeError for anything that is not a serialized lease, for a lease another kind issued
- * (restore it with its own kind's entry), or when `client` is not an EdgeLockClient; RangeError
- * for a bad name or owner in it; TypeError for a lease without its `fencingToken`.
+ * A fenced lock's lease (kind `"fenced-lock"`) rebuilt from `lease.toJSON()` or its JSON string,
+ * with the `fencingToken` it was granted, for another invocation to renew or release (and to
+ * keep passing the token to the storage it guards). Only this kind, unlike
+ * `EdgeLock#restoreLease`; synchronous: nothing is sent and no keep-alive starts.
+ * @param client an {@link EdgeLockClient} (or `EdgeLock`) on the lease's database.
+ * @throws TypeError for what is not a serialized lease, one without its `fencingToken`, a lease
+ * another kind issued, or a `client` that is not an EdgeLockClient; RangeError for a bad name or
+ * owner in it.
  */
 export function restoreFencedLockLease(
   client: EdgeLockClient,

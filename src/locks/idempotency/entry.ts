@@ -13,12 +13,7 @@ import { IdempotencyHolds } from "./hold.js";
 import { IdempotencyKey } from "./index.js";
 
 export * from "../shared-exports.js";
-export {
-  type ClaimOptions,
-  type ClaimResult,
-  type IdempotencyKey,
-  MAX_COMPLETION_TTL_MS,
-} from "./index.js";
+export * from "./exports.js";
 
 /**
  * An idempotency key on `name`: a lock plus a completion record, so work keyed by an id (a
@@ -45,15 +40,13 @@ export function getIdempotencyKey(client: EdgeLockClient, name: string): Idempot
 }
 
 /**
- * Rebuilds the lease of a claim (`claim.lease.toJSON()`, or its JSON string) so another
- * invocation can complete the key with it, renew it or release it. A claim's lease is a
- * reentrant lock's (kind `"lock"`), restored here as the key's (`restoreLockLease` of
- * `edgelock/lock` restores it too, with the rest of the lock). Synchronous; no keep-alive is started; no request is sent.
- * @param client an {@link EdgeLockClient} (an `EdgeLock` is one too), on the lease's database.
- * @param serialized what `lease.toJSON()` returned, or its JSON string.
- * @throws TypeError for anything that is not a serialized lease, for a lease another kind issued
- * (restore it with its own kind's entry), or when `client` is not an EdgeLockClient; RangeError
- * for a bad name or owner in it.
+ * A claim's lease (`claim.lease.toJSON()` or its JSON string) rebuilt for another invocation,
+ * which completes the key with it (`key.complete(lease, ttl)`), renews it or releases it. A claim
+ * holds the key's reentrant lock (kind `"lock"`); restored here, its release wakes waiters
+ * without handing the key on, as the claim's would. No request, no keep-alive.
+ * @param client an {@link EdgeLockClient} (or `EdgeLock`) on the key's database.
+ * @throws TypeError for what is not a serialized lease, a lease of a kind other than `"lock"`, or
+ * a `client` that is not an EdgeLockClient; RangeError for a bad name or owner in it.
  */
 export function restoreClaimLease(
   client: EdgeLockClient,

@@ -13,15 +13,7 @@ import { checkName, checkOptions, checkWaitTime } from "../../validate.js";
 import { ReentrantLock, type TryLockOptions } from "./index.js";
 
 export * from "../shared-exports.js";
-export {
-  type AcquireResult,
-  type LockHolder,
-  type LockInspection,
-  type LockOptions,
-  MAX_INSPECT_HOLDERS,
-  type ReentrantLock,
-  type TryLockOptions,
-} from "./index.js";
+export * from "./exports.js";
 
 /**
  * A reentrant lock (Redisson RLock, `RedissonClient#getLock`) on `name`.

@@ -9,17 +9,8 @@ import { parseLeaseOfKind, type SerializedLease } from "../../lease/json.js";
 import { checkName } from "../../validate.js";
 import { PermitExpirableSemaphore, type PermitLease } from "./index.js";
 
-export { PermitNotHeldError } from "../../errors.js";
 export * from "../shared-exports.js";
-export {
-  MAX_INSPECT_PERMITS,
-  MAX_PERMITS_PER_ACQUIRE,
-  type PermitAcquireOptions,
-  type PermitExpirableSemaphore,
-  type PermitExpirableSemaphoreInspection,
-  type PermitHolder,
-  type PermitLease,
-} from "./index.js";
+export * from "./exports.js";
 
 /**
  * A semaphore whose permits have leases (Redisson
@@ -38,15 +29,14 @@ export function getPermitExpirableSemaphore(
 }
 
 /**
- * Rebuilds a lease of a permit-expirable semaphore (kind `"permit"`: its permits) from
- * `lease.toJSON()` (or its JSON string), so another invocation can renew or release it:
- * `EdgeLock#restoreLease` for `"permit"` leases only, without bundling the other kinds.
- * Synchronous; no keep-alive is started; no request is sent.
- * @param client an {@link EdgeLockClient} (an `EdgeLock` is one too), on the lease's database.
- * @param serialized what `lease.toJSON()` returned, or its JSON string.
- * @throws TypeError for anything that is not a serialized lease, for a lease another kind issued
- * (restore it with its own kind's entry), or when `client` is not an EdgeLockClient; RangeError
- * for a bad name or owner in it.
+ * A permit lease (kind `"permit"`) of a permit-expirable semaphore rebuilt from `lease.toJSON()`
+ * or its JSON string: another invocation renews the permits it names or gives them back. The
+ * semaphore's share of `EdgeLock#restoreLease`, without the other kinds' code; synchronous, no
+ * request is sent and no keep-alive is started.
+ * @param client the core client (or an `EdgeLock`) on the semaphore's database.
+ * @throws TypeError when the input is not a serialized lease (or a permit lease without its
+ * `permitIds`), when another kind issued it, or when `client` is not an EdgeLockClient;
+ * RangeError for a bad name or owner in it.
  */
 export function restorePermitLease(
   client: EdgeLockClient,

@@ -9,16 +9,8 @@ import type { Lease } from "../../lease/lease.js";
 import { checkName } from "../../validate.js";
 import { ReadWriteLock } from "./index.js";
 
-export { LockUpgradeError } from "../../errors.js";
-export type { AcquireResult, LockHolder, LockOptions, TryLockOptions } from "../lock/index.js";
 export * from "../shared-exports.js";
-export type {
-  ReadLock,
-  ReadWriteLock,
-  ReadWriteLockHolder,
-  ReadWriteLockInspection,
-  WriteLock,
-} from "./index.js";
+export * from "./exports.js";
 
 /**
  * A read-write lock (Redisson `RedissonClient#getReadWriteLock`) on `name`: `.readLock()` and
@@ -32,15 +24,13 @@ export function getReadWriteLock(client: EdgeLockClient, name: string): ReadWrit
 }
 
 /**
- * Rebuilds a lease of a read-write lock (kinds `"read-lock"` and `"write-lock"`: a read or a write
- * hold) from `lease.toJSON()` (or its JSON string), so another invocation can renew or release it:
- * `EdgeLock#restoreLease` for `"read-lock"` and `"write-lock"` leases only, without bundling the
- * other kinds. Synchronous; no keep-alive is started; no request is sent.
- * @param client an {@link EdgeLockClient} (an `EdgeLock` is one too), on the lease's database.
- * @param serialized what `lease.toJSON()` returned, or its JSON string.
- * @throws TypeError for anything that is not a serialized lease, for a lease another kind issued
- * (restore it with its own kind's entry), or when `client` is not an EdgeLockClient; RangeError
- * for a bad name or owner in it.
+ * A read or a write lease of a read-write lock (kinds `"read-lock"`, `"write-lock"`) rebuilt from
+ * `lease.toJSON()` or its JSON string: the restored lease renews and releases the same side's
+ * hold. Restores these two kinds only, so the bundle holds no other primitive (as
+ * `EdgeLock#restoreLease` does). Synchronous; sends nothing; starts no keep-alive.
+ * @param client the {@link EdgeLockClient} (an `EdgeLock` too) on the lease's database.
+ * @throws TypeError for input that is not a serialized lease, a lease of another kind, or a
+ * non-client; RangeError for a bad name or owner in the lease.
  */
 export function restoreReadWriteLockLease(
   client: EdgeLockClient,
