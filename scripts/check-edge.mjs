@@ -23,6 +23,7 @@ const entries = {
       "count-down-latch",
       "multi-lock",
       "redlock",
+      "idempotency",
     ].map((kind) => [`edgelock/${kind}`, `src/locks/${kind}/entry.ts`]),
   ),
 };

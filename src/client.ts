@@ -10,12 +10,12 @@
 // not a bare import: the package has no side effects, and bundlers warn about a bare import.
 export { lockAcquire as scriptsFirst } from "./lua.gen.js";
 
-import { contextOf, EdgeLockClient } from "./core.js";
+import { EdgeLockClient } from "./core.js";
 import { type Lease, parseSerializedLease, type SerializedLease } from "./lease/lease.js";
 import { type CountDownLatch, getCountDownLatch } from "./locks/count-down-latch/entry.js";
 import { type FairLock, getFairLock } from "./locks/fair-lock/entry.js";
 import { type FencedLock, getFencedLock } from "./locks/fenced-lock/entry.js";
-import { IdempotencyKey } from "./locks/idempotency/index.js";
+import { getIdempotencyKey, type IdempotencyKey } from "./locks/idempotency/entry.js";
 import { getLock, type ReentrantLock, type WithLockOptions, withLock } from "./locks/lock/entry.js";
 import { getMultiLock, type LockLike, type MultiLock } from "./locks/multi-lock/entry.js";
 import {
@@ -24,7 +24,6 @@ import {
 } from "./locks/permit-expirable-semaphore/entry.js";
 import { getReadWriteLock, type ReadWriteLock } from "./locks/read-write-lock/entry.js";
 import { getSemaphore, type Semaphore } from "./locks/semaphore/entry.js";
-import { checkName } from "./validate.js";
 
 export { contextOf, type EdgeLockOptions, reportEvent } from "./core.js";
 export type { WithLockOptions } from "./locks/lock/entry.js";
@@ -137,7 +136,7 @@ export class EdgeLock extends EdgeLockClient {
    * @throws TypeError / RangeError for a bad name.
    */
   getIdempotencyKey(name: string): IdempotencyKey {
-    return new IdempotencyKey(contextOf(this), checkName(name));
+    return getIdempotencyKey(this, name);
   }
 
   /**

@@ -1,27 +1,17 @@
 /**
  * edgelock: Redisson's distributed locks for serverless and edge runtimes (Cloudflare Workers,
  * Vercel, Node), over HTTP Redis (Upstash's REST API through `@upstash/redis`).
+ *
+ * The root exports what every primitive's entry does (`./locks/shared-exports.ts` and each
+ * kind's `exports.ts`, written once there), `EdgeLock`, and what only the root carries: the
+ * lease class, every event type, the keeper's types and the limits.
  * @module
  */
 export { EdgeLock, type WithLockOptions } from "./client.js";
-export { EdgeLockClient, type EdgeLockOptions } from "./core.js";
-export {
-  EdgeLockError,
-  type EdgeLockErrorCode,
-  LeaseLostError,
-  LockNotHeldError,
-  LockTimeoutError,
-  LockUpgradeError,
-  OverReleaseError,
-  PermitNotHeldError,
-  TransportError,
-} from "./errors.js";
 export type {
   AcquireEvent,
   DefiniteOperation,
   ErrorEvent,
-  LockEvent,
-  LockEventListener,
   LostEvent,
   ReleaseEvent,
   RenewEvent,
@@ -29,7 +19,6 @@ export type {
   SkipEvent,
   WaitEvent,
 } from "./events.js";
-export type { Holder, Inspectable, Inspection } from "./inspect.js";
 export {
   DEFAULT_KEEPER_INSTANCE,
   type KeeperLeaseKind,
@@ -39,13 +28,8 @@ export {
   type LeaseKeeperBinding,
   type LeaseKeeperStub,
 } from "./keeper.js";
-export {
-  type KeepAlive,
-  type KeeperKeepAlive,
-  Lease,
-  type ReleaseResult,
-  type SerializedLease,
-} from "./lease/lease.js";
+// The class, where the entries export its type only.
+export { Lease } from "./lease/lease.js";
 export {
   DEFAULT_DEFINITE_WITHIN_REQUEST_TIMEOUTS,
   DEFAULT_REPLAY_WINDOW_MS,
@@ -57,79 +41,18 @@ export {
   LOCK_WAITER_SLOT_MS,
   MAX_NAME_LENGTH,
   MAX_OWNER_LENGTH,
-  MAX_PERMITS,
   MAX_TIME_MS,
 } from "./limits.js";
-export type {
-  CountDownLatch,
-  CountDownLatchAwaitOptions,
-  CountDownLatchInspection,
-  CountDownOptions,
-} from "./locks/count-down-latch/index.js";
-export type { FairLock, FairLockInspection } from "./locks/fair-lock/index.js";
-export type {
-  FencedLease,
-  FencedLock,
-  FencedLockInspection,
-} from "./locks/fenced-lock/index.js";
-export {
-  type ClaimOptions,
-  type ClaimResult,
-  type IdempotencyKey,
-  MAX_COMPLETION_TTL_MS,
-} from "./locks/idempotency/index.js";
-export {
-  type AcquireResult,
-  type LeaseToRenew,
-  type LockHolder,
-  type LockInspection,
-  type LockOptions,
-  MAX_INSPECT_HOLDERS,
-  type ReentrantLock,
-  type TryLockOptions,
-} from "./locks/lock/index.js";
-export type {
-  CompositeLease,
-  LockLike,
-  MemberRelease,
-  MultiLock,
-  MultiLockOptions,
-} from "./locks/multi-lock/index.js";
-export {
-  MAX_INSPECT_PERMITS,
-  MAX_PERMITS_PER_ACQUIRE,
-  type PermitAcquireOptions,
-  type PermitExpirableSemaphore,
-  type PermitExpirableSemaphoreInspection,
-  type PermitHolder,
-  type PermitLease,
-} from "./locks/permit-expirable-semaphore/index.js";
-export type { LeaseOptions } from "./locks/protocol.js";
-export type {
-  ReadLock,
-  ReadWriteLock,
-  ReadWriteLockHolder,
-  ReadWriteLockInspection,
-  WriteLock,
-} from "./locks/read-write-lock/index.js";
-export {
-  CLOCK_DRIFT_FACTOR,
-  DEFAULT_ENDPOINT_TIMEOUT_MS,
-  DEFAULT_REDLOCK_LEASE_MS,
-  DEFAULT_RETRY_DELAY_MS,
-  driftOf,
-  MIN_REDLOCK_LEASE_MS,
-  quorumOf,
-  RedLock,
-  type RedLockAcquireOptions,
-  type RedLockOptions,
-} from "./locks/redlock/index.js";
-export type {
-  Semaphore,
-  SemaphoreAcquireOptions,
-  SemaphoreInspection,
-  SemaphorePermits,
-  SemaphoreReleaseOptions,
-} from "./locks/semaphore/index.js";
-export type { RedisLike } from "./transport/index.js";
-export { type BackoffOptions, DEFAULT_BACKOFF, SLEEP_FLOOR_MS } from "./wait/backoff.js";
+export * from "./locks/count-down-latch/exports.js";
+export * from "./locks/fair-lock/exports.js";
+export * from "./locks/fenced-lock/exports.js";
+export * from "./locks/idempotency/exports.js";
+export * from "./locks/lock/exports.js";
+export type { LeaseToRenew } from "./locks/lock/index.js";
+export * from "./locks/multi-lock/exports.js";
+export * from "./locks/permit-expirable-semaphore/exports.js";
+export * from "./locks/read-write-lock/exports.js";
+export * from "./locks/redlock/entry.js";
+export * from "./locks/semaphore/exports.js";
+export * from "./locks/shared-exports.js";
+export { DEFAULT_BACKOFF, SLEEP_FLOOR_MS } from "./wait/backoff.js";

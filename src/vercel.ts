@@ -9,9 +9,10 @@
  * @see https://vercel.com/docs/cron-jobs/manage-cron-jobs
  * @module
  */
-import { type EdgeLock, reportEvent } from "./client.js";
+import { EdgeLockClient, reportEvent } from "./core.js";
 import { checkKeepAlive, type KeepAlive, type Lease } from "./lease/lease.js";
-import { MAX_COMPLETION_TTL_MS } from "./locks/idempotency/index.js";
+import { getIdempotencyKey, MAX_COMPLETION_TTL_MS } from "./locks/idempotency/entry.js";
+import { getLock } from "./locks/lock/entry.js";
 import { endQuietly, type LockedInfo, lockedResponse, retryAfterSeconds } from "./settle.js";
 import { checkFunction, checkLeaseTime, checkMs, checkName, checkOptions } from "./validate.js";
 
@@ -56,8 +57,12 @@ export interface CompletedInfo {
  * handler receives after the request (e.g. `[env, ctx]` on Workers); none on Vercel.
  */
 export interface LockWebhookOptions<A extends unknown[] = []> {
-  /** The EdgeLock, or a function of the request (and extra arguments) returning it. Required. */
-  edgelock: EdgeLock | ((request: Request, ...args: A) => EdgeLock);
+  /**
+   * The EdgeLock (or the core `EdgeLockClient` of `edgelock/lock`, which keeps the bundle to the
+   * lock and the idempotency key alone), or a function of the request (and extra arguments)
+   * returning it. Required.
+   */
+  edgelock: EdgeLockClient | ((request: Request, ...args: A) => EdgeLockClient);
   /**
    * The delivery's idempotency key, e.g. `` `stripe:${event.id}` `` or the `webhook-id` header
    * (1–512 characters, no `{` or `}`). It receives a **clone** of the request, so it may read
@@ -218,7 +223,7 @@ export function lockWebhook<A extends unknown[] = []>(
     } catch (error) {
       return badKey(request, { reason: "invalid", error }, args);
     }
-    const idempotencyKey = edgelock.getIdempotencyKey(key);
+    const idempotencyKey = getIdempotencyKey(edgelock, key);
     const claim = await idempotencyKey.claim({ leaseTime, keepAlive });
     if (claim.status !== "acquired") {
       const holderTtl = claim.status === "locked" ? claim.holderTtl : undefined;
@@ -288,8 +293,12 @@ export interface SkippedInfo {
 
 /** Options of {@link lockCron}. Times in integer ms. `A`: extra handler arguments. */
 export interface LockCronOptions<A extends unknown[] = []> {
-  /** The EdgeLock, or a function of the request (and extra arguments) returning it. Required. */
-  edgelock: EdgeLock | ((request: Request, ...args: A) => EdgeLock);
+  /**
+   * The EdgeLock (or the core `EdgeLockClient` of `edgelock/lock`, which keeps the bundle to the
+   * lock and the idempotency key alone), or a function of the request (and extra arguments)
+   * returning it. Required.
+   */
+  edgelock: EdgeLockClient | ((request: Request, ...args: A) => EdgeLockClient);
   /**
    * Lock name, or a function of the request returning it; runs sharing a name exclude each
    * other. @default `cron:<URL path>`, one lock per cron route
@@ -391,7 +400,7 @@ export function lockCron<A extends unknown[] = []>(
         ? nameOption(request, ...args)
         : (nameOption ?? `cron:${new URL(request.url).pathname}`),
     );
-    const run = await edgelock.getLock(name).tryAcquire({ leaseTime, keepAlive: "timer" });
+    const run = await getLock(edgelock, name).tryAcquire({ leaseTime, keepAlive: "timer" });
     if (!run.lease) {
       const { holderTtl } = run;
       reportEvent(edgelock, {
@@ -421,16 +430,14 @@ export function lockCron<A extends unknown[] = []>(
 function resolveEdgelock<A extends unknown[]>(
   value: unknown,
   where: string,
-): (request: Request, ...args: A) => EdgeLock {
-  if (typeof value === "function") return value as (request: Request, ...args: A) => EdgeLock;
-  if (
-    typeof value !== "object" ||
-    value === null ||
-    typeof (value as Partial<EdgeLock>).getIdempotencyKey !== "function"
-  ) {
-    throw new TypeError(`${where}: \`edgelock\` must be an EdgeLock or a function returning one`);
+): (request: Request, ...args: A) => EdgeLockClient {
+  if (typeof value === "function") return value as (request: Request, ...args: A) => EdgeLockClient;
+  if (!(value instanceof EdgeLockClient)) {
+    throw new TypeError(
+      `${where}: \`edgelock\` must be an EdgeLock (or EdgeLockClient) or a function returning one`,
+    );
   }
-  return () => value as EdgeLock;
+  return () => value;
 }
 
 function isResponse(value: unknown): value is Response {

@@ -14,12 +14,14 @@ import { withLock as lockMiddleware } from "../src/hono.js";
 import { getCountDownLatch } from "../src/locks/count-down-latch/entry.js";
 import { getFairLock } from "../src/locks/fair-lock/entry.js";
 import { getFencedLock } from "../src/locks/fenced-lock/entry.js";
+import { getIdempotencyKey } from "../src/locks/idempotency/entry.js";
 import { getLock, LockTimeoutError, withLock } from "../src/locks/lock/entry.js";
 import { getMultiLock } from "../src/locks/multi-lock/entry.js";
 import { getPermitExpirableSemaphore } from "../src/locks/permit-expirable-semaphore/entry.js";
 import { getReadWriteLock } from "../src/locks/read-write-lock/entry.js";
 import { RedLock } from "../src/locks/redlock/entry.js";
 import { getSemaphore } from "../src/locks/semaphore/entry.js";
+import { lockCron, lockWebhook } from "../src/vercel.js";
 import { bridgeRedis, keyPrefix, useRawRedis } from "./support/env.js";
 
 const prefix = keyPrefix();
@@ -82,6 +84,12 @@ describe("entries over the core client", () => {
     expect(permit?.permitIds).toHaveLength(1);
     await permit?.release();
 
+    const once = getIdempotencyKey(c, `${prefix}once`);
+    const claim = await once.claim({ leaseTime: 5_000 });
+    if (claim.status !== "acquired") throw new Error(`claim: ${claim.status}`);
+    expect(await once.complete(claim.lease, 5_000)).toBe("released");
+    expect((await getIdempotencyKey(c, `${prefix}once`).claim()).status).toBe("completed");
+
     const latch = getCountDownLatch(c, `${prefix}latch`);
     expect(await latch.trySetCount(1)).toBe(true);
     await latch.countDown();
@@ -120,6 +128,51 @@ describe("integrations over the core client", () => {
   });
 });
 
+describe("the Vercel helpers over the core client", () => {
+  const delivery = (id: string) =>
+    new Request("http://127.0.0.1/api/webhook", { method: "POST", body: JSON.stringify({ id }) });
+
+  it("lockWebhook takes an EdgeLockClient: one run per delivery, the redelivery acknowledged", async () => {
+    const c = client();
+    const key = `${prefix}vercel:evt`;
+    let runs = 0;
+    const webhook = lockWebhook({ edgelock: c, key: () => key, leaseTime: 10_000 }, async () => {
+      runs++;
+      expect(await getLock(c, key).isLocked()).toBe(true);
+      return Response.json({ received: true });
+    });
+    expect((await webhook(delivery("1"))).status).toBe(200);
+    const again = await webhook(delivery("1"));
+    expect(await again.json()).toEqual({ received: true, duplicate: true, key });
+    expect(runs).toBe(1);
+    expect(await getLock(c, key).isLocked()).toBe(false);
+  });
+
+  it("lockCron takes a function returning an EdgeLockClient, and skips an overlapping run", async () => {
+    const c = client();
+    const name = `${prefix}vercel:cron`;
+    const held = await getLock(client(), name).tryLock({ leaseTime: 10_000 });
+    const cron = lockCron({ edgelock: () => c, name }, () => Response.json({ ran: true }));
+    const skipped = await cron(new Request("http://127.0.0.1/api/cron"));
+    expect(await skipped.json()).toMatchObject({ skipped: true, name });
+    await held?.release();
+    expect(await (await cron(new Request("http://127.0.0.1/api/cron"))).json()).toEqual({
+      ran: true,
+    });
+    expect(await getLock(c, name).isLocked()).toBe(false);
+  });
+
+  it("both refuse an object that is not an EdgeLockClient, when called", () => {
+    const fake = { getLock: () => null, getIdempotencyKey: () => null } as never;
+    const ok = () => new Response();
+    const message = "must be an EdgeLock (or EdgeLockClient) or a function returning one";
+    expect(() => lockWebhook({ edgelock: fake, key: () => "k" }, ok)).toThrow(
+      `lockWebhook: \`edgelock\` ${message}`,
+    );
+    expect(() => lockCron({ edgelock: fake }, ok)).toThrow(`lockCron: \`edgelock\` ${message}`);
+  });
+});
+
 describe("entries refuse bad input before any request", () => {
   const notAClient = { redis: bridgeRedis() } as unknown as EdgeLockClient;
   const factories: [string, (c: EdgeLockClient, name: string) => unknown][] = [
@@ -130,6 +183,7 @@ describe("entries refuse bad input before any request", () => {
     ["getSemaphore", getSemaphore],
     ["getPermitExpirableSemaphore", getPermitExpirableSemaphore],
     ["getCountDownLatch", getCountDownLatch],
+    ["getIdempotencyKey", getIdempotencyKey],
   ];
 
   it.each(factories)("%s: a client that is not an EdgeLockClient is a TypeError", (_, get) => {
@@ -180,6 +234,9 @@ describe("each entry bundles only its own kind's scripts, and none EdgeLock", ()
     "count-down-latch": ["count-down-latch", "lock"],
     "multi-lock": ["lock"],
     redlock: ["lock"],
+    idempotency: ["lock"],
+    // lockWebhook (an idempotency key) and lockCron (a lock).
+    vercel: ["lock"],
     // The LeaseKeeper (renewers only) and the cron guard (a lock).
     cloudflare: ["lock", "read-write-lock", "permit-expirable-semaphore"],
   };
@@ -189,7 +246,9 @@ describe("each entry bundles only its own kind's scripts, and none EdgeLock", ()
       entryPoints: [
         kind === "cloudflare"
           ? join(root, "worker", "cloudflare.ts")
-          : join(root, "src", "locks", kind, "entry.ts"),
+          : kind === "vercel"
+            ? join(root, "src", "vercel.ts")
+            : join(root, "src", "locks", kind, "entry.ts"),
       ],
       external: ["cloudflare:*", "@upstash/redis/*"],
       bundle: true,

@@ -28,6 +28,7 @@ import {
   type LeaseHost,
   type LeaseKind,
   type ReleaseResult,
+  type SerializedLease,
 } from "../lease/lease.js";
 import { FAIR_CLAIM_WINDOW_MS } from "../limits.js";
 import { lockLeave } from "../lua/lock.gen.js";
@@ -308,6 +309,21 @@ export async function leaseFor(
   if (grant.ttl !== undefined && grant.ttl < s.leaseTime) lease.confirmBefore(lease.expiresAt);
   await keepAliveOrGiveBack(ctx, lease, s.keepAlive);
   return lease;
+}
+
+/** The lease a serialized lease (`lease.toJSON()`) of `protocol`'s name stands for; no keep-alive. */
+export function restoredLease(ctx: LockContext, protocol: HoldProtocol, s: SerializedLease): Lease {
+  return new Lease({
+    host: hostFor(ctx, protocol),
+    name: protocol.name,
+    owner: s.owner,
+    id: s.id,
+    epoch: s.epoch ?? 0,
+    fencingToken: s.fencingToken,
+    leaseTime: s.leaseTime,
+    watchdog: s.watchdog,
+    expiresAt: s.expiresAt,
+  });
 }
 
 /**

@@ -8,12 +8,7 @@ import { checkName } from "../../validate.js";
 import { CountDownLatch } from "./index.js";
 
 export * from "../shared-exports.js";
-export type {
-  CountDownLatch,
-  CountDownLatchAwaitOptions,
-  CountDownLatchInspection,
-  CountDownOptions,
-} from "./index.js";
+export * from "./exports.js";
 
 /**
  * A count-down latch (Redisson `RedissonClient#getCountDownLatch`) on `name`: `trySetCount`,

@@ -4,12 +4,12 @@
  * @module
  */
 import { contextOf, type EdgeLockClient } from "../../core.js";
+import { parseLeaseOfKind, type SerializedLease } from "../../lease/json.js";
 import { checkName } from "../../validate.js";
-import { FencedLock } from "./index.js";
+import { type FencedLease, FencedLock } from "./index.js";
 
-export type { AcquireResult, LockHolder, LockOptions, TryLockOptions } from "../lock/index.js";
 export * from "../shared-exports.js";
-export type { FencedLease, FencedLock, FencedLockInspection } from "./index.js";
+export * from "./exports.js";
 
 /**
  * A fenced lock (Redisson `RedissonClient#getFencedLock`) on `name`: the reentrant lock whose
@@ -20,4 +20,28 @@ export type { FencedLease, FencedLock, FencedLockInspection } from "./index.js";
  */
 export function getFencedLock(client: EdgeLockClient, name: string): FencedLock {
   return new FencedLock(contextOf(client), checkName(name));
+}
+
+/**
+ * A fenced lock's lease (kind `"fenced-lock"`) rebuilt from `lease.toJSON()` or its JSON string,
+ * with the `fencingToken` it was granted, for another invocation to renew or release (and to
+ * keep passing the token to the storage it guards). Only this kind, unlike
+ * `EdgeLock#restoreLease`; synchronous: nothing is sent and no keep-alive starts.
+ * @param client an {@link EdgeLockClient} (or `EdgeLock`) on the lease's database.
+ * @throws TypeError for what is not a serialized lease, one without its `fencingToken`, a lease
+ * another kind issued, or a `client` that is not an EdgeLockClient; RangeError for a bad name or
+ * owner in it.
+ */
+export function restoreFencedLockLease(
+  client: EdgeLockClient,
+  serialized: SerializedLease | string,
+): FencedLease {
+  const ctx = contextOf(client);
+  const where = "restoreFencedLockLease";
+  const s = parseLeaseOfKind(serialized, ["fenced-lock"], where, "edgelock/fenced-lock");
+  // Every fenced grant carries its token: one without it did not come from this kind's toJSON.
+  if (s.fencingToken === undefined) {
+    throw new TypeError(`${where}: a fenced-lock lease needs \`lease.fencingToken\``);
+  }
+  return new FencedLock(ctx, s.name).restore(s) as FencedLease;
 }

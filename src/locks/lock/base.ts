@@ -5,7 +5,7 @@
 import { LockNotHeldError } from "../../errors.js";
 import { randomHex } from "../../ids.js";
 import type { Inspectable, Inspection } from "../../inspect.js";
-import { Lease, type SerializedLease } from "../../lease/lease.js";
+import type { Lease, SerializedLease } from "../../lease/lease.js";
 import { lockInspect } from "../../lua/lock.gen.js";
 import { asIntegers } from "../../transport/index.js";
 import { checkOwner, tryWithin, untilAcquired } from "../../validate.js";
@@ -15,8 +15,8 @@ import {
   type AcquireResult,
   type HoldSettings,
   holdSettings,
-  hostFor,
   type LeaseOptions,
+  restoredLease,
   TRY_LOCK_KEYS,
 } from "../protocol.js";
 
@@ -163,17 +163,7 @@ export abstract class HashLock<I extends Inspection> implements Inspectable<I> {
 
   /** Internal: a lease object for a serialized lease of this lock. */
   restore(s: SerializedLease): Lease {
-    return new Lease({
-      host: hostFor(this.ctx, this.holds),
-      name: this.name,
-      owner: s.owner,
-      id: s.id,
-      epoch: s.epoch ?? 0,
-      fencingToken: s.fencingToken,
-      leaseTime: s.leaseTime,
-      watchdog: s.watchdog,
-      expiresAt: s.expiresAt,
-    });
+    return restoredLease(this.ctx, this.holds, s);
   }
 
   async #acquire(o: Partial<TryLockOptions>, waitTime: number | undefined): Promise<AcquireResult> {

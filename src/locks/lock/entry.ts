@@ -5,6 +5,7 @@
  */
 import { contextOf, type EdgeLockClient } from "../../core.js";
 import { LockTimeoutError } from "../../errors.js";
+import { parseLeaseOfKind, type SerializedLease } from "../../lease/json.js";
 import type { Lease } from "../../lease/lease.js";
 import { DEFAULT_WITH_LOCK_WAIT_MS } from "../../limits.js";
 import { endQuietly } from "../../settle.js";
@@ -12,15 +13,7 @@ import { checkName, checkOptions, checkWaitTime } from "../../validate.js";
 import { ReentrantLock, type TryLockOptions } from "./index.js";
 
 export * from "../shared-exports.js";
-export {
-  type AcquireResult,
-  type LockHolder,
-  type LockInspection,
-  type LockOptions,
-  MAX_INSPECT_HOLDERS,
-  type ReentrantLock,
-  type TryLockOptions,
-} from "./index.js";
+export * from "./exports.js";
 
 /**
  * A reentrant lock (Redisson RLock, `RedissonClient#getLock`) on `name`.
@@ -41,6 +34,34 @@ export {
  */
 export function getLock(client: EdgeLockClient, name: string): ReentrantLock {
   return new ReentrantLock(contextOf(client), checkName(name));
+}
+
+/**
+ * Rebuilds a lease of a reentrant lock (kind `"lock"`, also an idempotency key's claim) from
+ * `lease.toJSON()` (or its JSON string), so another invocation can renew or release it:
+ * `EdgeLock#restoreLease` for `"lock"` leases only, without bundling the other kinds.
+ * Synchronous; no keep-alive is started; no request is sent.
+ * @param client an {@link EdgeLockClient} (an `EdgeLock` is one too), on the lease's database.
+ * @param serialized what `lease.toJSON()` returned, or its JSON string.
+ * @throws TypeError for anything that is not a serialized lease, for a lease another kind issued
+ * (a fair lock's is restored by `restoreFairLockLease` of `edgelock/fair-lock`, and so on), or
+ * when `client` is not an EdgeLockClient; RangeError for a bad name or owner in it.
+ *
+ * @example
+ * ```ts
+ * import { restoreLockLease } from "edgelock/lock";
+ * // One invocation hands `JSON.stringify(lease)` on; another releases the hold:
+ * const lease = restoreLockLease(client, json);
+ * await lease.release();
+ * ```
+ */
+export function restoreLockLease(
+  client: EdgeLockClient,
+  serialized: SerializedLease | string,
+): Lease {
+  const ctx = contextOf(client);
+  const s = parseLeaseOfKind(serialized, ["lock"], "restoreLockLease", "edgelock/lock");
+  return new ReentrantLock(ctx, s.name).restore(s);
 }
 
 /** Options of {@link withLock}: those of `tryLock`, waiting 10 s by default. */

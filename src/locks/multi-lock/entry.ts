@@ -8,13 +8,7 @@ import { contextOf, type EdgeLockClient } from "../../core.js";
 import { checkMembers, type LockLike, MultiLock } from "./index.js";
 
 export * from "../shared-exports.js";
-export type {
-  CompositeLease,
-  LockLike,
-  MemberRelease,
-  MultiLock,
-  MultiLockOptions,
-} from "./index.js";
+export * from "./exports.js";
 
 /**
  * Several locks taken as one, all or none (Redisson `RedissonClient#getMultiLock`): members may

@@ -5,20 +5,12 @@
  * @module
  */
 import { contextOf, type EdgeLockClient } from "../../core.js";
+import { parseLeaseOfKind, type SerializedLease } from "../../lease/json.js";
 import { checkName } from "../../validate.js";
-import { PermitExpirableSemaphore } from "./index.js";
+import { PermitExpirableSemaphore, type PermitLease } from "./index.js";
 
-export { PermitNotHeldError } from "../../errors.js";
 export * from "../shared-exports.js";
-export {
-  MAX_INSPECT_PERMITS,
-  MAX_PERMITS_PER_ACQUIRE,
-  type PermitAcquireOptions,
-  type PermitExpirableSemaphore,
-  type PermitExpirableSemaphoreInspection,
-  type PermitHolder,
-  type PermitLease,
-} from "./index.js";
+export * from "./exports.js";
 
 /**
  * A semaphore whose permits have leases (Redisson
@@ -34,4 +26,28 @@ export function getPermitExpirableSemaphore(
   name: string,
 ): PermitExpirableSemaphore {
   return new PermitExpirableSemaphore(contextOf(client), checkName(name));
+}
+
+/**
+ * A permit lease (kind `"permit"`) of a permit-expirable semaphore rebuilt from `lease.toJSON()`
+ * or its JSON string: another invocation renews the permits it names or gives them back. The
+ * semaphore's share of `EdgeLock#restoreLease`, without the other kinds' code; synchronous, no
+ * request is sent and no keep-alive is started.
+ * @param client the core client (or an `EdgeLock`) on the semaphore's database.
+ * @throws TypeError when the input is not a serialized lease (or a permit lease without its
+ * `permitIds`), when another kind issued it, or when `client` is not an EdgeLockClient;
+ * RangeError for a bad name or owner in it.
+ */
+export function restorePermitLease(
+  client: EdgeLockClient,
+  serialized: SerializedLease | string,
+): PermitLease {
+  const ctx = contextOf(client);
+  const s = parseLeaseOfKind(
+    serialized,
+    ["permit"],
+    "restorePermitLease",
+    "edgelock/permit-expirable-semaphore",
+  );
+  return new PermitExpirableSemaphore(ctx, s.name).restore(s);
 }

@@ -40,10 +40,14 @@ import {
   reportError,
   reportRenew,
   runRelease,
-  unregisterWaiter,
-  unregisterWaiterNow,
 } from "../protocol.js";
-import { checkPermits, limitKey, Semaphore, semaphoreChannel } from "../semaphore/index.js";
+import {
+  checkPermits,
+  limitKey,
+  permitWait,
+  Semaphore,
+  semaphoreChannel,
+} from "../semaphore/index.js";
 
 /**
  * Options of {@link PermitExpirableSemaphore.tryAcquire}: the {@link LeaseOptions} of each permit
@@ -291,21 +295,13 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
     let acquired = false;
     try {
       const polled = await waitFor(this.#ctx, {
-        name: this.name,
-        wakeKey: keys.wake(this.name),
+        ...permitWait(this.#ctx, this.name, counter),
         waitTime,
         signal: s.signal,
-        counter,
-        // A permit a Redisson client holds comes back with a PUBLISH on Redisson's channel only
-        // (RedissonPermitExpirableSemaphore#tryReleaseAsync): while the busy attempt finds one,
-        // the wait listens there. edgelock's own releases publish there too.
-        foreignChannel: semaphoreChannel(this.name),
         attempt: async (waiter) => {
           const grant = await this.#attempt(count, s.leaseTime, s.signal, waiter, counter);
           return "pttl" in grant ? grant : { acquired: grant };
         },
-        unregister: (waiter) => this.#unregister(waiter),
-        unregisterNow: (waiter) => unregisterWaiterNow(this.#ctx, this.name, waiter, counter),
       });
       attempts = polled.attempts;
       if (polled.value === null) return null;
@@ -429,10 +425,6 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
         counter,
       ),
     );
-  }
-
-  #unregister(waiter: string): void {
-    unregisterWaiter(this.#ctx, this.name, waiter);
   }
 
   async #inspect(listed: number): Promise<PermitExpirableSemaphoreInspection> {

@@ -7,16 +7,8 @@ import { contextOf, type EdgeLockClient } from "../../core.js";
 import { checkName } from "../../validate.js";
 import { Semaphore } from "./index.js";
 
-export { OverReleaseError } from "../../errors.js";
-export { MAX_PERMITS } from "../../limits.js";
 export * from "../shared-exports.js";
-export type {
-  Semaphore,
-  SemaphoreAcquireOptions,
-  SemaphoreInspection,
-  SemaphorePermits,
-  SemaphoreReleaseOptions,
-} from "./index.js";
+export * from "./exports.js";
 
 /**
  * A counting semaphore (Redisson `RedissonClient#getSemaphore`) on `name`: permits taken with

@@ -290,21 +290,13 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
     let acquired = false;
     try {
       const polled = await waitFor(this.#ctx, {
-        name: this.name,
-        wakeKey: keys.wake(this.name),
+        ...permitWait(this.#ctx, this.name, counter),
         waitTime,
         signal,
-        counter,
-        // Permits a Redisson client holds come back with a PUBLISH on Redisson's channel only
-        // (RedissonSemaphore#releaseAsync): while the busy attempt finds such permits missing,
-        // the wait listens there. edgelock's own releases publish there too.
-        foreignChannel: channel(this.name),
         attempt: async (waiter) => {
           const busy = await this.#attempt(permits, signal, waiter, counter);
           return busy === null ? { acquired: true } : { pttl: -1, foreign: busy.foreign };
         },
-        unregister: (waiter) => this.#unregister(waiter),
-        unregisterNow: (waiter) => unregisterWaiterNow(this.#ctx, this.name, waiter, counter),
       });
       attempts = polled.attempts;
       acquired = polled.value !== null;
@@ -372,10 +364,6 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
     );
   }
 
-  #unregister(waiter: string): void {
-    unregisterWaiter(this.#ctx, this.name, waiter);
-  }
-
   #replayKeys(): string[] {
     return [this.name, keys.replay(this.name), keys.replayOld(this.name)];
   }
@@ -415,6 +403,24 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
       requests: 0,
     });
   }
+}
+
+/**
+ * What the wait of either semaphore for permits shares (spread into its `waitFor` spec): it is
+ * woken on the semaphore's wake channel, and a waiter that gives up leaves the waiters' queue. Permits a Redisson client holds come back with a PUBLISH on
+ * Redisson's channel only (RedissonSemaphore#releaseAsync,
+ * RedissonPermitExpirableSemaphore#tryReleaseAsync): while a busy attempt finds such permits
+ * missing (`foreign`), the wait listens there. edgelock's own releases publish there too.
+ */
+export function permitWait(ctx: LockContext, name: string, counter: RequestCounter) {
+  return {
+    name,
+    wakeKey: keys.wake(name),
+    counter,
+    foreignChannel: channel(name),
+    unregister: (waiter: string) => unregisterWaiter(ctx, name, waiter),
+    unregisterNow: (waiter: string) => unregisterWaiterNow(ctx, name, waiter, counter),
+  };
 }
 
 /** Redisson's semaphore channel: every change publishes the available permits. */
