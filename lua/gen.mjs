@@ -129,7 +129,6 @@ function render() {
     } catch (e) {
       throw new Error(`lua/${rel}: ${e.message}`);
     }
-    const sha1 = createHash("sha1").update(source, "utf8").digest("hex");
     const name = rel.replace(/\.lua$/, "");
     if (!kinds.has(kind)) {
       kinds.set(kind, [HEADER, "", 'import type { LuaScript } from "./script.js";', ""]);
@@ -138,7 +137,7 @@ function render() {
       .get(kind)
       .push(
         `/** lua/${rel} */`,
-        `export const ${constName(rel)}: LuaScript = { name: ${JSON.stringify(name)}, source: ${JSON.stringify(source)}, sha1: ${JSON.stringify(sha1)} };`,
+        `export const ${constName(rel)}: LuaScript = { name: ${JSON.stringify(name)}, source: ${JSON.stringify(source)} };`,
         "",
       );
   }

@@ -26,6 +26,7 @@ import {
   timedOut,
   toTransportError,
 } from "./scrub.js";
+import { sha1Of } from "./sha1.js";
 
 export type { RedisLike, SubscriberLike } from "./redis.js";
 export { isNoScriptError } from "./scrub.js";
@@ -56,7 +57,7 @@ export class ScriptRunner {
   /** For an `@upstash/redis` client: a view of it making single attempts, retried here. */
   readonly #detached: DetachedClient | undefined;
   /** Scripts known to be in Redis's cache (run successfully by this runner). */
-  readonly #loaded = new Set<string>();
+  readonly #loaded = new Set<LuaScript>();
   /** Whether Redis has answered NOSCRIPT to this runner (its cache was empty or flushed). */
   #cacheMissSeen = false;
 
@@ -138,24 +139,25 @@ export class ScriptRunner {
     const redis = this.#detached?.redis ?? this.#redis;
     // Once Redis has shown an empty script cache, a script this client has not run yet is
     // sent with EVAL straight away instead of paying a NOSCRIPT round trip of its own.
-    if (this.#cacheMissSeen && !this.#loaded.has(script.sha1)) {
+    if (this.#cacheMissSeen && !this.#loaded.has(script)) {
       const reply = await this.#attempts(
         () => redis.eval(script.source, keys, args),
         counter,
         signal,
         until,
       );
-      this.#loaded.add(script.sha1);
+      this.#loaded.add(script);
       return reply;
     }
+    const sha1 = await sha1Of(script);
     try {
       const reply = await this.#attempts(
-        () => redis.evalsha(script.sha1, keys, args),
+        () => redis.evalsha(sha1, keys, args),
         counter,
         signal,
         until,
       );
-      this.#loaded.add(script.sha1);
+      this.#loaded.add(script);
       return reply;
     } catch (error) {
       if (signal.aborted || !isNoScriptError(error)) throw error;
@@ -166,7 +168,7 @@ export class ScriptRunner {
         signal,
         until,
       );
-      this.#loaded.add(script.sha1);
+      this.#loaded.add(script);
       return reply;
     }
   }
