@@ -36,9 +36,10 @@ export const SCENARIOS = [
   // wrappers cost gzip ~0.15 kB that repeated text did not) and the repeated TypeScript was
   // written once (~0.1 kB): the target is missed by 0.1 kB. 27.2 kB since the fair lock's
   // listening beside its own channel became a hook of the wait loop (wait/beside.ts: +0.08 kB
-  // here, 0.06-0.07 kB less in every other waiting kind's entry). The SHA-1 of each of the 39
-  // scripts is 1.6 kB of it: hex that gzip cannot shrink (see docs/benchmarks.md).
-  { name: "edgelock", entries: ["edgelock"], base: REDIS, budget: 27.5, target: 27 },
+  // here, 0.06-0.07 kB less in every other waiting kind's entry). 25.8 kB since the scripts'
+  // SHA-1s (1.6 kB of hex that gzip cannot shrink) are computed at first run
+  // (src/transport/sha1.ts) instead of shipped: the target is met.
+  { name: "edgelock", entries: ["edgelock"], base: REDIS, budget: 26.3, target: 27 },
   // 13.1 kB measured at the split, 13.6 kB after the JVM wake-ups, the shared Lua libraries and
   // the awaited leave of a waiter that gives up: 2.0 kB Lua, 11.6 kB JS, of which ~8 kB the core
   // client and the lease (the multi-lock entry). 14.1 kB with `restoreLockLease` (every entry that
