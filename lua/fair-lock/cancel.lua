@@ -24,8 +24,7 @@ local windowMs = tonumber(ARGV[2])
 local id = ARGV[3]
 local claimMs = tonumber(ARGV[4])
 local waiter = ARGV[5]
--- @include lib/replay.lua
--- @include lib/hold.lua
+-- @include lib/release.lua
 -- @include lib/fair.lua
 
 local seen = replay_get(id)
@@ -39,10 +38,7 @@ local result = 0
 local undo = kind == 'A' and string.sub(seen, 2) == epoch()
   and redis.call('hexists', name, owner) == 1
 if redis.call('hget', name, GRANT) == waiter or undo then
-  if redis.call('hincrby', name, owner, -1) <= 0 then
-    redis.call('del', name)
-    redis.call('publish', channel, 0)
-  end
+  drop_hold()
   result = 1
 end
 if redis.call('exists', name) == 0 then

@@ -24,19 +24,15 @@ local wake = KEYS[6]
 local owner = ARGV[1]
 local windowMs = tonumber(ARGV[2])
 local id = ARGV[3]
--- @include lib/hold.lua
+-- @include lib/release.lua
 -- @include lib/wake.lua
 -- @include lib/cancel.lua
 
 -- Only the incarnation this acquire joined (`made`) holds its hold; a later one belongs to
 -- later calls.
 local function undo(made)
-  if made == epoch() and redis.call('hexists', name, owner) == 1 then
-    if redis.call('hincrby', name, owner, -1) <= 0 then
-      redis.call('del', name)
-      redis.call('publish', channel, 0)
-      wake_one()
-    end
+  if made == epoch() and redis.call('hexists', name, owner) == 1 and drop_hold() then
+    wake_one()
   end
 end
 

@@ -34,8 +34,7 @@ local leaseMs = tonumber(ARGV[2])
 local windowMs = tonumber(ARGV[3])
 local id = ARGV[4]
 local held = ARGV[5]
--- @include lib/replay.lua
--- @include lib/hold.lua
+-- @include lib/release.lua
 -- @include lib/wake.lua
 
 if done then
@@ -43,31 +42,6 @@ if done then
   redis.call('set', done, '1', 'px', tonumber(ARGV[6]), 'nx')
 end
 
-local seen = replay_get(id)
-if seen and string.sub(seen, 1, 1) == 'R' then
-  return tonumber(string.sub(seen, 2))
-end
-
-if redis.call('hexists', name, owner) == 0 then
-  if redis.call('exists', name) == 0 then
-    return 0
-  end
-  return 3
-end
-if held ~= '0' and held ~= epoch() then
-  return 0
-end
-
-local result = 1
-if redis.call('hincrby', name, owner, -1) > 0 then
-  if leaseMs > 0 then
-    extend(leaseMs)
-  end
-  result = 2
-else
-  redis.call('del', name)
-  redis.call('publish', channel, 0)
+return release_hold(function()
   hand_off_one(tonumber(ARGV[7]))
-end
-replay_set(id, 'R' .. result)
-return result
+end)
