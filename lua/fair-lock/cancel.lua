@@ -12,13 +12,7 @@
 --          | 1 a hand-off or a hold it made was given back | 2 already cancelled
 -- Records  "C" (before the attempt applied) | "U" (undone). A lock found free afterwards is
 --          handed to the next waiter (this one may have been first in line).
-local name = KEYS[1]
-local queue = KEYS[2]
-local slots = KEYS[3]
-local waiters = KEYS[4]
-local channel = KEYS[5]
-local replayKey = KEYS[6]
-local replayOld = KEYS[7]
+local name, queue, slots, waiters, channel, replayKey, replayOld = unpack(KEYS)
 local owner = ARGV[1]
 local windowMs = tonumber(ARGV[2])
 local id = ARGV[3]

@@ -12,18 +12,9 @@
 -- Returns  1 released (last hold gone) | 2 still held | 0 expired (no key, or only a newer
 --          incarnation) | 3 not owner
 -- Records  "R<result>" for results 0 (its hand-off), 1 and 2
-local name = KEYS[1]
-local queue = KEYS[2]
-local slots = KEYS[3]
-local waiters = KEYS[4]
-local channel = KEYS[5]
-local replayKey = KEYS[6]
-local replayOld = KEYS[7]
-local owner = ARGV[1]
-local leaseMs = tonumber(ARGV[2])
-local windowMs = tonumber(ARGV[3])
-local id = ARGV[4]
-local held = ARGV[5]
+-- ARGV[1..5] are bound by lib/release-args.lua, shared with lua/lock/release.lua.
+local name, queue, slots, waiters, channel, replayKey, replayOld = unpack(KEYS)
+-- @include lib/release-args.lua
 local claimMs = tonumber(ARGV[6])
 -- @include lib/release.lua
 -- @include lib/fair.lua

@@ -9,6 +9,7 @@
 --            window too)
 --   held     the epoch of the hold being released, decimal ("0" = any hold of the owner) (ARGV)
 --   leaseMs  the TTL to restore on a partial release, never shortening (0 = keep it) (ARGV)
+-- (lib/release-args.lua binds these three for the reentrant and fair locks).
 -- Includes lib/replay.lua and lib/hold.lua. Provides drop_hold, release_refused, release_hold.
 -- @include lib/replay.lua
 -- @include lib/hold.lua

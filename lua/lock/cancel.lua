@@ -15,12 +15,7 @@
 --          | 1 the applied hold was undone, or had already expired
 --          | 2 nothing to do (already cancelled or released)
 -- Records  "C" (cancelled first) | "U" (undone), by lib/cancel.lua
-local name = KEYS[1]
-local replayKey = KEYS[2]
-local replayOld = KEYS[3]
-local channel = KEYS[4]
-local waiting = KEYS[5]
-local wake = KEYS[6]
+local name, replayKey, replayOld, channel, waiting, wake = unpack(KEYS)
 local owner = ARGV[1]
 local windowMs = tonumber(ARGV[2])
 local id = ARGV[3]

@@ -22,18 +22,9 @@
 -- Returns  1 released (last hold gone) | 2 still held (count > 0) | 0 expired (no key, or only
 --          a newer incarnation) | 3 not owner (held by someone else)
 -- Records  "R<result>" for results 1 and 2
-local name = KEYS[1]
-local replayKey = KEYS[2]
-local replayOld = KEYS[3]
-local channel = KEYS[4]
-local waiting = KEYS[5]
-local wake = KEYS[6]
-local done = KEYS[7]
-local owner = ARGV[1]
-local leaseMs = tonumber(ARGV[2])
-local windowMs = tonumber(ARGV[3])
-local id = ARGV[4]
-local held = ARGV[5]
+-- ARGV[1..5] are bound by lib/release-args.lua, shared with lua/fair-lock/release.lua.
+local name, replayKey, replayOld, channel, waiting, wake, done = unpack(KEYS)
+-- @include lib/release-args.lua
 -- @include lib/release.lua
 -- @include lib/wake.lua
 

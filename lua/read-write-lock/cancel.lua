@@ -15,13 +15,7 @@
 -- Returns  0 cancelled before it applied | 1 the applied hold was undone, or had already expired
 --          | 2 nothing to do
 -- Records  "C" (cancelled first) | "U" (undone), by lib/cancel.lua
-local name = KEYS[1]
-local replayKey = KEYS[2]
-local replayOld = KEYS[3]
-local channel = KEYS[4]
-local waiting = KEYS[5]
-local wake = KEYS[6]
-local prefix = KEYS[7]
+local name, replayKey, replayOld, channel, waiting, wake, prefix = unpack(KEYS)
 local read = ARGV[1] == 'read'
 local owner = ARGV[2]
 local windowMs = tonumber(ARGV[3])

@@ -19,13 +19,7 @@
 -- Returns  1 released (the owner's last hold of that kind) | 2 still held | 0 expired (no key,
 --          or only a newer incarnation) | 3 not owner
 -- Records  "R<result>" for results 1 and 2
-local name = KEYS[1]
-local replayKey = KEYS[2]
-local replayOld = KEYS[3]
-local channel = KEYS[4]
-local waiting = KEYS[5]
-local wake = KEYS[6]
-local prefix = KEYS[7]
+local name, replayKey, replayOld, channel, waiting, wake, prefix = unpack(KEYS)
 local read = ARGV[1] == 'read'
 local owner = ARGV[2]
 local leaseMs = tonumber(ARGV[3])
