@@ -12,6 +12,9 @@
 --          | 1 a hand-off or a hold it made was given back | 2 already cancelled
 -- Records  "C" (before the attempt applied) | "U" (undone). A lock found free afterwards is
 --          handed to the next waiter (this one may have been first in line).
+-- Not lib/cancel.lua's cancel-or-undo: a waiter leaves the queue and gives back a hand-off
+-- whatever its last attempt's record is (queued "Q", busy "B", applied, or none yet), and the
+-- answer says what it gave back, not what the record was.
 local name, queue, slots, waiters, channel, replayKey, replayOld = unpack(KEYS)
 local owner = ARGV[1]
 local windowMs = tonumber(ARGV[2])
