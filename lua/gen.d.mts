@@ -7,5 +7,5 @@
 export function expand(source: string, root?: string): string;
 /** The script without the library functions it never calls. */
 export function pruneUnused(source: string): string;
-/** The script without comment lines, indentation or blank lines. */
+/** The script without comment lines, indentation, blank lines or the spaces Lua does not need. */
 export function compact(source: string): string;

@@ -11,9 +11,7 @@
 -- Returns  {count, pttl}: count 0 = open (no key, or a count <= 0 that Redisson's trySetCount(0)
 --          stores), else the count; pttl of the latch in ms (-1: no TTL, -2: no key)
 --          | an error reply when the key holds something other than an integer
-local name = KEYS[1]
-local waiting = KEYS[2]
-local wake = KEYS[3]
+local name, waiting, wake = unpack(KEYS)
 local waiter = ARGV[1]
 -- @include lib/wake.lua
 

@@ -14,31 +14,22 @@
 -- ARGV[2]  request id (32 hex characters)
 -- Returns  the count left: > 0 still closed | 0 open (it reached zero now, or did not exist)
 -- Records  "D<count left>"
-local name = KEYS[1]
-local channel = KEYS[2]
-local replayKey = KEYS[3]
-local replayOld = KEYS[4]
-local waiting = KEYS[5]
-local wake = KEYS[6]
+local name, channel, replayKey, replayOld, waiting, wake = unpack(KEYS)
 local windowMs = tonumber(ARGV[1])
 local id = ARGV[2]
 -- @include lib/replay.lua
 -- @include lib/wake.lua
 
-local seen = replay_get(id)
-if seen then
-  return tonumber(string.sub(seen, 2))
-end
-
-local left = redis.call('decr', name)
-if left <= 0 then
-  redis.call('del', name)
-  if left == 0 then
-    redis.call('publish', channel, 0)
+return replay_once(id, 'D', function()
+  local left = redis.call('decr', name)
+  if left <= 0 then
+    redis.call('del', name)
+    if left == 0 then
+      redis.call('publish', channel, 0)
+    end
+    -- Open (also when the key had gone without a count-down): every live waiter gets a token.
+    wake_all()
+    left = 0
   end
-  -- Open (also when the key had gone without a count-down): every live waiter gets a token.
-  wake_all()
-  left = 0
-end
-replay_set(id, 'D' .. left)
-return left
+  return left
+end)

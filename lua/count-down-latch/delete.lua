@@ -14,26 +14,17 @@
 -- ARGV[2]  request id (32 hex characters)
 -- Returns  1 a latch was deleted | 0 there was none
 -- Records  "X1" | "X0"
-local name = KEYS[1]
-local channel = KEYS[2]
-local replayKey = KEYS[3]
-local replayOld = KEYS[4]
-local waiting = KEYS[5]
-local wake = KEYS[6]
+local name, channel, replayKey, replayOld, waiting, wake = unpack(KEYS)
 local windowMs = tonumber(ARGV[1])
 local id = ARGV[2]
 -- @include lib/replay.lua
 -- @include lib/wake.lua
 
-local seen = replay_get(id)
-if seen then
-  return tonumber(string.sub(seen, 2))
-end
-
-local deleted = redis.call('del', name)
-if deleted == 1 then
-  redis.call('publish', channel, 1)
-end
-wake_all()
-replay_set(id, 'X' .. deleted)
-return deleted
+return replay_once(id, 'X', function()
+  local deleted = redis.call('del', name)
+  if deleted == 1 then
+    redis.call('publish', channel, 1)
+  end
+  wake_all()
+  return deleted
+end)

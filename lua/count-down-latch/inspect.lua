@@ -4,8 +4,7 @@
 -- KEYS[2]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
 -- Returns  {count (0: open), pttl of the latch in ms (-2 absent, -1 no TTL), live waiters}
 --          | an error reply when the key holds something other than an integer
-local name = KEYS[1]
-local waiting = KEYS[2]
+local name, waiting = unpack(KEYS)
 -- @include lib/clock.lua
 
 local count = tonumber(redis.call('get', name) or '0')

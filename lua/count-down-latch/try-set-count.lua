@@ -12,25 +12,17 @@
 -- ARGV[3]  request id (32 hex characters)
 -- Returns  1 the count was set | 0 the latch exists (its count is left alone)
 -- Records  "T1" | "T0"
-local name = KEYS[1]
-local channel = KEYS[2]
-local replayKey = KEYS[3]
-local replayOld = KEYS[4]
+local name, channel, replayKey, replayOld = unpack(KEYS)
 local count = ARGV[1]
 local windowMs = tonumber(ARGV[2])
 local id = ARGV[3]
 -- @include lib/replay.lua
 
-local seen = replay_get(id)
-if seen then
-  return tonumber(string.sub(seen, 2))
-end
-
-local result = 0
-if redis.call('exists', name) == 0 then
+return replay_once(id, 'T', function()
+  if redis.call('exists', name) == 1 then
+    return 0
+  end
   redis.call('set', name, count)
   redis.call('publish', channel, 1)
-  result = 1
-end
-replay_set(id, 'T' .. result)
-return result
+  return 1
+end)

@@ -33,13 +33,7 @@
 -- Records  "A<epoch>" acquired | "Q" queued | "B" busy without queueing. A replay of a busy
 --          answer only reports the owner's place: a late copy of an attempt never takes the
 --          lock, re-enters a hold made since, or queues an owner that has left.
-local name = KEYS[1]
-local queue = KEYS[2]
-local slots = KEYS[3]
-local waiters = KEYS[4]
-local channel = KEYS[5]
-local replayKey = KEYS[6]
-local replayOld = KEYS[7]
+local name, queue, slots, waiters, channel, replayKey, replayOld = unpack(KEYS)
 local leaseMs = tonumber(ARGV[1])
 local owner = ARGV[2]
 local windowMs = tonumber(ARGV[3])

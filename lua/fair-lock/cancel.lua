@@ -12,20 +12,16 @@
 --          | 1 a hand-off or a hold it made was given back | 2 already cancelled
 -- Records  "C" (before the attempt applied) | "U" (undone). A lock found free afterwards is
 --          handed to the next waiter (this one may have been first in line).
-local name = KEYS[1]
-local queue = KEYS[2]
-local slots = KEYS[3]
-local waiters = KEYS[4]
-local channel = KEYS[5]
-local replayKey = KEYS[6]
-local replayOld = KEYS[7]
+-- Not lib/cancel.lua's cancel-or-undo: a waiter leaves the queue and gives back a hand-off
+-- whatever its last attempt's record is (queued "Q", busy "B", applied, or none yet), and the
+-- answer says what it gave back, not what the record was.
+local name, queue, slots, waiters, channel, replayKey, replayOld = unpack(KEYS)
 local owner = ARGV[1]
 local windowMs = tonumber(ARGV[2])
 local id = ARGV[3]
 local claimMs = tonumber(ARGV[4])
 local waiter = ARGV[5]
--- @include lib/replay.lua
--- @include lib/hold.lua
+-- @include lib/release.lua
 -- @include lib/fair.lua
 
 local seen = replay_get(id)
@@ -39,10 +35,7 @@ local result = 0
 local undo = kind == 'A' and string.sub(seen, 2) == epoch()
   and redis.call('hexists', name, owner) == 1
 if redis.call('hget', name, GRANT) == waiter or undo then
-  if redis.call('hincrby', name, owner, -1) <= 0 then
-    redis.call('del', name)
-    redis.call('publish', channel, 0)
-  end
+  drop_hold()
   result = 1
 end
 if redis.call('exists', name) == 0 then

@@ -3,11 +3,7 @@
 -- KEYS[1..5]  as lua/fair-lock/acquire.lua (lock, queue, slots, waiters, channel prefix)
 -- ARGV[1]  claim window in ms of the hand-off
 -- Returns  1 a lock was deleted | 0 there was none
-local name = KEYS[1]
-local queue = KEYS[2]
-local slots = KEYS[3]
-local waiters = KEYS[4]
-local channel = KEYS[5]
+local name, queue, slots, waiters, channel = unpack(KEYS)
 local claimMs = tonumber(ARGV[1])
 -- @include lib/hold.lua
 -- @include lib/fair.lua

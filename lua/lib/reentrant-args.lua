@@ -4,11 +4,7 @@
 -- lib/reentrant.lua before everything else. Provides name, replayKey, replayOld, waiting, wake,
 -- leaseMs (a number), owner, windowMs (a number), id, waiter, waitMs (as sent: '' or absent
 -- without a waiter).
-local name = KEYS[1]
-local replayKey = KEYS[2]
-local replayOld = KEYS[3]
-local waiting = KEYS[4]
-local wake = KEYS[5]
+local name, replayKey, replayOld, waiting, wake = unpack(KEYS)
 local leaseMs = tonumber(ARGV[1])
 local owner = ARGV[2]
 local windowMs = tonumber(ARGV[3])

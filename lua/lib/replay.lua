@@ -7,7 +7,8 @@
 -- A record lives at least windowMs and at most about 3 × windowMs, in two keys per name
 -- whatever the traffic: records go to the current hash; once that hash is older than the
 -- window (server time, field '#t') it becomes the old one and a new current hash starts.
--- Provides replay_get(id), replay_set(id, state); includes lib/clock.lua.
+-- Provides replay_get(id), replay_set(id, state), replay_once(id, letter, apply); includes
+-- lib/clock.lua.
 -- @include lib/clock.lua
 
 local function replay_get(id)
@@ -31,4 +32,17 @@ local function replay_set(id, state)
   end
   redis.call('hset', replayKey, id, state)
   redis.call('pexpire', replayKey, 2 * windowMs)
+end
+
+-- Runs apply() once per request id and returns what it returns, a number, recorded as
+-- "<letter><number>": a replay answers the first copy's number (0 for a record without one)
+-- and applies nothing.
+local function replay_once(id, letter, apply)
+  local seen = replay_get(id)
+  if seen then
+    return tonumber(string.sub(seen, 2)) or 0
+  end
+  local result = apply()
+  replay_set(id, letter .. result)
+  return result
 end

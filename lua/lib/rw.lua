@@ -15,7 +15,7 @@
 --   TTL never shorter than any edgelock hold's lease, deleted with the hash by our scripts.
 -- After a Redisson client deletes the hash it lingers at most that lease, and counts only while
 -- the hash exists. Provides rw_epoch, rw_new_epoch, rw_extend, rw_delete, timeout_key,
--- is_writer, rw_live, rw_settle.
+-- is_writer, rw_drop, rw_live, rw_settle.
 -- @include lib/hold.lua
 -- @include lib/wake.lua
 
@@ -59,6 +59,20 @@ end
 
 local function is_writer(field)
   return string.sub(field, -6) == ':write'
+end
+
+-- Takes one hold of `field` away (needs the script's read, owner and field, defined before
+-- this library): a read hold with its timeout key, the field with its last hold. Returns the
+-- holds of `field` left.
+local function rw_drop()
+  local count = redis.call('hincrby', name, field, -1)
+  if read then
+    redis.call('del', timeout_key(owner, count + 1))
+  end
+  if count <= 0 then
+    redis.call('hdel', name, field)
+  end
+  return count
 end
 
 -- Drops reader fields none of whose holds has a live timeout key (readers that died; Redisson

@@ -15,28 +15,19 @@
 --          | 1 the applied hold was undone, or had already expired
 --          | 2 nothing to do (already cancelled or released)
 -- Records  "C" (cancelled first) | "U" (undone), by lib/cancel.lua
-local name = KEYS[1]
-local replayKey = KEYS[2]
-local replayOld = KEYS[3]
-local channel = KEYS[4]
-local waiting = KEYS[5]
-local wake = KEYS[6]
+local name, replayKey, replayOld, channel, waiting, wake = unpack(KEYS)
 local owner = ARGV[1]
 local windowMs = tonumber(ARGV[2])
 local id = ARGV[3]
--- @include lib/hold.lua
+-- @include lib/release.lua
 -- @include lib/wake.lua
 -- @include lib/cancel.lua
 
 -- Only the incarnation this acquire joined (`made`) holds its hold; a later one belongs to
 -- later calls.
 local function undo(made)
-  if made == epoch() and redis.call('hexists', name, owner) == 1 then
-    if redis.call('hincrby', name, owner, -1) <= 0 then
-      redis.call('del', name)
-      redis.call('publish', channel, 0)
-      wake_one()
-    end
+  if made == epoch() and redis.call('hexists', name, owner) == 1 and drop_hold() then
+    wake_one()
   end
 end
 

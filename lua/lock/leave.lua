@@ -4,8 +4,7 @@
 -- KEYS[2]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
 -- ARGV[1]  waiter id of the call
 -- Returns  1
-local waiting = KEYS[1]
-local wake = KEYS[2]
+local waiting, wake = unpack(KEYS)
 -- @include lib/wake.lua
 
 waiting_remove(ARGV[1])

@@ -22,20 +22,10 @@
 -- Returns  1 released (last hold gone) | 2 still held (count > 0) | 0 expired (no key, or only
 --          a newer incarnation) | 3 not owner (held by someone else)
 -- Records  "R<result>" for results 1 and 2
-local name = KEYS[1]
-local replayKey = KEYS[2]
-local replayOld = KEYS[3]
-local channel = KEYS[4]
-local waiting = KEYS[5]
-local wake = KEYS[6]
-local done = KEYS[7]
-local owner = ARGV[1]
-local leaseMs = tonumber(ARGV[2])
-local windowMs = tonumber(ARGV[3])
-local id = ARGV[4]
-local held = ARGV[5]
--- @include lib/replay.lua
--- @include lib/hold.lua
+-- ARGV[1..5] are bound by lib/release-args.lua, shared with lua/fair-lock/release.lua.
+local name, replayKey, replayOld, channel, waiting, wake, done = unpack(KEYS)
+-- @include lib/release-args.lua
+-- @include lib/release.lua
 -- @include lib/wake.lua
 
 if done then
@@ -43,31 +33,6 @@ if done then
   redis.call('set', done, '1', 'px', tonumber(ARGV[6]), 'nx')
 end
 
-local seen = replay_get(id)
-if seen and string.sub(seen, 1, 1) == 'R' then
-  return tonumber(string.sub(seen, 2))
-end
-
-if redis.call('hexists', name, owner) == 0 then
-  if redis.call('exists', name) == 0 then
-    return 0
-  end
-  return 3
-end
-if held ~= '0' and held ~= epoch() then
-  return 0
-end
-
-local result = 1
-if redis.call('hincrby', name, owner, -1) > 0 then
-  if leaseMs > 0 then
-    extend(leaseMs)
-  end
-  result = 2
-else
-  redis.call('del', name)
-  redis.call('publish', channel, 0)
+return release_hold(function()
   hand_off_one(tonumber(ARGV[7]))
-end
-replay_set(id, 'R' .. result)
-return result
+end)

@@ -25,14 +25,7 @@
 --            permits; foreign 1 when a Redisson client holds a live permit, else 0
 --          | {-1, 0} this request was cancelled, or the permits it took are gone
 -- Records  "A" acquired (a cancel tombstone "C" written first makes this a no-op)
-local name = KEYS[1]
-local timeouts = KEYS[2]
-local replayKey = KEYS[3]
-local replayOld = KEYS[4]
-local channel = KEYS[5]
-local waiting = KEYS[6]
-local wake = KEYS[7]
-local held = KEYS[8]
+local name, timeouts, replayKey, replayOld, channel, waiting, wake, held = unpack(KEYS)
 local leaseMs = tonumber(ARGV[1])
 local windowMs = tonumber(ARGV[2])
 local id = ARGV[3]

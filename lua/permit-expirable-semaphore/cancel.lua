@@ -16,14 +16,7 @@
 --          | 1 the permits it took were given back (or had expired already)
 --          | 2 nothing to do (already cancelled)
 -- Records  "C" (cancelled first) | "U" (given back), by lib/cancel.lua
-local name = KEYS[1]
-local timeouts = KEYS[2]
-local replayKey = KEYS[3]
-local replayOld = KEYS[4]
-local channel = KEYS[5]
-local waiting = KEYS[6]
-local wake = KEYS[7]
-local held = KEYS[8]
+local name, timeouts, replayKey, replayOld, channel, waiting, wake, held = unpack(KEYS)
 local windowMs = tonumber(ARGV[1])
 local id = ARGV[2]
 -- @include lib/permits.lua

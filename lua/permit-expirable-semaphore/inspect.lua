@@ -8,8 +8,7 @@
 -- Returns  {available, permits set (-1: none recorded), PTTL of the name, live waiters,
 --          1 if the semaphore exists else 0, permits held, then per listed permit: its id
 --          (32 hex characters) and its remaining lease in ms (-1: no lease)}
-local name = KEYS[1]
-local timeouts = KEYS[2]
+local name, timeouts = unpack(KEYS)
 -- @include lib/clock.lua
 local now = clock_ms()
 local NON_EXPIRABLE = 922337203685477

@@ -14,25 +14,14 @@
 -- ARGV[3…] permit ids, 32 hex characters each
 -- Returns  how many of the permits were still held (and are now back in the pool)
 -- Records  "R<count>" under "R<request id>" (apart from the acquire's record of the same id)
-local name = KEYS[1]
-local timeouts = KEYS[2]
-local replayKey = KEYS[3]
-local replayOld = KEYS[4]
-local channel = KEYS[5]
-local waiting = KEYS[6]
-local wake = KEYS[7]
-local held = KEYS[8]
+local name, timeouts, replayKey, replayOld, channel, waiting, wake, held = unpack(KEYS)
 local windowMs = tonumber(ARGV[1])
 local id = 'R' .. ARGV[2]
 -- @include lib/replay.lua
 -- @include lib/wake.lua
 -- @include lib/permits.lua
 
-local seen = replay_get(id)
-if seen then
-  return tonumber(string.sub(seen, 2)) or 0
-end
-reclaim(clock_ms())
-local released = give_back(3)
-replay_set(id, 'R' .. released)
-return released
+return replay_once(id, 'R', function()
+  reclaim(clock_ms())
+  return give_back(3)
+end)

@@ -11,12 +11,7 @@
 -- ARGV[1]  lease in ms (each permit's expiry becomes at least now + this)
 -- ARGV[2…] permit ids, 32 hex characters each
 -- Returns  how many of the permits are still held (all of them renewed)
-local name = KEYS[1]
-local timeouts = KEYS[2]
-local channel = KEYS[3]
-local waiting = KEYS[4]
-local wake = KEYS[5]
-local held = KEYS[6]
+local name, timeouts, channel, waiting, wake, held = unpack(KEYS)
 local leaseMs = tonumber(ARGV[1])
 -- @include lib/wake.lua
 -- @include lib/permits.lua

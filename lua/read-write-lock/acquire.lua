@@ -24,12 +24,7 @@
 --          attempt by an owner holding the read lock (upgrade) | {-1, 0, 0} this request was
 --          cancelled, or the hold it made is already gone
 -- Records  "A<epoch>"
-local name = KEYS[1]
-local replayKey = KEYS[2]
-local replayOld = KEYS[3]
-local waiting = KEYS[4]
-local wake = KEYS[5]
-local prefix = KEYS[6]
+local name, replayKey, replayOld, waiting, wake, prefix = unpack(KEYS)
 local channel = ''
 local read = ARGV[1] == 'read'
 local leaseMs = tonumber(ARGV[2])

@@ -15,32 +15,19 @@
 -- Returns  0 cancelled before it applied | 1 the applied hold was undone, or had already expired
 --          | 2 nothing to do
 -- Records  "C" (cancelled first) | "U" (undone), by lib/cancel.lua
-local name = KEYS[1]
-local replayKey = KEYS[2]
-local replayOld = KEYS[3]
-local channel = KEYS[4]
-local waiting = KEYS[5]
-local wake = KEYS[6]
-local prefix = KEYS[7]
+local name, replayKey, replayOld, channel, waiting, wake, prefix = unpack(KEYS)
 local read = ARGV[1] == 'read'
 local owner = ARGV[2]
 local windowMs = tonumber(ARGV[3])
 local id = ARGV[4]
+local field = read and owner or owner .. ':write'
 -- @include lib/rw.lua
 -- @include lib/cancel.lua
-
-local field = read and owner or owner .. ':write'
 
 -- Only the incarnation this acquire joined (`made`) holds its hold.
 local function undo(made)
   if made == rw_epoch() and redis.call('hexists', name, field) == 1 then
-    local count = redis.call('hincrby', name, field, -1)
-    if read then
-      redis.call('del', timeout_key(owner, count + 1))
-    end
-    if count <= 0 then
-      redis.call('hdel', name, field)
-    end
+    rw_drop()
     rw_settle()
   end
 end

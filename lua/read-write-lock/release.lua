@@ -19,47 +19,24 @@
 -- Returns  1 released (the owner's last hold of that kind) | 2 still held | 0 expired (no key,
 --          or only a newer incarnation) | 3 not owner
 -- Records  "R<result>" for results 1 and 2
-local name = KEYS[1]
-local replayKey = KEYS[2]
-local replayOld = KEYS[3]
-local channel = KEYS[4]
-local waiting = KEYS[5]
-local wake = KEYS[6]
-local prefix = KEYS[7]
+local name, replayKey, replayOld, channel, waiting, wake, prefix = unpack(KEYS)
 local read = ARGV[1] == 'read'
 local owner = ARGV[2]
 local leaseMs = tonumber(ARGV[3])
 local windowMs = tonumber(ARGV[4])
 local id = ARGV[5]
 local held = ARGV[6]
--- @include lib/replay.lua
--- @include lib/hold.lua
+local field = read and owner or owner .. ':write'
+-- @include lib/release.lua
 -- @include lib/wake.lua
 -- @include lib/rw.lua
 
-local seen = replay_get(id)
-if seen and string.sub(seen, 1, 1) == 'R' then
-  return tonumber(string.sub(seen, 2))
-end
-
-local field = read and owner or owner .. ':write'
-if redis.call('hexists', name, field) == 0 then
-  if redis.call('exists', name) == 0 then
-    return 0
-  end
-  return 3
-end
-if held ~= '0' and held ~= rw_epoch() then
-  return 0
-end
-
-local count = redis.call('hincrby', name, field, -1)
-if read then
-  redis.call('del', timeout_key(owner, count + 1))
+local refused = release_refused(field, rw_epoch)
+if refused then
+  return refused
 end
 local result = 2
-if count <= 0 then
-  redis.call('hdel', name, field)
+if rw_drop() <= 0 then
   result = 1
 elseif not read and leaseMs > 0 then
   rw_extend(leaseMs)

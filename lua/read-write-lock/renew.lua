@@ -7,8 +7,7 @@
 -- ARGV[1]  leaseTime in ms
 -- ARGV[2]  owner (read lease) or "<owner>:write" (write lease)
 -- Returns  {1} held (every hold of that lease's side now has at least leaseTime) | {0} not held
-local name = KEYS[1]
-local prefix = KEYS[2]
+local name, prefix = unpack(KEYS)
 local leaseMs = tonumber(ARGV[1])
 local owner = ARGV[2]
 local channel = ''

@@ -23,17 +23,11 @@
 --            missing from it are more than edgelock callers took, else 0
 --          | {-1, 0} this request was cancelled before it applied
 -- Records  "A<permits>" acquired (a cancel tombstone "C" written first makes this a no-op)
-local name = KEYS[1]
-local replayKey = KEYS[2]
-local replayOld = KEYS[3]
-local waiting = KEYS[4]
-local wake = KEYS[5]
+local name, replayKey, replayOld, waiting, wake, takenKey, limitKey = unpack(KEYS)
 local permits = tonumber(ARGV[1])
 local windowMs = tonumber(ARGV[2])
 local id = ARGV[3]
 local waiter = ARGV[4]
-local takenKey = KEYS[6]
-local limitKey = KEYS[7]
 -- @include lib/replay.lua
 -- @include lib/wake.lua
 -- @include lib/taken.lua

@@ -13,13 +13,7 @@
 -- ARGV[3]  request id
 -- Returns  available permits after the call (also for a replay of an applied call)
 -- Records  "P"
-local name = KEYS[1]
-local limitKey = KEYS[2]
-local replayKey = KEYS[3]
-local replayOld = KEYS[4]
-local channel = KEYS[5]
-local waiting = KEYS[6]
-local wake = KEYS[7]
+local name, limitKey, replayKey, replayOld, channel, waiting, wake = unpack(KEYS)
 local delta = tonumber(ARGV[1])
 local windowMs = tonumber(ARGV[2])
 local id = ARGV[3]

@@ -14,15 +14,9 @@
 --          | 1 the permits it took were given back
 --          | 2 nothing to do (already cancelled or given back)
 -- Records  "C" (cancelled first) | "U" (given back), by lib/cancel.lua
-local name = KEYS[1]
-local replayKey = KEYS[2]
-local replayOld = KEYS[3]
-local channel = KEYS[4]
-local waiting = KEYS[5]
-local wake = KEYS[6]
+local name, replayKey, replayOld, channel, waiting, wake, takenKey = unpack(KEYS)
 local windowMs = tonumber(ARGV[1])
 local id = ARGV[2]
-local takenKey = KEYS[7]
 -- @include lib/wake.lua
 -- @include lib/taken.lua
 -- @include lib/cancel.lua

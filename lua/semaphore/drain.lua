@@ -9,25 +9,18 @@
 -- ARGV[2]  request id
 -- Returns  permits taken (0 when none were available)
 -- Records  "D<taken>"
-local name = KEYS[1]
-local replayKey = KEYS[2]
-local replayOld = KEYS[3]
+local name, replayKey, replayOld, takenKey = unpack(KEYS)
 local windowMs = tonumber(ARGV[1])
 local id = ARGV[2]
-local takenKey = KEYS[4]
 -- @include lib/replay.lua
 -- @include lib/taken.lua
 
-local seen = replay_get(id)
-if seen then
-  return tonumber(string.sub(seen, 2)) or 0
-end
-local available = tonumber(redis.call('get', name)) or 0
-local taken = math.max(available, 0)
-if taken > 0 then
-  redis.call('decrby', name, taken)
-end
--- Drained permits are the caller's: it may give them back.
-taken_add(taken)
-replay_set(id, 'D' .. taken)
-return taken
+return replay_once(id, 'D', function()
+  local taken = math.max(tonumber(redis.call('get', name)) or 0, 0)
+  if taken > 0 then
+    redis.call('decrby', name, taken)
+  end
+  -- Drained permits are the caller's: it may give them back.
+  taken_add(taken)
+  return taken
+end)

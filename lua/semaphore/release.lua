@@ -21,18 +21,11 @@
 --            permits would exceed the permits set (set -1: none recorded and the semaphore
 --            does not exist)
 -- Records  "R" released (a refusal changes nothing and is not recorded)
-local name = KEYS[1]
-local limitKey = KEYS[2]
-local replayKey = KEYS[3]
-local replayOld = KEYS[4]
-local channel = KEYS[5]
-local waiting = KEYS[6]
-local wake = KEYS[7]
+local name, limitKey, replayKey, replayOld, channel, waiting, wake, takenKey = unpack(KEYS)
 local permits = tonumber(ARGV[1])
 local allowOver = ARGV[2] == '1'
 local windowMs = tonumber(ARGV[3])
 local id = ARGV[4]
-local takenKey = KEYS[8]
 -- @include lib/replay.lua
 -- @include lib/wake.lua
 -- @include lib/taken.lua

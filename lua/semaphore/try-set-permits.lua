@@ -13,30 +13,20 @@
 -- ARGV[3]  request id
 -- Returns  1 set | 0 the semaphore already existed (nothing changed)
 -- Records  "T1" | "T0"
-local name = KEYS[1]
-local limitKey = KEYS[2]
-local replayKey = KEYS[3]
-local replayOld = KEYS[4]
-local channel = KEYS[5]
-local waiting = KEYS[6]
-local wake = KEYS[7]
+local name, limitKey, replayKey, replayOld, channel, waiting, wake = unpack(KEYS)
 local permits = tonumber(ARGV[1])
 local windowMs = tonumber(ARGV[2])
 local id = ARGV[3]
 -- @include lib/replay.lua
 -- @include lib/wake.lua
 
-local seen = replay_get(id)
-if seen then
-  return tonumber(string.sub(seen, 2)) or 0
-end
-if redis.call('exists', name) == 1 then
-  replay_set(id, 'T0')
-  return 0
-end
-redis.call('set', name, permits)
-redis.call('set', limitKey, permits)
-redis.call('publish', channel, permits)
-wake_n(permits)
-replay_set(id, 'T1')
-return 1
+return replay_once(id, 'T', function()
+  if redis.call('exists', name) == 1 then
+    return 0
+  end
+  redis.call('set', name, permits)
+  redis.call('set', limitKey, permits)
+  redis.call('publish', channel, permits)
+  wake_n(permits)
+  return 1
+end)
