@@ -7,7 +7,6 @@
 // Code shared by several scripts lives in lua/lib/ and is pasted in where a script says
 // `-- @include lib/<file>.lua` (Redis runs each script alone: there is no `require`); a library
 // includes the libraries it needs the same way (expand).
-import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
