@@ -24,7 +24,6 @@ import type { LockContext } from "./locks/context.js";
 import { type RedisLike, ScriptRunner } from "./transport/index.js";
 import { checkFunction, checkMs, checkOptions, checkText } from "./validate.js";
 import { type BackoffOptions, resolveBackoff } from "./wait/backoff.js";
-import { WakeHub } from "./wait/wakes.js";
 
 /** Options of {@link EdgeLockClient} and {@link EdgeLock}. Times in integer ms. */
 export interface EdgeLockOptions {
@@ -211,7 +210,6 @@ export class EdgeLockClient {
       definiteWithin: this.definiteWithin,
       backoff,
       wait,
-      wakes: new WakeHub(runner, maxSubscriptions),
       maxSubscriptions,
       keeper: o.keeper,
       cluster: o.cluster ?? false,

@@ -2,7 +2,6 @@ import type { LockEvent } from "../events.js";
 import type { LeaseKeeperBinding } from "../keeper.js";
 import type { ScriptRunner } from "../transport/index.js";
 import type { BackoffPolicy } from "../wait/backoff.js";
-import type { WakeHub } from "../wait/wakes.js";
 
 /** What every primitive gets from its EdgeLock. Internal. */
 export interface LockContext {
@@ -19,8 +18,6 @@ export interface LockContext {
   readonly backoff: BackoffPolicy;
   /** How waiters wait: for a release's message where the client subscribes, or polling. */
   readonly wait: "auto" | "subscribe" | "poll";
-  /** The client's wake-up subscriptions (../wait/wakes.ts). */
-  readonly wakes: WakeHub;
   /** Most subscriptions open at once. */
   readonly maxSubscriptions: number;
   readonly keeper: LeaseKeeperBinding | undefined;

@@ -176,20 +176,15 @@ export function holdSettings(ctx: LockContext, o: LeaseOptions): HoldSettings {
  * subscribe, a kind without wake-ups, or a failed subscription, it sleeps with the PTTL-bounded
  * backoff of wait.ts instead. Emits `wait` events and one `acquire` event.
  */
-export async function acquire(
+export function acquire(
   ctx: LockContext,
   protocol: HoldProtocol,
   settings: HoldSettings,
   waitTime: number | undefined,
 ): Promise<AcquireResult> {
   if (waitTime === 0) return acquireOnce(ctx, protocol, settings);
-  settings.signal?.throwIfAborted();
-  const started = Date.now();
-  const counter: RequestCounter = { requests: 0 };
-  let attempts = 0;
-  let acquired = false;
-  try {
-    const polled = await waitFor(ctx, {
+  return leaseOnGrant(ctx, protocol, settings, (counter) =>
+    waitFor(ctx, {
       name: protocol.name,
       wakeKey: protocol.wakeKey,
       waitTime,
@@ -210,15 +205,8 @@ export async function acquire(
       fromGrant: protocol.handsOff
         ? (payload, sentAt) => grantFromHandOff(payload, sentAt, settings.leaseTime)
         : undefined,
-    });
-    attempts = polled.attempts;
-    if (polled.value === null) return { lease: null, attempts, holderTtl: polled.pttl };
-    const lease = await leaseFor(ctx, protocol, settings, polled.value);
-    acquired = true;
-    return { lease, attempts };
-  } finally {
-    emitAcquire(ctx, protocol.name, started, counter, acquired, attempts);
-  }
+    }),
+  );
 }
 
 /**
@@ -226,10 +214,31 @@ export async function acquire(
  * that code which never waits (the cron guard) does not bundle it. A busy attempt registers no
  * waiter. Emits one `acquire` event.
  */
-export async function acquireOnce(
+export function acquireOnce(
   ctx: LockContext,
   protocol: HoldProtocol,
   settings: HoldSettings,
+): Promise<AcquireResult> {
+  return leaseOnGrant(ctx, protocol, settings, async (counter) => {
+    const reply = await protocol.attempt(settings, counter, "", false);
+    return reply.status === "acquired"
+      ? { value: reply.grant, attempts: 1 }
+      : { value: null, attempts: 1, pttl: reply.pttl };
+  });
+}
+
+/** What {@link acquire}'s attempts found: the grant, or `null` and the holder's last pttl. */
+type Found = { value: Grant; attempts: number } | { value: null; attempts: number; pttl: number };
+
+/**
+ * Runs `find` (the attempts of one acquire call, counted in its counter) and turns the grant into
+ * a lease; emits the call's `acquire` event however it ends.
+ */
+async function leaseOnGrant(
+  ctx: LockContext,
+  protocol: HoldProtocol,
+  settings: HoldSettings,
+  find: (counter: RequestCounter) => Promise<Found>,
 ): Promise<AcquireResult> {
   settings.signal?.throwIfAborted();
   const started = Date.now();
@@ -237,10 +246,10 @@ export async function acquireOnce(
   let attempts = 0;
   let acquired = false;
   try {
-    const reply = await protocol.attempt(settings, counter, "", false);
-    attempts = 1;
-    if (reply.status !== "acquired") return { lease: null, attempts, holderTtl: reply.pttl };
-    const lease = await leaseFor(ctx, protocol, settings, reply.grant);
+    const found = await find(counter);
+    attempts = found.attempts;
+    if (found.value === null) return { lease: null, attempts, holderTtl: found.pttl };
+    const lease = await leaseFor(ctx, protocol, settings, found.value);
     acquired = true;
     return { lease, attempts };
   } finally {

@@ -14,7 +14,7 @@ import type { LockContext } from "../locks/context.js";
 import type { RequestCounter } from "../transport/index.js";
 import { type AttemptOutcome, pollUntil } from "./backoff.js";
 import type { Beside, JoinForeign, Round } from "./beside.js";
-import type { WakeSlot } from "./wakes.js";
+import { type WakeHub, type WakeSlot, wakeHubOf } from "./wakes.js";
 
 /** What {@link waitFor} waits on. */
 export interface WaitSpec<T> {
@@ -78,6 +78,8 @@ export interface WaitSpec<T> {
  */
 class Waker {
   readonly #ctx: LockContext;
+  /** The client's wake-up subscriptions. */
+  readonly #hub: WakeHub;
   readonly #name: string;
   readonly #prefix: string | undefined;
   readonly #counter: RequestCounter;
@@ -111,10 +113,11 @@ class Waker {
     this.#prefix = prefix;
     this.#counter = counter;
     this.#signal = signal;
-    this.id = ctx.wakes.waitId();
-    this.#polling = prefix === undefined || ctx.wait === "poll" || !ctx.wakes.enabled;
+    this.#hub = wakeHubOf(ctx);
+    this.id = this.#hub.waitId();
+    this.#polling = prefix === undefined || ctx.wait === "poll" || !this.#hub.enabled;
     this.#slot =
-      this.#polling || prefix === undefined ? undefined : ctx.wakes.joinOpen(prefix, this.id);
+      this.#polling || prefix === undefined ? undefined : this.#hub.joinOpen(prefix, this.id);
     this.#beside =
       foreignChannel === undefined ? undefined : beside?.((ms) => this.#joinForeign(ms), signal);
   }
@@ -165,7 +168,7 @@ class Waker {
     if (!this.#slot) {
       // Bounded by this wait's bound, so a slow confirmation never holds the wait past it. A
       // foreign channel to listen on as well is subscribed to at the same time.
-      const own = this.#ctx.wakes.join(
+      const own = this.#hub.join(
         this.#name,
         this.#prefix,
         this.id,
@@ -176,7 +179,7 @@ class Waker {
       const joined = await (this.#beside ? this.#beside.alongside(own, foreign, ms) : own);
       if (typeof joined === "string") {
         if (joined === "pending") return { again: true };
-        const full = this.#ctx.wakes.open >= this.#ctx.maxSubscriptions;
+        const full = this.#hub.open >= this.#ctx.maxSubscriptions;
         return this.#poll(full ? "limit" : "failed");
       }
       this.#slot = joined;
@@ -213,7 +216,7 @@ class Waker {
 
   /** A place on the foreign channel (see `WakeHub#joinBroadcast`). */
   #joinForeign(ms: number): ReturnType<JoinForeign> {
-    return this.#ctx.wakes.joinBroadcast(
+    return this.#hub.joinBroadcast(
       this.#name,
       this.#foreignChannel as string,
       this.id,

@@ -15,6 +15,7 @@
  */
 import { raceAbort } from "../abort.js";
 import { randomHex } from "../ids.js";
+import type { LockContext } from "../locks/context.js";
 import type { RequestCounter, ScriptRunner } from "../transport/index.js";
 
 /**
@@ -323,4 +324,19 @@ export class WakeHub {
     this.#shared.set(channel, shared);
     return shared;
   }
+}
+
+const hubs = new WeakMap<LockContext, WakeHub>();
+
+/**
+ * The client's wake-up subscriptions, made at its first wait: code that never waits (the cron
+ * guard, the LeaseKeeper) bundles none of this module.
+ */
+export function wakeHubOf(ctx: LockContext): WakeHub {
+  let hub = hubs.get(ctx);
+  if (!hub) {
+    hub = new WakeHub(ctx.runner, ctx.maxSubscriptions);
+    hubs.set(ctx, hub);
+  }
+  return hub;
 }
