@@ -708,6 +708,46 @@ function bundle(r: BenchResults): string[] {
     "",
     table(["entry", "bytes min+gzip", "budget", ""], rows),
     "",
+    ...entrySizes(r),
+  ];
+}
+
+/** Each primitive's entry as a user's Worker meets it, and where the lock entry's bytes go. */
+function entrySizes(r: BenchResults): string[] {
+  const e = r.entrySizes;
+  if (!e) return [];
+  const kB = (n: number | null) => (n === null ? "–" : (n / 1000).toFixed(1));
+  const rows = e.entries.map((x) => [
+    x.name,
+    kB(x.bytes),
+    kB(x.lua),
+    x.bytes === null || x.lua === null ? "–" : kB(x.bytes - x.lua),
+    String(x.budget),
+    x.target === undefined ? "–" : String(x.target),
+    x.passed === null
+      ? ""
+      : !x.passed
+        ? "**over budget**"
+        : x.target !== undefined && x.bytes !== null && x.bytes > x.target * 1000
+          ? "target missed"
+          : "within target",
+  ]);
+  const sum = (lua: boolean) =>
+    e.lockModules.filter((m) => m.lua === lua).reduce((n, m) => n + m.bytes, 0);
+  const top = e.lockModules
+    .filter((m) => !m.lua)
+    .slice(0, 12)
+    .map((m) => `${m.module.replace(/^src\//, "").replace(/\.js$/, "")} ${f(m.bytes, 0)}`)
+    .join(", ");
+  return [
+    "### Per-primitive entries",
+    "",
+    "A Worker that re-exports the entry beside the `@upstash/redis` client, bundled by esbuild (Workers conditions, minified), gzip, minus the same Worker without the entry (`node scripts/entry-sizes.mjs`, run in CI against these budgets); Lua is what the Worker loses when every script's text is empty. kB = 1000 bytes.",
+    "",
+    table(["Worker", "kB", "Lua", "JS", "budget", "target", ""], rows),
+    "",
+    `Where \`edgelock/lock\`'s bytes go, minified before gzip (\`node scripts/entry-sizes.mjs --modules edgelock/lock\`): Lua ${f(sum(true), 0)} bytes, JavaScript ${f(sum(false), 0)}, the largest modules ${top}.`,
+    "",
   ];
 }
 

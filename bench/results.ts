@@ -6,7 +6,7 @@
 import type { Machine } from "./env.js";
 import type { LibraryName } from "./libraries.js";
 import type { BenchOptions } from "./options.js";
-import type { BundleEntry, CoreBreakdown } from "./scenarios/bundle.js";
+import type { BundleEntry, CoreBreakdown, EntrySizes } from "./scenarios/bundle.js";
 import type { BackoffVariant, ContendedEntry } from "./scenarios/contended.js";
 import type { FootprintResult } from "./scenarios/footprint.js";
 import type { OperationsResult } from "./scenarios/operations.js";
@@ -53,6 +53,8 @@ export interface BenchResults {
   versions: Record<string, string>;
   /** What the core entry is made of (for the bundle explanation); null without `bundle`. */
   core: CoreBreakdown | null;
+  /** Every package entry as a user's Worker meets it, and the lock entry's modules; null without `bundle`. */
+  entrySizes?: EntrySizes | null;
 }
 
 /** How the bridge answers BLPOP and the other blocking commands. */

@@ -16,7 +16,7 @@ import { createLibraries } from "./libraries.js";
 import { parseOptions } from "./options.js";
 import { renderMarkdown } from "./report.js";
 import { type BenchResults, BLOCKING_MODES, evaluateTargets } from "./results.js";
-import { coreBreakdown, runBundle } from "./scenarios/bundle.js";
+import { coreBreakdown, entrySizes, runBundle } from "./scenarios/bundle.js";
 import { runContended } from "./scenarios/contended.js";
 import { runFootprint } from "./scenarios/footprint.js";
 import { runOperations } from "./scenarios/operations.js";
@@ -262,6 +262,7 @@ const results: BenchResults = {
   loadAverageAtEnd: Math.round((loadavg()[0] ?? 0) * 100) / 100,
   versions: await readVersions(),
   core: has("bundle") ? await coreBreakdown(root) : null,
+  entrySizes: has("bundle") ? await entrySizes(root, log) : null,
 };
 const markdown = renderMarkdown(results);
 if (options.outDir) {

@@ -239,7 +239,7 @@ export async function measure() {
  * Minified bytes per module of one scenario (the entry's side only, not node_modules); the
  * generated script modules (src/lua/<kind>.gen.js) are Lua text but for a few bytes.
  */
-async function modules(name) {
+export async function modules(name) {
   const s = SCENARIOS.find((x) => x.name === name);
   if (!s) throw new Error(`no scenario ${name}`);
   const { result } = await bundle(workerSource(s));

@@ -10,6 +10,8 @@ import { readFile } from "node:fs/promises";
 import { promisify } from "node:util";
 import { gzipSync } from "node:zlib";
 import * as esbuild from "esbuild";
+import type * as EntrySizesModule from "../../scripts/entry-sizes.mjs";
+import type { EntrySize, ModuleSize } from "../../scripts/entry-sizes.mjs";
 
 const run = promisify(execFile);
 
@@ -177,4 +179,33 @@ async function luaSourceSize(): Promise<{ chars: number; commentChars: number }>
     stripped += stripLua(source).length;
   }
   return { chars, commentChars: chars - stripped };
+}
+
+/** Every package entry as a user's Worker meets it (scripts/entry-sizes.mjs), for RESULTS.md. */
+export interface EntrySizes {
+  entries: EntrySize[];
+  /** Where the lock entry's bytes go: minified bytes per module, largest first. */
+  lockModules: ModuleSize[];
+}
+
+/**
+ * Measures every entry with scripts/entry-sizes.mjs (the budgets CI enforces) after the build
+ * of {@link runBundle}, and the lock entry's modules. Never throws: null when it cannot measure.
+ */
+export async function entrySizes(
+  root: string,
+  log: (line: string) => void,
+): Promise<EntrySizes | null> {
+  try {
+    const sizes = (await import(`${root}/scripts/entry-sizes.mjs`)) as typeof EntrySizesModule;
+    const result = {
+      entries: await sizes.measure(),
+      lockModules: await sizes.modules("edgelock/lock"),
+    };
+    log("  entry sizes: done");
+    return result;
+  } catch (error) {
+    log(`  entry sizes: ${firstLine(error)}`);
+    return null;
+  }
 }
