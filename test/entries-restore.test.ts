@@ -1,9 +1,3 @@
-/**
- * Each lease-issuing entry restores its own kind's leases (`restoreLockLease` of `edgelock/lock`,
- * ...): a restored lease renews and releases the hold it stands for, and a lease of another kind
- * is refused with a TypeError before any request.
- */
-import type { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
 import { EdgeLockClient } from "../src/core.js";
 import type { Lease, SerializedLease } from "../src/lease/lease.js";
@@ -16,27 +10,16 @@ import {
   restorePermitLease,
 } from "../src/locks/permit-expirable-semaphore/entry.js";
 import { getReadWriteLock, restoreReadWriteLockLease } from "../src/locks/read-write-lock/entry.js";
-import type { RedisLike } from "../src/transport/index.js";
 import { bridgeRedis, keyPrefix, useRawRedis } from "./support/env.js";
+import { countingRedis } from "./support/locks.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();
 
 /** A client on the shared bridge that counts the requests it sends. */
 function countingClient(): { client: EdgeLockClient; calls: () => number } {
-  const real: Redis = bridgeRedis();
-  let n = 0;
-  const redis: RedisLike = {
-    eval: (s, k, a) => {
-      n++;
-      return real.eval(s, k, a);
-    },
-    evalsha: (s, k, a) => {
-      n++;
-      return real.evalsha(s, k, a);
-    },
-  };
-  return { client: new EdgeLockClient({ redis }), calls: () => n };
+  const { redis, calls } = countingRedis();
+  return { client: new EdgeLockClient({ redis }), calls };
 }
 
 const client = () => new EdgeLockClient({ redis: bridgeRedis() });

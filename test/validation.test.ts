@@ -1,30 +1,10 @@
-/** Every bad argument throws the documented TypeError / RangeError before any request. */
-import type { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
 import { renewLeasesOf } from "../src/client.js";
-import { EdgeLock, type RedisLike } from "../src/index.js";
+import { EdgeLock } from "../src/index.js";
 import { bridgeRedis, keyPrefix } from "./support/env.js";
+import { countingRedis } from "./support/locks.js";
 
 const prefix = keyPrefix();
-
-/** A real client wrapped so that every script call is counted. */
-function countingRedis(): { redis: RedisLike; calls: () => number } {
-  const real: Redis = bridgeRedis();
-  let n = 0;
-  return {
-    redis: {
-      eval: (s, k, a) => {
-        n++;
-        return real.eval(s, k, a);
-      },
-      evalsha: (s, k, a) => {
-        n++;
-        return real.evalsha(s, k, a);
-      },
-    },
-    calls: () => n,
-  };
-}
 
 describe("invalid arguments", () => {
   const { redis, calls } = countingRedis();

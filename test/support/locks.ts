@@ -1,6 +1,12 @@
 /** Helpers for lock tests: an EdgeLock on the shared bridge that records its events. */
 import type { Redis } from "@upstash/redis";
-import { EdgeLock, type EdgeLockOptions, type Lease, type LockEvent } from "../../src/index.js";
+import {
+  EdgeLock,
+  type EdgeLockOptions,
+  type Lease,
+  type LockEvent,
+  type RedisLike,
+} from "../../src/index.js";
 import { bridgeRedis } from "./env.js";
 
 /** An EdgeLock plus every event it emitted and every background task it started. */
@@ -97,4 +103,26 @@ export function abortTime(lease: Lease): Promise<{ at: number; reason: unknown }
       { once: true },
     );
   });
+}
+
+/**
+ * A client on the shared bridge wrapped so that every script call is counted (for "nothing is
+ * sent" checks).
+ */
+export function countingRedis(): { redis: RedisLike; calls: () => number } {
+  const real: Redis = bridgeRedis();
+  let n = 0;
+  return {
+    redis: {
+      eval: (s, k, a) => {
+        n++;
+        return real.eval(s, k, a);
+      },
+      evalsha: (s, k, a) => {
+        n++;
+        return real.evalsha(s, k, a);
+      },
+    },
+    calls: () => n,
+  };
 }
