@@ -6,7 +6,9 @@
 // `node lua/gen.mjs --check` exits 1 when a committed file is stale.
 // Code shared by several scripts lives in lua/lib/ and is pasted in where a script says
 // `-- @include lib/<file>.lua` (Redis runs each script alone: there is no `require`); a library
-// includes the libraries it needs the same way (expand).
+// includes the libraries it needs the same way (expand). What ships is compacted: no comments,
+// no spaces Lua does not need (compact), and short names for the locals (renameLocals); the
+// readable script stays in lua/.
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -161,17 +163,165 @@ function squeeze(line) {
   return out;
 }
 
+const KEYWORDS = new Set(
+  "and break do else elseif end false for function goto if in local nil not or repeat return then true until while".split(
+    " ",
+  ),
+);
+// The globals a script in Redis can read (Lua 5.1's base library and Redis's own). A local of
+// the same name (`local next = ...`) keeps its name: left alone it means what it meant,
+// whichever of the two each use reads; and no short name is ever one of them.
+const GLOBALS = new Set(
+  "KEYS ARGV redis bit cjson cmsgpack struct assert error gcinfo getmetatable ipairs loadstring next pairs pcall print rawequal rawget rawset select setmetatable tonumber tostring type unpack xpcall _G _VERSION coroutine math os string table".split(
+    " ",
+  ),
+);
+
+/**
+ * The tokens of a compacted script: string literals, numbers, names (with whether each one is a
+ * variable: not a field after `.` or `:` nor a table constructor's key) and everything else.
+ * Throws on what it does not read safely: labels (`::`), long brackets, a function inside a
+ * table constructor (whose assignments would read as keys), an unclosed string.
+ */
+function tokens(source) {
+  const out = [];
+  const open = [];
+  let i = 0;
+  while (i < source.length) {
+    const rest = source.slice(i);
+    const text =
+      /^'(?:[^'\\\n]|\\.)*'|^"(?:[^"\\\n]|\\.)*"/.exec(rest)?.[0] ??
+      /^(?:0[xX][0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)/.exec(
+        rest,
+      )?.[0];
+    if (text) {
+      out.push({ text });
+      i += text.length;
+      continue;
+    }
+    const name = /^[A-Za-z_][A-Za-z0-9_]*/.exec(rest)?.[0];
+    if (name) {
+      const before = source.slice(0, i);
+      const field = /(?:^|[^.])\.$/.test(before) || /(?:^|[^:]):$/.test(before);
+      const key = open.at(-1) === "{" && /^=(?!=)/.test(source.slice(i + name.length));
+      if (name === "function" && open.includes("{")) {
+        throw new Error("lua: cannot rename inside a function in a table constructor");
+      }
+      out.push({ text: name, variable: !field && !key && !KEYWORDS.has(name) });
+      i += name.length;
+      continue;
+    }
+    if (
+      rest.startsWith("::") ||
+      rest.startsWith("[[") ||
+      rest.startsWith("[=") ||
+      /^['"]/.test(rest)
+    ) {
+      throw new Error(
+        `lua: cannot rename \`${rest.split("\n")[0]}\` (a label, long string or unclosed quote)`,
+      );
+    }
+    const ch = source[i];
+    if ("({[".includes(ch)) open.push(ch);
+    if (")}]".includes(ch)) open.pop();
+    out.push({ text: ch });
+    i += 1;
+  }
+  return out;
+}
+
+/** The names a script declares: its locals, local functions, parameters and loop variables. */
+function declared(source) {
+  const names = new Set();
+  const lists = [
+    /\blocal function ([A-Za-z_]\w*)/g,
+    /\blocal ((?!function\b)[A-Za-z_]\w*(?:,[A-Za-z_]\w*)*)/g,
+    /\bfunction(?: [A-Za-z_]\w*)?\(([\w,]*)\)/g,
+    /\bfor ([A-Za-z_]\w*(?:,[A-Za-z_]\w*)*)(?:=| in )/g,
+  ];
+  // Strings may hold anything that looks like a declaration: they go first.
+  const code = tokens(source)
+    .map((t) => (/^['"]/.test(t.text) ? "''" : t.text))
+    .join("");
+  for (const re of lists) {
+    for (const m of code.matchAll(re)) for (const n of m[1].split(",")) if (n) names.add(n);
+  }
+  for (const n of GLOBALS) names.delete(n);
+  return names;
+}
+
+/** `a` ... `Z`, then `a0` ... `Z_`: the n-th short name. */
+function shortName(n) {
+  const first = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  const more = `${first}0123456789_`;
+  if (n < first.length) return first[n];
+  const k = n - first.length;
+  if (k >= first.length * more.length) throw new Error("lua: too many local names to shorten");
+  return first[Math.floor(k / more.length)] + more[k % more.length];
+}
+
+/**
+ * One short name per local name of `sources` (every shipped script), the most used first, and
+ * the same in every script: the libraries they share stay the same text, which gzip then
+ * stores once. Never a keyword, nor a name a script uses as a global or a field.
+ */
+export function localNames(sources) {
+  const counts = new Map();
+  const taken = new Set([...KEYWORDS, ...GLOBALS]);
+  for (const source of sources) {
+    const own = declared(source);
+    for (const t of tokens(source)) {
+      if (!/^[A-Za-z_]/.test(t.text)) continue;
+      if (t.variable && own.has(t.text)) counts.set(t.text, (counts.get(t.text) ?? 0) + 1);
+      else taken.add(t.text);
+    }
+  }
+  const names = new Map();
+  const order = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+  let n = 0;
+  for (const [name] of order) {
+    let short = shortName(n++);
+    while (taken.has(short)) short = shortName(n++);
+    names.set(name, short);
+  }
+  return names;
+}
+
+/**
+ * The script with each name it declares (a local, a local function, a parameter or a loop
+ * variable) replaced by its short name in `names` (localNames): Redis never sees the readable
+ * names, and every EVAL and bundle carries a few hundred bytes less. Strings, fields, table
+ * keys and globals are left as they are; the readable script stays in lua/.
+ */
+export function renameLocals(source, names) {
+  const own = declared(source);
+  return tokens(source)
+    .map((t) => (t.variable && own.has(t.text) ? (names.get(t.text) ?? t.text) : t.text))
+    .join("");
+}
+
 const HEADER = "// Generated by lua/gen.mjs from lua/**/*.lua. Do not edit: run `npm run gen`.";
 
 /** Every generated file: path -> text. */
 function render() {
-  const kinds = new Map();
+  const scripts = [];
   for (const file of listLua(luaDir)) {
     const rel = relative(luaDir, file).split(sep).join("/");
+    try {
+      const source = compact(pruneUnused(expand(readFileSync(file, "utf8"))));
+      declared(source); // reads it as renameLocals will, so that what it refuses names the script
+      scripts.push({ rel, source });
+    } catch (e) {
+      throw new Error(`lua/${rel}: ${e.message}`);
+    }
+  }
+  const names = localNames(scripts.map((s) => s.source));
+  const kinds = new Map();
+  for (const { rel, source: readable } of scripts) {
     const kind = rel.split("/")[0];
     let source;
     try {
-      source = compact(pruneUnused(expand(readFileSync(file, "utf8"))));
+      source = renameLocals(readable, names);
     } catch (e) {
       throw new Error(`lua/${rel}: ${e.message}`);
     }
@@ -223,7 +373,8 @@ function renderOrExit() {
 
 const isMain = process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1];
 if (!isMain) {
-  // Imported (by the tests) for expand(), pruneUnused() and compact(): do nothing else.
+  // Imported (by the tests) for expand(), pruneUnused(), compact(), localNames() and
+  // renameLocals(): do nothing else.
 } else if (process.argv.includes("--check")) {
   const files = renderOrExit();
   const stale = [...files]

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { compact, expand, pruneUnused } from "../lua/gen.mjs";
+import { compact, expand, localNames, pruneUnused, renameLocals } from "../lua/gen.mjs";
 import * as scripts from "../src/lua.gen.js";
 import { sha1Of } from "../src/transport/sha1.js";
 import { useRawRedis } from "./support/env.js";
@@ -18,6 +18,18 @@ const all = Object.values(scripts).filter(
 );
 const raw = useRawRedis();
 
+/** Each script as lua/ has it, libraries pasted in, unused functions and comments left out. */
+async function readable(script: scripts.LuaScript): Promise<{ own: string; text: string }> {
+  const own = await readFile(new URL(`../lua/${script.name}.lua`, import.meta.url), "utf8");
+  // `-- @include lib/<file>.lua` lines stand for that library and the ones it includes
+  // (gen.mjs expand, tested below); functions the script never calls are left out.
+  return { own, text: pruneUnused(expand(own)) };
+}
+/** The short names gen.mjs gives the scripts' locals. */
+const names = localNames(
+  await Promise.all(all.map(async (s) => compact((await readable(s)).text))),
+);
+
 describe("lua scripts", () => {
   it("every script's SHA1 as the transport computes it equals SCRIPT LOAD's", async () => {
     expect(all.length).toBeGreaterThanOrEqual(6);
@@ -26,21 +38,22 @@ describe("lua scripts", () => {
     }
   });
 
-  it("every shipped source is its lua/ file without comments, and the file has a header", async () => {
+  it("every shipped source is its lua/ file without comments, with short local names", async () => {
+    const back = new Map([...names].map(([long, short]) => [short, long]));
     for (const script of all) {
-      const own = await readFile(new URL(`../lua/${script.name}.lua`, import.meta.url), "utf8");
-      // `-- @include lib/<file>.lua` lines stand for that library and the ones it includes
-      // (gen.mjs expand, tested below); functions the script never calls are left out.
-      const text = pruneUnused(expand(own));
+      const { own, text } = await readable(script);
       const code = text
         .split("\n")
         .map((l) => l.trim())
         .filter((l) => l && !l.startsWith("--"));
-      // Line for line the same code, only spaces Lua does not need taken out (compact).
-      expect(script.source).toBe(compact(text));
+      // Line for line the same code, only spaces Lua does not need taken out (compact) and the
+      // locals renamed (renameLocals); renamed back, it is the readable code again.
+      expect(script.source).toBe(renameLocals(compact(text), names));
       const bare = (l: string) => l.replace(/\s/g, "");
-      expect(script.source.split("\n").filter(Boolean).map(bare)).toEqual(code.map(bare));
+      const restored = renameLocals(script.source, back);
+      expect(restored.split("\n").filter(Boolean).map(bare)).toEqual(code.map(bare));
       expect(script.source).not.toMatch(/^\s*--/m);
+      expect(script.source.length, script.name).toBeLessThanOrEqual(compact(text).length);
       const header = own
         .split("\n")
         .filter((l) => l.startsWith("--"))
@@ -80,6 +93,47 @@ describe("lua scripts", () => {
     expect(() => compact("local s = 'open")).toThrow(/cannot compact/);
   });
 
+  it("renameLocals shortens what a script declares and leaves strings, fields, keys and globals", () => {
+    const source = compact(
+      [
+        "local name, owner = KEYS[1], ARGV[1]",
+        "local function grant(count, next)",
+        "  for index, field in ipairs(count) do",
+        "    redis.call('hset', name, field, 'name' .. index)",
+        "  end",
+        "  return {owner = owner, n = 1.5e3}, string.format('%d', #count), next",
+        "end",
+        "local t = {}",
+        "t.owner = owner",
+        "return grant(t, name..owner)",
+      ].join("\n"),
+    );
+    const short = localNames([source]);
+    // Declared: locals, the local function, its parameters, the loop's variables; `next` is a
+    // global's name, so the local keeps it.
+    expect([...short.keys()].sort()).toEqual(
+      ["count", "field", "grant", "index", "name", "owner", "t"].sort(),
+    );
+    for (const s of short.values()) expect(s).toMatch(/^[A-Za-z][A-Za-z0-9_]?$/);
+    const renamed = renameLocals(source, short);
+    const n = (name: string) => short.get(name) as string;
+    expect(renamed).toContain(`local ${n("name")},${n("owner")}=KEYS[1],ARGV[1]`);
+    expect(renamed).toContain(`'name'..${n("index")}`); // the string stays, the concat's name not
+    expect(renamed).toContain(`{owner=${n("owner")},n=1.5e3}`); // a table key stays
+    expect(renamed).toContain(`string.format(`); // a global's field stays
+    expect(renamed).toContain(`${n("t")}.owner=${n("owner")}`); // a field stays
+    expect(renamed).toContain(`,next\n`);
+    expect(renamed).toContain(`${n("name")}..${n("owner")}`);
+    // The most used name gets the shortest name; the same names in every script.
+    expect(n("owner")).toHaveLength(1);
+    expect(renameLocals(source, localNames([source, "local owner=1\nreturn owner\n"]))).toBe(
+      renameLocals(source, localNames(["local owner=1\nreturn owner\n", source])),
+    );
+    // What it cannot read safely is refused, not renamed.
+    expect(() => renameLocals("::top::\nreturn 1\n", short)).toThrow(/label/);
+    expect(() => renameLocals("local t={function() x=1 end}\n", short)).toThrow(/table/);
+  });
+
   it("library functions a script never calls are left out, transitively; used ones stay", () => {
     const source = [
       "local function a()",
@@ -103,8 +157,9 @@ describe("lua scripts", () => {
     expect(pruned).not.toContain("local function d()"); // used only by c, which went
     expect(() => pruneUnused("local function e()\n  return 1\n  end")).toThrow(/`end`/);
     // The shipped lock acquire keeps what it calls and drops what it does not.
-    expect(scripts.lockAcquire.source).toContain("waiting_add");
-    expect(scripts.lockAcquire.source).not.toContain("wake_all");
+    const defines = (name: string) => `local function ${names.get(name)}(`;
+    expect(scripts.lockAcquire.source).toContain(defines("waiting_add"));
+    expect(scripts.lockAcquire.source).not.toContain(defines("wake_all"));
   });
 
   it("a library may include others: each pasted once, after what it includes", async () => {
