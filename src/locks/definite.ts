@@ -72,7 +72,8 @@ export async function runDefinite<T>(
 /**
  * Runs one acquire attempt's request (`call`, raced against its `signal`). When its answer never
  * arrives (the signal aborted it, or the request failed ambiguously) the attempt may still have
- * applied, so `undo` runs (a cancel in the background) before the error propagates.
+ * applied, so `undo` runs (a cancel in the background), if given, before the error propagates.
+ * (A waiter the attempt may have registered is the wait loop's to unregister.)
  * @returns the decoded answer.
  * @throws what the request threw.
  */
@@ -81,12 +82,12 @@ export async function runAttempt<T>(
   call: ScriptCall,
   decode: (reply: unknown) => T | undefined,
   counter: RequestCounter,
-  undo: () => void,
+  undo?: () => void,
 ): Promise<T> {
   try {
     return await ctx.runner.run(call, decode, counter);
   } catch (error) {
-    if ((call.signal?.aborted && error === call.signal.reason) || isAmbiguous(error)) undo();
+    if ((call.signal?.aborted && error === call.signal.reason) || isAmbiguous(error)) undo?.();
     throw error;
   }
 }

@@ -297,6 +297,10 @@ export async function waitFor<T>(
           registered = "";
         }
         sentAt = Date.now();
+        // An attempt that fails after Redis applied it (its answer lost) may have registered the
+        // waiter: count it registered until an answer says otherwise, so that the wait's end
+        // unregisters it rather than leaving a registration a release would hand the lock to.
+        if (waiter !== "") registered = waiter;
         const outcome = await spec.attempt(waiter, waker.subscribed, waker.id);
         registered = "acquired" in outcome ? "" : waiter;
         return outcome;

@@ -246,9 +246,6 @@ export class CountDownLatch implements Inspectable<CountDownLatchInspection> {
     signal?.throwIfAborted();
     const ctx = this.#ctx;
     const counter: RequestCounter = { requests: 0 };
-    // Whether an answered check registered this call: the wait loop unregisters it then, and
-    // this call only when the first check is left unanswered (it may have registered).
-    let registered = false;
     const polled = await waitFor(ctx, {
       name: this.name,
       wakeKey: keys.wake(this.name),
@@ -272,11 +269,7 @@ export class CountDownLatch implements Inspectable<CountDownLatchInspection> {
           },
           decodeAttempt,
           counter,
-          () => {
-            if (waiter !== "" && !registered) this.#unregister(waiter);
-          },
         );
-        registered = waiter !== "" && count > 0;
         return count > 0 ? { pttl, foreign: true } : { acquired: true };
       },
       unregister: (waiter) => this.#unregister(waiter),

@@ -285,6 +285,27 @@ describe("reentrant lock wake-ups", () => {
       expect(await raw.exists(name)).toBe(0);
       expect(waiter.background).toHaveLength(0);
     });
+
+    it("a busy attempt applied but never answered leaves no registration behind when the call fails", async () => {
+      // The waiter's first attempt registers it in Redis, then its answer is lost: the call ends
+      // with an ambiguous TransportError, and no release may later wake or hand the lock to it.
+      bridge = await startPrivateBridge();
+      const name = `${prefix}lost-answer`;
+      const holder = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
+      const waiter = recordingEdgeLock(
+        { requestTimeout: 300 },
+        bridge.redis({ retry: { retries: 0 } }),
+      );
+      bridge.bridge.setFaults({
+        rules: [{ action: "lose", mode: "hang", match: "evalsha", times: 1, hangMs: 2_000 }],
+      });
+      const call = waiter.edgelock.getLock(name).tryLock({ waitTime: 10_000, leaseTime: 5_000 });
+      await expect(call).rejects.toMatchObject({ name: "TransportError", ambiguous: true });
+      await Promise.all(waiter.background);
+      expect(await raw.zCard(waitingKey(name))).toBe(0);
+      expect(await holder.release()).toBe("released");
+      expect(await raw.exists(name)).toBe(0);
+    });
   });
 
   describe("when subscribing is not possible", () => {
