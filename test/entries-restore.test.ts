@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { EdgeLockClient } from "../src/core.js";
+import { LEASE_KINDS } from "../src/lease/json.js";
 import type { Lease, SerializedLease } from "../src/lease/lease.js";
 import { getFairLock, restoreFairLockLease } from "../src/locks/fair-lock/entry.js";
 import { getFencedLock, restoreFencedLockLease } from "../src/locks/fenced-lock/entry.js";
@@ -116,14 +117,7 @@ describe("a lease of another kind is refused before any request", () => {
     ...(kind === "fenced-lock" ? { fencingToken: 7 } : {}),
     ...(kind === "permit" ? { permitIds: ["1".repeat(32)] } : {}),
   });
-  const all: SerializedLease["kind"][] = [
-    "lock",
-    "fair-lock",
-    "fenced-lock",
-    "read-lock",
-    "write-lock",
-    "permit",
-  ];
+  const all = LEASE_KINDS;
   const restorers: [string, string, (c: EdgeLockClient, s: SerializedLease) => Lease, string[]][] =
     [
       ["restoreLockLease", "edgelock/lock", restoreLockLease, ["lock"]],

@@ -18,6 +18,19 @@ const all = Object.values(scripts).filter(
 );
 const raw = useRawRedis();
 
+/** Runs `use` with a scratch lua/ root whose lib/ files `lib` writes, removed afterwards. */
+async function withLibraries(
+  use: (lib: (file: string, text: string) => Promise<void>, root: string) => Promise<void>,
+): Promise<void> {
+  const root = await mkdtemp(join(tmpdir(), "edgelock-include-"));
+  try {
+    await mkdir(join(root, "lib"));
+    await use((file, text) => writeFile(join(root, "lib", file), text), root);
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+}
+
 /** Each script as lua/ has it, libraries pasted in, unused functions and comments left out. */
 async function readable(script: scripts.LuaScript): Promise<{ own: string; text: string }> {
   const own = await readFile(new URL(`../lua/${script.name}.lua`, import.meta.url), "utf8");
@@ -163,10 +176,7 @@ describe("lua scripts", () => {
   });
 
   it("a library may include others: each pasted once, after what it includes", async () => {
-    const root = await mkdtemp(join(tmpdir(), "edgelock-include-"));
-    try {
-      await mkdir(join(root, "lib"));
-      const lib = (file: string, text: string) => writeFile(join(root, "lib", file), text);
+    await withLibraries(async (lib, root) => {
       await lib("clock.lua", "local function c()\n  return 1\nend\n");
       await lib("a.lua", "-- @include lib/clock.lua\nlocal function a()\n  return c()\nend\n");
       await lib("b.lua", "-- @include lib/clock.lua\n-- @include lib/a.lua\nlocal B = 2\n");
@@ -191,16 +201,11 @@ describe("lua scripts", () => {
       // Pruning follows calls through nested libraries: c stays while a calls it.
       expect(pruneUnused(text)).toContain("local function c()");
       expect(pruneUnused(expand("-- @include lib/b.lua\nreturn B", root))).not.toMatch(/function/);
-    } finally {
-      await rm(root, { recursive: true, force: true });
-    }
+    });
   });
 
   it("an include cycle or a missing library is refused, naming it", async () => {
-    const root = await mkdtemp(join(tmpdir(), "edgelock-include-"));
-    try {
-      await mkdir(join(root, "lib"));
-      const lib = (file: string, text: string) => writeFile(join(root, "lib", file), text);
+    await withLibraries(async (lib, root) => {
       await lib("a.lua", "-- @include lib/b.lua\n");
       await lib("b.lua", "-- @include lib/c.lua\n");
       await lib("c.lua", "-- @include lib/a.lua\n");
@@ -218,9 +223,7 @@ describe("lua scripts", () => {
       expect(() => expand("-- @include lib/none.lua", root)).toThrow(
         "no library lib/none.lua (included by the script)",
       );
-    } finally {
-      await rm(root, { recursive: true, force: true });
-    }
+    });
   });
 
   it("no shipped script defines a function twice", () => {

@@ -23,7 +23,7 @@ export type LeaseKind =
 export type HostKind = LeaseKind | "multi-lock" | "redlock";
 
 /** Every {@link LeaseKind}, for validation. */
-const LEASE_KINDS: readonly LeaseKind[] = [
+export const LEASE_KINDS: readonly LeaseKind[] = [
   "lock",
   "fair-lock",
   "fenced-lock",
