@@ -233,7 +233,9 @@ export const campaigns: Campaign[] = [
       "no zombie renewal (no timer renewal sent after its lease's release completed), no lock key left after quiescence, no overlap",
     options: {
       ...base,
-      cycles: QUICK ? 10 : 60,
+      // The campaign must see a release race a renewal: CI-sized runs of 10 cycles saw 3-7, and
+      // once, on a loaded machine, none; 25 make a run without one unlikely.
+      cycles: QUICK ? 25 : 60,
       leaseTime: undefined,
       watchdogTimeout: 150,
       requestTimeout: 100,
