@@ -128,8 +128,11 @@ export interface HoldProtocol {
    * attempt that reports such a holder waits there); default `redisson_lock__channel:{<name>}`.
    */
   readonly foreignChannel?: string;
-  /** Unregisters a waiter that gives up (in the background); with `wakeKey`. */
-  unregister?(waiter: string): void;
+  /**
+   * The request that unregisters `waiter`, a waiting call of `owner` that ends without the lock
+   * (it gives up, is aborted or fails); with `wakeKey`. Default {@link leaveCall}.
+   */
+  leaveCall?(waiter: string, owner: string): ScriptCall;
   /**
    * One attempt; `handOff`: the waiter hears its messages, so a release may hand it the lock
    * (kinds with {@link handsOff}).
@@ -183,6 +186,7 @@ export function acquire(
   waitTime: number | undefined,
 ): Promise<AcquireResult> {
   if (waitTime === 0) return acquireOnce(ctx, protocol, settings);
+  const leave = protocol.leaveCall?.bind(protocol);
   return leaseOnGrant(ctx, protocol, settings, (counter) =>
     waitFor(ctx, {
       name: protocol.name,
@@ -197,10 +201,7 @@ export function acquire(
           ? { pttl: reply.pttl, foreign: true }
           : { pttl: reply.pttl };
       },
-      unregister: protocol.unregister?.bind(protocol),
-      unregisterNow: protocol.unregister
-        ? (waiter) => unregisterWaiterNow(ctx, protocol.name, waiter, counter)
-        : undefined,
+      ...(leave && waiterExits(ctx, counter, (waiter) => leave(waiter, settings.owner))),
       foreignChannel: protocol.foreignChannel ?? keys.channel(protocol.name),
       fromGrant: protocol.handsOff
         ? (payload, sentAt) => grantFromHandOff(payload, sentAt, settings.leaseTime)
@@ -442,43 +443,45 @@ export function inBackground(
 }
 
 /**
- * Unregisters a waiter that gave up or was aborted (lua/lock/leave.lua), in the background:
- * left alone, its registration would lapse by itself after waking nobody at most once. Every
+ * The request that unregisters a waiter that gave up or was aborted (lua/lock/leave.lua): every
  * primitive with waiters keeps them under the same keys (`keys.waiting`, `keys.wake`).
  */
-export function unregisterWaiter(ctx: LockContext, name: string, waiter: string): void {
-  inBackground(ctx, name, "cancel", (counter) => leave(ctx, name, waiter, counter));
+export function leaveCall(name: string, waiter: string): ScriptCall {
+  return { script: lockLeave, name, keys: [keys.waiting(name), keys.wake(name)], args: [waiter] };
 }
 
 /**
- * Unregisters a waiter whose wait budget ran out before its call answers `null` (one request,
- * counted in `counter`), so that a release after that answer can no longer hand it the lock;
- * when that request fails, {@link unregisterWaiter} resends it in the background.
+ * A wait loop's two ways to unregister a waiter whose call ends without what it waited for,
+ * each sending `call(waiter)` (one replay-safe request):
+ * - `unregister`, in the background (kept alive by `waitUntil`, resent while it fails
+ *   ambiguously): left alone, the registration would lapse by itself after waking nobody at
+ *   most once;
+ * - `unregisterNow`, awaited (counted in `counter`) before a call whose wait budget ran out
+ *   answers `null`, so that a release after that answer can no longer hand it anything; when
+ *   that request fails, it is resent in the background.
  */
-export async function unregisterWaiterNow(
+export function waiterExits(
   ctx: LockContext,
-  name: string,
-  waiter: string,
   counter: RequestCounter,
-): Promise<void> {
-  try {
-    await leave(ctx, name, waiter, counter);
-  } catch {
-    unregisterWaiter(ctx, name, waiter);
-  }
-}
-
-function leave(
-  ctx: LockContext,
-  name: string,
-  waiter: string,
-  counter: RequestCounter,
-): Promise<number> {
-  return ctx.runner.run(
-    { script: lockLeave, name, keys: [keys.waiting(name), keys.wake(name)], args: [waiter] },
-    asInteger,
-    counter,
-  );
+  call: (waiter: string) => ScriptCall,
+): {
+  unregister(waiter: string): void;
+  unregisterNow(waiter: string): Promise<void>;
+} {
+  const unregister = (waiter: string): void => {
+    const request = call(waiter);
+    inBackground(ctx, request.name, "cancel", (c) => ctx.runner.run(request, asInteger, c));
+  };
+  return {
+    unregister,
+    async unregisterNow(waiter) {
+      try {
+        await ctx.runner.run(call(waiter), asInteger, counter);
+      } catch {
+        unregister(waiter);
+      }
+    },
+  };
 }
 
 /** Reports a failed background operation as an `error` event. */

@@ -25,7 +25,7 @@ import type { AttemptOutcome } from "../../wait/backoff.js";
 import { waitFor } from "../../wait/loop.js";
 import { keys, type LockContext } from "../context.js";
 import { runAttempt, runDefinite } from "../definite.js";
-import { unregisterWaiter, unregisterWaiterNow } from "../protocol.js";
+import { leaveCall, waiterExits } from "../protocol.js";
 
 /** Options of {@link CountDownLatch.await}. Times in integer ms. */
 export interface CountDownLatchAwaitOptions {
@@ -272,8 +272,7 @@ export class CountDownLatch implements Inspectable<CountDownLatchInspection> {
         );
         return count > 0 ? { pttl, foreign: true } : { acquired: true };
       },
-      unregister: (waiter) => this.#unregister(waiter),
-      unregisterNow: (waiter) => unregisterWaiterNow(this.#ctx, this.name, waiter, counter),
+      ...waiterExits(ctx, counter, (waiter) => leaveCall(this.name, waiter)),
     });
     return polled.value !== null;
   }
@@ -326,14 +325,6 @@ export class CountDownLatch implements Inspectable<CountDownLatchInspection> {
       decodeInspect,
       { requests: 0 },
     );
-  }
-
-  /**
-   * Unregisters a waiter that gave up or was aborted (lua/lock/leave.lua, the same waiter keys),
-   * in the background: left alone, its registration would lapse by itself within 30 s.
-   */
-  #unregister(waiter: string): void {
-    unregisterWaiter(this.#ctx, this.name, waiter);
   }
 
   /** The registered waiters and the prefix of their own wake lists. */

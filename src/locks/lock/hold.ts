@@ -10,7 +10,13 @@ import { randomHex } from "../../ids.js";
 import type { Inspection } from "../../inspect.js";
 import type { ReleaseResult } from "../../lease/lease.js";
 import { FAIR_CLAIM_WINDOW_MS, LOCK_WAITER_SLOT_MS } from "../../limits.js";
-import { lockAcquire, lockCancel, lockForceUnlock, lockRelease } from "../../lua/lock.gen.js";
+import {
+  lockAcquire,
+  lockCancel,
+  lockDecline,
+  lockForceUnlock,
+  lockRelease,
+} from "../../lua/lock.gen.js";
 import type { LuaScript } from "../../lua/script.js";
 import { asIntegers, type RequestCounter, type ScriptCall } from "../../transport/index.js";
 import { keys } from "../context.js";
@@ -20,8 +26,8 @@ import {
   type AttemptReply,
   type HoldRef,
   type HoldSettings,
+  leaveCall,
   runRelease,
-  unregisterWaiter,
 } from "../protocol.js";
 import { decodeHolders, type LockInspection } from "./inspect.js";
 
@@ -93,12 +99,9 @@ export abstract class LockScriptHolds<I extends Inspection> extends HashHolds<I>
     return [...this.replayKeys(), ...this.wakeKeys()];
   }
 
-  /**
-   * Unregisters a waiter that gave up or was aborted (leave.lua), in the background: left alone,
-   * its registration would lapse by itself, after waking nobody at most once.
-   */
-  unregister(waiter: string): void {
-    unregisterWaiter(this.ctx, this.name, waiter);
+  /** The request that unregisters `waiter`, a call that ends without the lock (leave.lua). */
+  leaveCall(waiter: string, _owner: string): ScriptCall {
+    return leaveCall(this.name, waiter);
   }
 
   /** Makes sure an acquire whose answer never arrived leaves no hold behind (cancel.lua). */
@@ -153,6 +156,21 @@ export class LockHolds extends LockScriptHolds<LockInspection> {
    */
   override get handsOff(): boolean {
     return true;
+  }
+
+  /**
+   * The request that unregisters `waiter`, a call of `owner` that ends without the lock: where
+   * releases hand off ({@link handsOff}), decline.lua, which also gives back a hand-off that
+   * reached the call after it ended.
+   */
+  override leaveCall(waiter: string, owner: string): ScriptCall {
+    if (!this.handsOff) return super.leaveCall(waiter, owner);
+    return {
+      script: lockDecline,
+      name: this.name,
+      keys: [this.name, keys.channel(this.name), ...this.wakeKeys()],
+      args: [waiter, owner, FAIR_CLAIM_WINDOW_MS],
+    };
   }
 
   /** Holders, hold counts and TTL in one read-only request (holders.lua). */

@@ -16,7 +16,7 @@ import {
   readWriteLockRenew,
   readWriteLockStatus,
 } from "../../lua/read-write-lock.gen.js";
-import { asIntegers, type RequestCounter } from "../../transport/index.js";
+import { asIntegers, type RequestCounter, type ScriptCall } from "../../transport/index.js";
 import { keys, type LockContext } from "../context.js";
 import { runAttempt } from "../definite.js";
 import { HashHolds, renewHold } from "../hash-holds.js";
@@ -25,8 +25,8 @@ import {
   type AttemptReply,
   type HoldRef,
   type HoldSettings,
+  leaveCall,
   runRelease,
-  unregisterWaiter,
 } from "../protocol.js";
 import type { ReadWriteLockInspection } from "./inspect.js";
 
@@ -121,9 +121,9 @@ export class ReadWriteHolds extends HashHolds<ReadWriteLockInspection> {
     return { status: "busy", pttl: status === 0 ? value : 0 };
   }
 
-  /** Unregisters a waiter that gave up (lua/lock/leave.lua: same waiter keys), in the background. */
-  unregister(waiter: string): void {
-    unregisterWaiter(this.ctx, this.name, waiter);
+  /** The request that unregisters a waiter that gave up (lua/lock/leave.lua: same waiter keys). */
+  leaveCall(waiter: string): ScriptCall {
+    return leaveCall(this.name, waiter);
   }
 
   /** Makes sure an acquire whose answer never arrived leaves no hold behind (cancel.lua). */

@@ -28,7 +28,7 @@ import { checkOptions, checkSignal, tryWithin, untilAcquired } from "../../valid
 import { waitFor } from "../../wait/loop.js";
 import { keys, type LockContext } from "../context.js";
 import { runAttempt, runDefinite } from "../definite.js";
-import { emitAcquire, inBackground, unregisterWaiter, unregisterWaiterNow } from "../protocol.js";
+import { emitAcquire, inBackground, leaveCall, waiterExits } from "../protocol.js";
 
 /** Options of {@link Semaphore.tryAcquire}. */
 export interface SemaphoreAcquireOptions {
@@ -418,8 +418,7 @@ export function permitWait(ctx: LockContext, name: string, counter: RequestCount
     wakeKey: keys.wake(name),
     counter,
     foreignChannel: channel(name),
-    unregister: (waiter: string) => unregisterWaiter(ctx, name, waiter),
-    unregisterNow: (waiter: string) => unregisterWaiterNow(ctx, name, waiter, counter),
+    ...waiterExits(ctx, counter, (waiter) => leaveCall(name, waiter)),
   };
 }
 

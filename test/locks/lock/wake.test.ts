@@ -7,7 +7,8 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { BlockingMode } from "../../../src/bridge/index.js";
-import { lockAcquire, lockRelease } from "../../../src/lua.gen.js";
+import { randomHex } from "../../../src/ids.js";
+import { lockAcquire, lockDecline, lockRelease } from "../../../src/lua.gen.js";
 import {
   bridgeRedis,
   keyPrefix,
@@ -183,6 +184,46 @@ describe("reentrant lock wake-ups", () => {
     await sub.destroy();
   });
 
+  it("scripts: a call that ends gives back only a hand-off made to its own waiter, one hold of its owner", async () => {
+    const name = `${prefix}decline`;
+    const lockKeys = [name, `redisson_lock__channel:{${name}}`, waitingKey(name), wakeKey(name)];
+    const acquire = (owner: string, id: string, waiter: string) =>
+      raw.eval(lockAcquire.source, {
+        keys: [name, ...replayKeys(name), waitingKey(name), wakeKey(name)],
+        arguments: ["9000", owner, "30000", id, waiter, "30000", "1"],
+      }) as Promise<number[]>;
+    const decline = (waiter: string, owner: string) =>
+      raw.eval(lockDecline.source, { keys: lockKeys, arguments: [waiter, owner, "2000"] });
+    const handOffTo = async (waiter: string, owner: string) => {
+      expect((await acquire("holder", randomHex(), ""))[0]).toBe(1);
+      expect((await acquire(owner, randomHex(), waiter))[0]).toBe(0);
+      const released = await raw.eval(lockRelease.source, {
+        keys: [name, ...replayKeys(name), ...lockKeys.slice(1)],
+        arguments: ["holder", "0", "30000", randomHex(), "0", "0", "2000"],
+      });
+      expect(released).toBe(1);
+      expect(String(await raw.hGet(name, "edgelock:grant"))).toBe(waiter);
+    };
+    // Another waiter's decline, or one naming another owner, leaves the hand-off alone.
+    await handOffTo("hub:w1", "w-owner");
+    expect(await decline("hub:w2", "w-owner")).toBe(1);
+    expect(await decline("hub:w1", "other")).toBe(1);
+    expect(String(await raw.hGet(name, "w-owner"))).toBe("1");
+    // The owner re-entered in the meantime (hold count 2): its decline takes the handed-off hold
+    // only, and the re-entry keeps the lock.
+    expect((await acquire("w-owner", randomHex(), ""))[1]).toBe(2);
+    expect(await decline("hub:w1", "w-owner")).toBe(2);
+    expect(String(await raw.hGet(name, "w-owner"))).toBe("1");
+    expect(await raw.hExists(name, "edgelock:grant")).toBe(0);
+    await raw.del(name);
+    // A hand-off nobody took: its decline frees the lock, and a second one changes nothing.
+    await handOffTo("hub:w3", "w3-owner");
+    expect(await decline("hub:w3", "w3-owner")).toBe(2);
+    expect(await raw.exists(name)).toBe(0);
+    expect(await decline("hub:w3", "w3-owner")).toBe(1);
+    expect(await wakeKeysOf(name)).toEqual([]);
+  });
+
   it("a lease shorter than the claim window is handed over for exactly that lease", async () => {
     const name = `${prefix}short-hand-off`;
     const held = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
@@ -305,6 +346,41 @@ describe("reentrant lock wake-ups", () => {
       expect(await raw.zCard(waitingKey(name))).toBe(0);
       expect(await holder.release()).toBe("released");
       expect(await raw.exists(name)).toBe(0);
+    });
+    it("a hand-off that reaches a call after it ended is given back: the next waiter has the lock at once, not after the claim window", async () => {
+      // The ended call's unregistration reaches Redis 500 ms late, after the release that handed
+      // it the lock; nobody hears that message, so until it is given back the lock is kept from
+      // the next waiter (for the claim window, 2 s, before decline.lua).
+      bridge = await startPrivateBridge();
+      const name = `${prefix}ended-hand-off`;
+      const holder = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
+      const ended = recordingEdgeLock({}, bridge.redis());
+      const controller = new AbortController();
+      const reason = new Error("gone");
+      const endedCall = ended.edgelock
+        .getLock(name)
+        .tryLock({ waitTime: 20_000, leaseTime: 5_000, owner: "ended", signal: controller.signal });
+      await ended.until((_e, all) => waits(all) === 2);
+      const next = recordingEdgeLock();
+      const nextCall = next.edgelock
+        .getLock(name)
+        .tryLock({ waitTime: 20_000, leaseTime: 5_000, owner: "next" });
+      await next.until((_e, all) => waits(all) === 2);
+      expect(await raw.hLen(`${waitingKey(name)}:grant`)).toBe(2);
+      bridge.bridge.setFaults({ delayMs: 500 });
+      controller.abort(reason);
+      await expect(endedCall).rejects.toBe(reason);
+      const released = Date.now();
+      expect(await holder.release()).toBe("released");
+      // The first registered waiter was handed the lock: the call that has ended.
+      expect(String(await raw.hGet(name, "ended"))).toBe("1");
+      await Promise.all(ended.background);
+      const lease = await nextCall;
+      expect(lease?.owner).toBe("next");
+      expect(Date.now() - released).toBeLessThan(1_500);
+      expect(await raw.hExists(name, "ended")).toBe(0);
+      expect(await lease?.release()).toBe("released");
+      expect(await wakeKeysOf(name)).toEqual([]);
     });
   });
 
