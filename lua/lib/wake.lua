@@ -87,8 +87,10 @@ end
 -- a waiter that asked for none is only woken (the next one too when nobody received that). A
 -- grant is never taken back, whatever PUBLISH counts: the count covers only this node's
 -- subscribers (Redis Cluster delivers to the others too), so a waiter may hold the lock on a
--- message counted 0. A waiter that never takes it (it died or gave up) keeps the lock from
--- others for at most claimMs.
+-- message counted 0. A waiter that never takes it keeps the lock from others for at most
+-- claimMs: one whose call ended gives it back (lua/lock/decline.lua); for one that nobody heard
+-- here (its client may be gone), the next live waiter is also woken, so that it comes back by
+-- the end of the claim window rather than at its own bound.
 local function hand_off_one(claimMs)
   local now = clock_ms()
   redis.call('zremrangebyscore', waiting, '-inf', now)
@@ -109,7 +111,9 @@ local function hand_off_one(claimMs)
       redis.call('hset', name, owner, 1, 'edgelock:grant', head)
       local e = new_epoch()
       redis.call('pexpire', name, math.max(1, math.min(tonumber(ms), claimMs)))
-      redis.call('publish', wake_channel(head), head .. '|' .. e)
+      if redis.call('publish', wake_channel(head), head .. '|' .. e) == 0 then
+        wake_one()
+      end
       return
     elseif redis.call('publish', wake_channel(head), head) > 0 then
       return

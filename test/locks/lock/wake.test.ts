@@ -224,6 +224,33 @@ describe("reentrant lock wake-ups", () => {
     expect(await wakeKeysOf(name)).toEqual([]);
   });
 
+  it("a waiter handed the lock that nobody hears (its client is gone) holds up the next one for the claim window, not for the next one's own bound", async () => {
+    const name = `${prefix}gone-hand-off`;
+    const held = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
+    // A waiter whose client died while registered, asking for a hand-off: no stream listens on
+    // its channel, and its call will never decline.
+    const gone = await raw.eval(lockAcquire.source, {
+      keys: [name, ...replayKeys(name), waitingKey(name), wakeKey(name)],
+      arguments: ["9000", "gone-owner", "30000", randomHex(), "gone:w1", "30000", "1"],
+    });
+    expect((gone as number[])[0]).toBe(0);
+    const next = recordingEdgeLock();
+    const pending = next.edgelock.getLock(name).tryLock({ waitTime: 20_000, leaseTime: 5_000 });
+    await next.until((_e, all) => waits(all) === 2);
+    const released = Date.now();
+    expect(await held.release()).toBe("released");
+    expect(String(await raw.hGet(name, "gone-owner"))).toBe("1");
+    // Woken beside the unheard hand-off, the next waiter finds the lock held for the claim
+    // window (2 s) and takes it when that ends; at its own bound it would be back after 15 s.
+    const lease = await pending;
+    expect(lease).not.toBeNull();
+    const waited = Date.now() - released;
+    expect(waited).toBeGreaterThanOrEqual(1_900);
+    expect(waited).toBeLessThan(5_000);
+    expect(await lease?.release()).toBe("released");
+    expect(await wakeKeysOf(name)).toEqual([]);
+  });
+
   it("a lease shorter than the claim window is handed over for exactly that lease", async () => {
     const name = `${prefix}short-hand-off`;
     const held = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
