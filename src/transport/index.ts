@@ -137,39 +137,23 @@ export class ScriptRunner {
   ): Promise<unknown> {
     const { script, keys, args } = call;
     const redis = this.#detached?.redis ?? this.#redis;
+    // A script answered by Redis is cached there from then on.
+    const sent = async (send: () => Promise<unknown>): Promise<unknown> => {
+      const reply = await this.#attempts(send, counter, signal, until);
+      this.#loaded.add(script);
+      return reply;
+    };
+    const evalSource = () => sent(() => redis.eval(script.source, keys, args));
     // Once Redis has shown an empty script cache, a script this client has not run yet is
     // sent with EVAL straight away instead of paying a NOSCRIPT round trip of its own.
-    if (this.#cacheMissSeen && !this.#loaded.has(script)) {
-      const reply = await this.#attempts(
-        () => redis.eval(script.source, keys, args),
-        counter,
-        signal,
-        until,
-      );
-      this.#loaded.add(script);
-      return reply;
-    }
+    if (this.#cacheMissSeen && !this.#loaded.has(script)) return evalSource();
     const sha1 = await sha1Of(script);
     try {
-      const reply = await this.#attempts(
-        () => redis.evalsha(sha1, keys, args),
-        counter,
-        signal,
-        until,
-      );
-      this.#loaded.add(script);
-      return reply;
+      return await sent(() => redis.evalsha(sha1, keys, args));
     } catch (error) {
       if (signal.aborted || !isNoScriptError(error)) throw error;
       this.#cacheMissSeen = true;
-      const reply = await this.#attempts(
-        () => redis.eval(script.source, keys, args),
-        counter,
-        signal,
-        until,
-      );
-      this.#loaded.add(script);
-      return reply;
+      return evalSource();
     }
   }
 
