@@ -8,7 +8,7 @@
 -- wakes waiters that are still waiting. A PUBLISH that no subscriber received (the waiter's
 -- client died, or its stream was closed) wakes the next waiter instead.
 -- Provides wake_channel, waiting_grants, waiting_add, waiting_remove, wake_up_to, wake_one,
--- wake_all, wake_n, and hand_off_one (which also needs lib/hold.lua, included first by its
+-- waiting_leave, wake_all, wake_n, and hand_off_one (which also needs lib/hold.lua, included first by its
 -- script); includes lib/clock.lua.
 -- @include lib/clock.lua
 
@@ -67,6 +67,21 @@ end
 -- After the lock was freed: the next live waiter.
 local function wake_one()
   wake_up_to(1)
+end
+
+-- Unregisters waiter `id`, whose call ended without what it waited for. Returns true when it
+-- was registered. When it was not, a release woke it after its last attempt (or it never was:
+-- its attempt did not apply, or found a Redisson holder); that wake-up may have reached its
+-- client after the call ended and been dropped there, so no live waiter heard of the release:
+-- the next live waiter is woken in its place. At worst that costs the next waiter one attempt;
+-- otherwise it would be back only at its own bound.
+local function waiting_leave(id)
+  local registered = redis.call('zscore', waiting, id)
+  waiting_remove(id)
+  if not registered then
+    wake_one()
+  end
+  return registered
 end
 
 -- After the lock was freed for more than one waiter (a writer left: every reader may get in,

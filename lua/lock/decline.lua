@@ -1,10 +1,10 @@
 -- A waiting call of a reentrant lock that asked releases for hand-offs ends without the lock (it
--- gave up, was aborted, or failed): unregister it like leave.lua, and give back a hand-off a
--- release made to it that it never took (lib/wake.lua, hand_off_one: the lock still marked with
--- its waiter id). The hold that hand-off made goes as a release would take it, and a lock it
--- frees goes to the next waiter. Otherwise a hand-off that reached the call after it ended would
--- keep the lock from everyone for the claim window. A hand-off the call took is confirmed by its
--- next acquire, or held on the release's message by a call that then never sends this.
+-- gave up, was aborted, or failed): leave like leave.lua, and give back a hand-off a release
+-- made to it that it never took (lib/wake.lua, hand_off_one: the lock still marked with its
+-- waiter id). The hold that hand-off made goes as a release would take it, and a lock it frees
+-- goes to the next waiter. Otherwise a hand-off that reached the call after it ended would keep
+-- the lock from everyone for the claim window. A hand-off the call took is confirmed by its next
+-- acquire, or held on the release's message by a call that then never sends this.
 -- KEYS[1]  lock name (HASH)
 -- KEYS[2]  Redisson unlock channel "redisson_lock__channel:{<name>}" (wakes JVM waiters)
 -- KEYS[3]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
@@ -12,17 +12,18 @@
 -- ARGV[1]  waiter id of the call
 -- ARGV[2]  owner field of the call
 -- ARGV[3]  claim window in ms of a hand-off to the next waiter
--- Returns  1 unregistered | 2 unregistered, and a hand-off to it given back
+-- Returns  1 unregistered | 0 it was not registered (the next live waiter woken, as leave.lua)
+--          | 2 a hand-off to it given back
 local name, channel, waiting, wake = unpack(KEYS)
 local waiter = ARGV[1]
 local owner = ARGV[2]
 -- @include lib/release.lua
 -- @include lib/wake.lua
 
-waiting_remove(waiter)
 if redis.call('hget', name, 'edgelock:grant') ~= waiter or redis.call('hexists', name, owner) == 0 then
-  return 1
+  return waiting_leave(waiter) and 1 or 0
 end
+waiting_remove(waiter)
 redis.call('hdel', name, 'edgelock:grant')
 if drop_hold() then
   hand_off_one(tonumber(ARGV[3]))

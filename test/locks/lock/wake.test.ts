@@ -206,8 +206,8 @@ describe("reentrant lock wake-ups", () => {
     };
     // Another waiter's decline, or one naming another owner, leaves the hand-off alone.
     await handOffTo("hub:w1", "w-owner");
-    expect(await decline("hub:w2", "w-owner")).toBe(1);
-    expect(await decline("hub:w1", "other")).toBe(1);
+    expect(await decline("hub:w2", "w-owner")).toBe(0);
+    expect(await decline("hub:w1", "other")).toBe(0);
     expect(String(await raw.hGet(name, "w-owner"))).toBe("1");
     // The owner re-entered in the meantime (hold count 2): its decline takes the handed-off hold
     // only, and the re-entry keeps the lock.
@@ -220,7 +220,7 @@ describe("reentrant lock wake-ups", () => {
     await handOffTo("hub:w3", "w3-owner");
     expect(await decline("hub:w3", "w3-owner")).toBe(2);
     expect(await raw.exists(name)).toBe(0);
-    expect(await decline("hub:w3", "w3-owner")).toBe(1);
+    expect(await decline("hub:w3", "w3-owner")).toBe(0);
     expect(await wakeKeysOf(name)).toEqual([]);
   });
 
@@ -408,6 +408,43 @@ describe("reentrant lock wake-ups", () => {
       expect(await raw.hExists(name, "ended")).toBe(0);
       expect(await lease?.release()).toBe("released");
       expect(await wakeKeysOf(name)).toEqual([]);
+    });
+
+    it("a wake-up that reaches a call after it ended is passed on: the next waiter is woken when that call unregisters, not at its own bound", async () => {
+      // Fenced-lock waiters are only woken. The ended call's client still has its stream open
+      // (it closes 1 s after the last wait), so the release's wake-up counts as heard and goes
+      // to nobody else; the call's unregistration reaches Redis 500 ms late.
+      bridge = await startPrivateBridge();
+      const name = `${prefix}ended-wake`;
+      const holder = await recordingEdgeLock()
+        .edgelock.getFencedLock(name)
+        .lock({ leaseTime: 20_000 });
+      const ended = recordingEdgeLock({}, bridge.redis());
+      const controller = new AbortController();
+      const reason = new Error("gone");
+      const endedCall = ended.edgelock
+        .getFencedLock(name)
+        .tryLock({ waitTime: 20_000, leaseTime: 5_000, signal: controller.signal });
+      await ended.until((_e, all) => waits(all) === 2);
+      const next = recordingEdgeLock();
+      const nextCall = next.edgelock
+        .getFencedLock(name)
+        .tryLock({ waitTime: 20_000, leaseTime: 5_000 });
+      await next.until((_e, all) => waits(all) === 2);
+      expect(await raw.zCard(waitingKey(name))).toBe(2);
+      bridge.bridge.setFaults({ delayMs: 500 });
+      controller.abort(reason);
+      await expect(endedCall).rejects.toBe(reason);
+      const released = Date.now();
+      expect(await holder.release()).toBe("released");
+      // The release woke the first registered waiter only: the call that has ended.
+      expect(await raw.zCard(waitingKey(name))).toBe(1);
+      await Promise.all(ended.background);
+      const lease = await nextCall;
+      expect(lease).not.toBeNull();
+      expect(Date.now() - released).toBeLessThan(1_500);
+      expect(await lease?.release()).toBe("released");
+      expect(await raw.exists(waitingKey(name))).toBe(0);
     });
   });
 
