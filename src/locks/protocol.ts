@@ -452,7 +452,8 @@ export function leaveCall(name: string, waiter: string): ScriptCall {
 
 /**
  * A wait loop's two ways to unregister a waiter whose call ends without what it waited for,
- * each sending `call(waiter)` (one replay-safe request):
+ * each sending `call(waiter)`, one request (sent again after an ambiguous failure, it changes no
+ * hold, count or token; at most it wakes one more waiter, which then attempts once):
  * - `unregister`, in the background (kept alive by `waitUntil`, resent while it fails
  *   ambiguously): left alone, the registration would lapse by itself after waking nobody at
  *   most once;
