@@ -62,7 +62,7 @@ export async function runQuorumCampaign(): Promise<QuorumResult> {
       acquire: (
         name: string,
         owner: string,
-      ) => Promise<{ acquired: boolean; release(): Promise<unknown> }>,
+      ) => Promise<{ acquired: boolean; release(): Promise<unknown>; votes?: Promise<unknown> }>,
     ): Promise<QuorumTrial> => {
       trialNo += 1;
       const name = `${prefix}t${trialNo}`;
@@ -84,6 +84,7 @@ export async function runQuorumCampaign(): Promise<QuorumResult> {
       const t0 = performance.now();
       const result = await acquire(name, owner);
       const ms = performance.now() - t0;
+      await result.votes;
       // The nodes come back before the background work is awaited: a cancel or release sent to a
       // node that is down resends its own request until that node answers (definiteWithin, then
       // in the background), so it lands once the node is back, and what it left is checked then.
@@ -98,12 +99,28 @@ export async function runQuorumCampaign(): Promise<QuorumResult> {
     };
 
     const redlockAcquire = async (name: string, owner: string) => {
-      const redlock = new RedLock(
-        clients.map((c) => c.getLock(name)),
-        { endpointTimeout: 500 },
-      );
+      // RedLock decides once a quorum granted; a vote still on its way then joins the lease when
+      // it lands (or is undone after its endpoint's time limit). `votes` settles when every vote
+      // has, so that counting "a hold on every free node" does not race the last votes.
+      const votes: Promise<unknown>[] = [];
+      const locks = clients.map((c) => {
+        const lock = c.getLock(name);
+        return {
+          name: lock.name,
+          tryLock: (options?: Parameters<typeof lock.tryLock>[0]) => {
+            const vote = lock.tryLock(options);
+            votes.push(vote.catch(() => null));
+            return vote;
+          },
+        };
+      });
+      const redlock = new RedLock(locks, { endpointTimeout: 500 });
       const lease = await redlock.tryLock({ leaseTime: LEASE_MS, owner });
-      return { acquired: lease !== null, release: async () => lease?.release() };
+      return {
+        acquired: lease !== null,
+        release: async () => lease?.release(),
+        votes: Promise.all(votes),
+      };
     };
     const naiveAcquire = async (name: string, owner: string) => {
       const leases = await Promise.all(
