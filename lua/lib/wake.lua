@@ -39,10 +39,11 @@ local function waiting_add(id, ms, grant)
   end
 end
 
--- Unregisters waiter `id` (it acquired, gave up or was aborted).
+-- Unregisters waiter `id` (it acquired, gave up or was aborted). Returns true when it was
+-- registered.
 local function waiting_remove(id)
-  redis.call('zrem', waiting, id)
   redis.call('hdel', waiting_grants(), id)
+  return redis.call('zrem', waiting, id) == 1
 end
 
 -- Wakes up to `n` live waiters in registration order (earliest lapse first), each with a
@@ -76,12 +77,11 @@ end
 -- the next live waiter is woken in its place. At worst that costs the next waiter one attempt;
 -- otherwise it would be back only at its own bound.
 local function waiting_leave(id)
-  local registered = redis.call('zscore', waiting, id)
-  waiting_remove(id)
-  if not registered then
-    wake_one()
+  if waiting_remove(id) then
+    return true
   end
-  return registered
+  wake_one()
+  return false
 end
 
 -- After the lock was freed for more than one waiter (a writer left: every reader may get in,
