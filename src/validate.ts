@@ -63,15 +63,18 @@ export function checkWaitTime(value: unknown, label = "waitTime"): number | unde
   return value === undefined ? undefined : checkMs(value, label, 0);
 }
 
-/** The lock HASH field holding the lock's epoch (lua/lib/hold.lua): never an owner. */
-export const EPOCH_FIELD = "edgelock:epoch";
-/** The fair lock's HASH field naming the waiter a hand-off went to (lua/lib/fair.lua). */
-export const GRANT_FIELD = "edgelock:grant";
+/**
+ * The lock HASH fields edgelock keeps beside the owners (lua/lib/hold.lua: epoch, hand-off,
+ * creating request, partial-release flag, fencing token): never an owner.
+ */
+const RESERVED_FIELDS: ReadonlySet<string> = new Set(
+  ["epoch", "grant", "by", "partial", "token"].map((f) => `edgelock:${f}`),
+);
 
-/** A caller-supplied owner: a non-empty string of at most 200 characters, not the epoch field. */
+/** A caller-supplied owner: a non-empty string of at most 200 characters, not a field of ours. */
 export function checkOwner(value: unknown, label = "owner"): string {
   const owner = checkText(value, label, MAX_OWNER_LENGTH);
-  if (owner === EPOCH_FIELD || owner === GRANT_FIELD) {
+  if (RESERVED_FIELDS.has(owner)) {
     throw new RangeError(
       `\`${label}\` must not be "${owner}" (a field edgelock keeps in the lock)`,
     );

@@ -154,7 +154,9 @@ describe("abort", () => {
     controller.abort(reason);
     await expect(pending).rejects.toBe(reason);
     const fields = await raw.hGetAll(name);
-    expect(Object.keys(fields).sort()).toEqual([held.owner, "edgelock:epoch"].sort());
+    expect(Object.keys(fields).sort()).toEqual(
+      [held.owner, "edgelock:epoch", "edgelock:by"].sort(),
+    );
     await held.release();
   });
 

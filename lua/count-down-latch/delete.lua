@@ -6,15 +6,15 @@
 -- one). The replay records of the name stay until they expire.
 -- KEYS[1]  latch name: STRING, the count (Redisson layout)
 -- KEYS[2]  Redisson channel "redisson_countdownlatch__channel__{<name>}"
--- KEYS[3]  replay records "edgelock_replay:{<name>}" (HASH request id -> state)
--- KEYS[4]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[3]  replay records "edgelock_replay:{<name>}" (prefix: one STRING per request id)
+-- KEYS[4]  unused (kept so that every script keeps its key positions)
 -- KEYS[5]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
 -- KEYS[6]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
 -- ARGV[1]  replay window in ms
 -- ARGV[2]  request id (32 hex characters)
 -- Returns  1 a latch was deleted | 0 there was none
 -- Records  "X1" | "X0"
-local name, channel, replayKey, replayOld, waiting, wake = unpack(KEYS)
+local name, channel, replayKey, _, waiting, wake = unpack(KEYS)
 local windowMs = tonumber(ARGV[1])
 local id = ARGV[2]
 -- @include lib/replay.lua

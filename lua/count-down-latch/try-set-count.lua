@@ -5,14 +5,14 @@
 -- answering 0 to the key its own first copy set, or setting a latch created after it.
 -- KEYS[1]  latch name: STRING, the count (Redisson layout)
 -- KEYS[2]  Redisson channel "redisson_countdownlatch__channel__{<name>}"
--- KEYS[3]  replay records "edgelock_replay:{<name>}" (HASH request id -> state)
--- KEYS[4]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[3]  replay records "edgelock_replay:{<name>}" (prefix: one STRING per request id)
+-- KEYS[4]  unused (kept so that every script keeps its key positions)
 -- ARGV[1]  count, a positive integer (the client refuses 0: a latch at 0 has no key)
 -- ARGV[2]  replay window in ms
 -- ARGV[3]  request id (32 hex characters)
 -- Returns  1 the count was set | 0 the latch exists (its count is left alone)
 -- Records  "T1" | "T0"
-local name, channel, replayKey, replayOld = unpack(KEYS)
+local name, channel, replayKey, _ = unpack(KEYS)
 local count = ARGV[1]
 local windowMs = tonumber(ARGV[2])
 local id = ARGV[3]

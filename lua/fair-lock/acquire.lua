@@ -14,7 +14,7 @@
 -- KEYS[4]  "edgelock_waiters:{<name>}"      HASH of our queued owners
 -- KEYS[5]  "redisson_lock__channel:{<name>}" Redisson waiters' channel prefix
 -- KEYS[6]  replay records "edgelock_replay:{<name>}"
--- KEYS[7]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[7]  unused (kept so that every script keeps its key positions)
 -- ARGV[1]  leaseTime in ms (the TTL becomes at least this; never shortened, except by the
 --          confirmation of a hand-off, which sets it to exactly this: the claim window before
 --          was no lease's)
@@ -33,7 +33,7 @@
 -- Records  "A<epoch>" acquired | "Q" queued | "B" busy without queueing. A replay of a busy
 --          answer only reports the owner's place: a late copy of an attempt never takes the
 --          lock, re-enters a hold made since, or queues an owner that has left.
-local name, queue, slots, waiters, channel, replayKey, replayOld = unpack(KEYS)
+local name, queue, slots, waiters, channel, replayKey, _ = unpack(KEYS)
 local leaseMs = tonumber(ARGV[1])
 local owner = ARGV[2]
 local windowMs = tonumber(ARGV[3])

@@ -15,7 +15,7 @@
 -- Not lib/cancel.lua's cancel-or-undo: a waiter leaves the queue and gives back a hand-off
 -- whatever its last attempt's record is (queued "Q", busy "B", applied, or none yet), and the
 -- answer says what it gave back, not what the record was.
-local name, queue, slots, waiters, channel, replayKey, replayOld = unpack(KEYS)
+local name, queue, slots, waiters, channel, replayKey, _ = unpack(KEYS)
 local owner = ARGV[1]
 local windowMs = tonumber(ARGV[2])
 local id = ARGV[3]

@@ -13,7 +13,7 @@
 --          incarnation) | 3 not owner
 -- Records  "R<result>" for results 0 (its hand-off), 1 and 2
 -- ARGV[1..5] are bound by lib/release-args.lua, shared with lua/lock/release.lua.
-local name, queue, slots, waiters, channel, replayKey, replayOld = unpack(KEYS)
+local name, queue, slots, waiters, channel, replayKey, _ = unpack(KEYS)
 -- @include lib/release-args.lua
 local claimMs = tonumber(ARGV[6])
 -- @include lib/release.lua

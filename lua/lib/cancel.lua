@@ -3,7 +3,7 @@
 -- reach Redis in, the acquire takes effect at most momentarily: a cancel that arrives first
 -- leaves a tombstone that turns the late acquire into a no-op; one that arrives after undoes
 -- what the acquire did. Included by the cancel scripts, which define first what
--- lib/replay.lua needs (replayKey, replayOld, windowMs). Includes lib/replay.lua. Provides:
+-- lib/replay.lua needs (replayKey, windowMs). Includes lib/replay.lua. Provides:
 --   cancel_or_undo(id, applied, undo)  for the acquire with request id `id`: no record yet,
 --     records "C" and returns 0; a record matching the Lua pattern `applied` (an acquire that
 --     applied; its first capture, or the whole record without one, is what `undo` gets),

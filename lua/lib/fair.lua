@@ -10,10 +10,9 @@
 -- Our waiter "<client>:<wait>" listens on its client's wake channel "edgelock_wake:{<name>}:<client>"
 -- (lib/wake.lua). Redisson waiters in the same queue are woken on their channel instead, and
 -- take the lock with their own script.
--- Provides GRANT, fair_wake_channel, leave, waiter_of, alive, prune, queue_up, hand_off;
--- includes lib/hold.lua (new_epoch, and the clock with it).
+-- Provides fair_wake_channel, leave, waiter_of, alive, prune, queue_up, hand_off;
+-- includes lib/hold.lua (GRANT, new_epoch, and the clock with it).
 -- @include lib/hold.lua
-local GRANT = 'edgelock:grant'
 
 -- Redisson's default fairLockWaitTimeout (Config#fairLockWaitTimeout, 5 minutes). Every
 -- Redisson acquire that takes the lock from the queue lowers every queued score by its wait

@@ -1,21 +1,31 @@
 -- Helpers for a lock HASH (Redisson layout: field = owner, value = hold count). Included by
 -- scripts, which define first:
 --   name  the lock name (KEYS)
--- Provides EPOCH, extend(ms), epoch(), new_epoch(); includes lib/clock.lua.
--- The HASH also carries one field of ours, EPOCH: the id of this incarnation of the lock (set
--- by the acquire that creates the key, gone with the key), so a late cancel or a stale lease
--- can tell its hold from a newer hold of the same owner. Redisson's scripts only read and write
--- their own owner fields, so they see a lock held by edgelock as held, as before. (The
--- read-write lock keeps its epoch outside the HASH instead: lib/rw.lua.)
+-- Provides EPOCH, GRANT, BY, PARTIAL, TOKEN, extend(ms), epoch(), new_epoch(), id_epoch(id);
+-- includes lib/clock.lua.
+-- The HASH also carries fields of ours, gone with the key, so that the state a replay needs
+-- lives with the hold it describes and the common path reads it in the same HMGET:
+--   EPOCH    the id of this incarnation of the lock (set by what creates the key), so a late
+--            cancel or a stale lease can tell its hold from a newer hold of the same owner
+--   GRANT    the waiter a release handed the lock to, until it confirms (lib/wake.lua)
+--   BY       the request id of the acquire that created the key: that acquire's replay record
+--   PARTIAL  '1' once a release left holds behind (its replay record is a key of its own)
+--   TOKEN    the fencing token the creating acquire granted (fenced locks)
+-- Redisson's scripts only read and write their own owner fields, so they see a lock held by
+-- edgelock as held, as before. (The read-write lock keeps its epoch outside the HASH instead:
+-- lib/rw.lua.)
 -- @include lib/clock.lua
 local EPOCH = 'edgelock:epoch'
+local GRANT = 'edgelock:grant'
+local BY = 'edgelock:by'
+local PARTIAL = 'edgelock:partial'
+local TOKEN = 'edgelock:token'
 
--- Sets the lock's TTL to ms unless it already has more left: a TTL is never shortened, so no
--- lease of the owner ever believes it holds longer than Redis keeps the lock.
+-- Sets the lock's TTL to ms unless it already has more left (PEXPIRE GT: one call): a TTL is
+-- never shortened, so no lease of the owner ever believes it holds longer than Redis keeps the
+-- lock.
 local function extend(ms)
-  if redis.call('pttl', name) < ms then
-    redis.call('pexpire', name, ms)
-  end
+  redis.call('pexpire', name, ms, 'gt')
 end
 
 -- The incarnation of the lock as a decimal string ('' when it has none: absent, or created by
@@ -30,4 +40,11 @@ local function new_epoch()
   local e = clock_us()
   redis.call('hset', name, EPOCH, e)
   return e
+end
+
+-- The epoch of an incarnation created by the request `id` (32 hex characters, random): its
+-- first 13 hex digits plus 1, a safe integer in [1, 2^52] read from no clock, so creating a lock
+-- costs no TIME call. As a decimal string.
+local function id_epoch(id)
+  return string.format('%.0f', tonumber(string.sub(id, 1, 13), 16) + 1)
 end

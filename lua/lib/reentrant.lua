@@ -1,20 +1,55 @@
 -- The reentrant lock's acquire on a lock HASH (Redisson RedissonLock#tryLockInnerAsync's
--- layout, with lib/hold.lua's epoch): what lua/lock/acquire.lua and lua/fenced-lock/acquire.lua
+-- layout, with lib/hold.lua's fields): what lua/lock/acquire.lua and lua/fenced-lock/acquire.lua
 -- share (the fenced lock adds its token to each grant). Included by those scripts first, with
--- nothing defined before: the KEYS[1..5] and ARGV[1..6] they share are bound by
--- lib/reentrant-args.lua (name, owner, leaseMs, waiter, waitMs here; the replay keys and window
--- for lib/replay.lua). Includes that, lib/hold.lua and lib/wake.lua. Provides hold_replayed,
--- hold_confirm and hold_acquire (below).
+-- nothing defined before: the KEYS and ARGV they share are bound by lib/reentrant-args.lua.
+-- Includes that, lib/hold.lua, lib/replay.lua and lib/wake.lua. Provides hold_free, hold_create,
+-- hold_state, hold_replayed, hold_confirm and hold_acquire (below).
+-- The common path, a free lock, costs EXISTS, HSET, PEXPIRE: the hold is its own replay record
+-- (BY names the request that created it), so no record is written while the hold lives; one
+-- is written only where the hold may be gone within the replay window (a lease shorter than it,
+-- a re-entry), and a release that deletes the lock writes one (lib/release.lua).
 -- @include lib/reentrant-args.lua
 -- @include lib/hold.lua
+-- @include lib/replay.lua
 -- @include lib/wake.lua
+
+-- True when the lock is free and no replay record of this request exists: one EXISTS over both
+-- keys. Then hold_create takes it; otherwise the caller reads the record and the HASH.
+local function hold_free()
+  return redis.call('exists', name, replayKey .. ':' .. id) == 0
+end
+
+-- Creates the lock for `owner` (hold count 1, TTL leaseMs) in a new incarnation named after this
+-- request, with `extra` fields (field, value, ...) in the same HSET. Returns the epoch. A lease
+-- shorter than the replay window may expire while a copy of this request is still in flight,
+-- so then a record says what it did; otherwise the hold outlives the window or a release records
+-- its end ("A<epoch>" plus `suffix`).
+local function hold_create(extra, suffix)
+  local e = id_epoch(id)
+  redis.call('hset', name, owner, 1, EPOCH, e, BY, id, unpack(extra or {}))
+  redis.call('pexpire', name, leaseMs)
+  if leaseMs < windowMs then
+    replay_set(id, 'A' .. e .. (suffix or ''))
+  end
+  if waiter ~= '' and registered then
+    waiting_remove(waiter)
+  end
+  return e
+end
+
+-- The lock HASH's fields this request needs, in one HMGET: hold count of `owner`, epoch, the
+-- creating request, a pending hand-off and the creating acquire's fencing token.
+local function hold_state()
+  local s = redis.call('hmget', name, owner, EPOCH, BY, GRANT, TOKEN)
+  return {count = tonumber(s[1]), epoch = s[2] or '', by = s[3], grant = s[4], token = s[5]}
+end
 
 -- The hold count of an applied acquire being replayed, whose record names incarnation `made`
 -- (false or nil: the record is no acquire's), as long as its hold is still in this incarnation
 -- of the lock; nil when it is gone (expired, released, or the lock is a newer incarnation).
-local function hold_replayed(made)
-  if made and made == epoch() and redis.call('hexists', name, owner) == 1 then
-    return tonumber(redis.call('hget', name, owner))
+local function hold_replayed(made, s)
+  if made and made == s.epoch and s.count then
+    return s.count
   end
   return nil
 end
@@ -22,38 +57,34 @@ end
 -- Confirms a hand-off a release made to `waiter` (lib/wake.lua, hand_off_one): the waiter holds
 -- the lock from then on for at least leaseMs. Returns the epoch and the hold count; nothing when
 -- no hand-off went to it. Only the reentrant lock's waiters ask for hand-offs.
-local function hold_confirm()
-  if waiter ~= '' and redis.call('hget', name, 'edgelock:grant') == waiter then
-    redis.call('hdel', name, 'edgelock:grant')
-    local e, count = epoch(), tonumber(redis.call('hget', name, owner))
+local function hold_confirm(s)
+  if waiter ~= '' and s.grant == waiter then
+    redis.call('hdel', name, GRANT)
     waiting_remove(waiter)
     extend(leaseMs)
-    return e, count
+    return s.epoch, s.count
   end
 end
 
--- Takes the lock for `owner`, or re-enters it, for at least leaseMs. Returns the incarnation
--- (epoch, a decimal string) and the hold count. Held by another owner: returns nil, the lock's
--- pttl (-1: no TTL) and jvm, 1 when the holder is no edgelock client (no epoch: a Redisson
--- client, whose release publishes only on Redisson's channel, so nothing would wake a
--- registered waiter, which polls instead); otherwise `waiter` is registered, asking with `grant`
--- for a release to hand it the lock ("<leaseMs>|<owner>"; without it, it is only woken).
-local function hold_acquire(grant)
-  local e
-  if redis.call('exists', name) == 0 then
-    e = new_epoch()
-  elseif redis.call('hexists', name, owner) == 1 then
-    e = epoch()
-  else
-    if waiter ~= '' and epoch() ~= '' then
+-- Re-enters the lock of `owner` or, held by another, registers `waiter`. Returns the epoch and
+-- the hold count. Held by another owner: returns nil, the lock's pttl (-1: no TTL) and jvm, 1
+-- when the holder is no edgelock client (no epoch: a Redisson client, whose release publishes
+-- only on Redisson's channel, so nothing would wake a registered waiter, which polls instead);
+-- otherwise `waiter` is registered, asking with `grant` for a release to hand it the lock
+-- ("<leaseMs>|<owner>"; without it, it is only woken). The re-entry is recorded ("A<epoch>"
+-- plus `suffix`): a replay finds it.
+local function hold_acquire(s, grant, suffix)
+  if not s.count then
+    if waiter ~= '' and s.epoch ~= '' then
       waiting_add(waiter, tonumber(waitMs), grant and (leaseMs .. '|' .. owner) or nil)
     end
-    return nil, redis.call('pttl', name), epoch() == '' and 1 or 0
+    return nil, redis.call('pttl', name), s.epoch == '' and 1 or 0
   end
-  if waiter ~= '' then
+  if waiter ~= '' and registered then
     waiting_remove(waiter)
   end
   local count = redis.call('hincrby', name, owner, 1)
   extend(leaseMs)
-  return e, count
+  replay_set(id, 'A' .. s.epoch .. (suffix or ''))
+  return s.epoch, count
 end

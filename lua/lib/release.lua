@@ -50,18 +50,39 @@ end
 -- Releases one hold of `owner` (Redisson RedissonLock#unlockInnerAsync): 1 released, the lock
 -- freed, after which freed() runs | 2 still held, its TTL at least leaseMs | what
 -- release_refused answers (gone as there). Records "R1" or "R2".
+-- The common path (the owner holds the lock in the incarnation `held` names, and no release of
+-- this incarnation left holds behind) reads the HASH once (HMGET) and no record: a release that
+-- already applied in this incarnation either deleted the lock (then this is another
+-- incarnation) or left holds behind, which set PARTIAL; only then, or when the lock is not as
+-- expected, is the record read. A release that deletes the lock records "R1" (a copy arriving
+-- later answers it, and a late copy of the acquire of the same lease finds it and does
+-- nothing), and "G" for the acquire that created the lock when that was another request.
+-- Billed   freeing the lock: HMGET, DEL, PUBLISH, SET, plus freed() (lib/wake.lua: ZRANGE
+--          with nobody waiting)
 local function release_hold(freed, gone)
-  local refused = release_refused(owner, epoch, gone)
-  if refused then
-    return refused
+  local s = redis.call('hmget', name, owner, EPOCH, BY, PARTIAL)
+  local count, current, by = tonumber(s[1]), s[2] or '', s[3]
+  if not count or s[4] or held == '0' or held ~= current then
+    local refused = release_refused(owner, epoch, gone)
+    if refused then
+      return refused
+    end
   end
-  local result = 2
-  if drop_hold() then
-    result = 1
+  if count <= 1 then
+    redis.call('del', name)
+    redis.call('publish', channel, 0)
+    replay_set(id, 'R1')
+    if by and by ~= id then
+      replay_set(by, 'G')
+    end
     freed()
-  elseif leaseMs > 0 then
+    return 1
+  end
+  redis.call('hincrby', name, owner, -1)
+  redis.call('hset', name, PARTIAL, 1)
+  if leaseMs > 0 then
     extend(leaseMs)
   end
-  replay_set(id, 'R' .. result)
-  return result
+  replay_set(id, 'R2')
+  return 2
 end

@@ -7,7 +7,7 @@
 -- A woken waiter leaves the ZSET (its next busy attempt registers it again), so each release
 -- wakes waiters that are still waiting. A PUBLISH that no subscriber received (the waiter's
 -- client died, or its stream was closed) wakes the next waiter instead.
--- Provides wake_channel, waiting_grants, waiting_add, waiting_remove, wake_up_to, wake_one,
+-- Provides wake_channel, waiting_grants, waiting_add, waiting_remove, waiting_live, wake_up_to, wake_one,
 -- waiting_leave, wake_all, wake_n, and hand_off_one (which also needs lib/hold.lua, included first by its
 -- script); includes lib/clock.lua.
 -- @include lib/clock.lua
@@ -46,11 +46,22 @@ local function waiting_remove(id)
   return redis.call('zrem', waiting, id) == 1
 end
 
+-- Drops the registrations that lapsed (their calls are gone) and answers true when a live one
+-- is left. With nobody registered it costs one read (ZRANGE) and no clock.
+local function waiting_live()
+  if not redis.call('zrange', waiting, 0, 0)[1] then
+    return false
+  end
+  redis.call('zremrangebyscore', waiting, '-inf', clock_ms())
+  return true
+end
+
 -- Wakes up to `n` live waiters in registration order (earliest lapse first), each with a
 -- message that only it reads, and unregisters each waiter it tried.
 local function wake_up_to(n)
-  local now = clock_ms()
-  redis.call('zremrangebyscore', waiting, '-inf', now)
+  if not waiting_live() then
+    return
+  end
   local woken = 0
   while woken < n do
     local head = redis.call('zrange', waiting, 0, 0)[1]
@@ -107,8 +118,9 @@ end
 -- here (its client may be gone), the next live waiter is also woken, so that it comes back by
 -- the end of the claim window rather than at its own bound.
 local function hand_off_one(claimMs)
-  local now = clock_ms()
-  redis.call('zremrangebyscore', waiting, '-inf', now)
+  if not waiting_live() then
+    return
+  end
   local grants = waiting_grants()
   while true do
     local head = redis.call('zrange', waiting, 0, 0)[1]

@@ -4,9 +4,10 @@
 -- wakes it (lib/wake.lua). With a sixth key it claims an idempotency key: a completion marker
 -- there means the work is done. Taking the lock is lib/reentrant.lua, shared with the fenced
 -- lock's acquire.
--- KEYS[1]  lock name: HASH, field = owner, value = hold count (Redisson layout) + epoch field
--- KEYS[2]  replay records "edgelock_replay:{<name>}" (HASH request id -> state)
--- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[1]  lock name: HASH, field = owner, value = hold count (Redisson layout) + lib/hold.lua's
+--          fields
+-- KEYS[2]  replay records "edgelock_replay:{<name>}" (prefix: one STRING per request id)
+-- KEYS[3]  unused (kept so that every lock script keeps its key positions)
 -- KEYS[4]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
 -- KEYS[5]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
 -- KEYS[6]  optional completion marker "edgelock_done:{<name>}" (idempotency keys)
@@ -19,43 +20,62 @@
 -- ARGV[7]  '1': a release may hand the lock to this waiter (lib/wake.lua, hand_off_one), which
 --          then holds it with the release's message; its next attempt confirms it (the TTL
 --          becomes its lease). '0': only woken (fenced locks, idempotency keys)
+-- ARGV[8]  '0' when the waiter cannot be registered yet (the first attempt of a wait), so an
+--          acquiring attempt has no registration to end; anything else: it may be
 -- Returns  {1, holdCount, epoch} acquired; epoch identifies this incarnation of the lock
 --          | {0, pttl, jvm} held by another owner (pttl -1: no TTL); jvm 1 when the holder is
 --          not an edgelock client (no epoch field: a Redisson client, whose release publishes
 --          only on Redisson's channel)
 --          | {2, pttl, 0} the completion marker exists (its pttl, -1: no TTL)
 --          | {-1, 0, 0} this request was cancelled, or the hold it made is already gone
--- Records  "A<epoch>" acquired (a cancel tombstone "C"/"U" written first makes this a no-op)
--- KEYS[1..5] and ARGV[1..6] are bound by lib/reentrant.lua (lib/reentrant-args.lua).
+-- Records  "A<epoch>" for a re-entry, or a lock created with a lease shorter than the replay
+--          window; a lock it creates records itself (lib/reentrant.lua). Any record found first
+--          (a cancel tombstone "C"/"U", a release's "R1"/"G") makes this a no-op.
+-- Billed   free lock: EVALSHA, EXISTS, HSET, PEXPIRE (4)
+-- KEYS[1..5] and ARGV[1..6], ARGV[8] are bound by lib/reentrant.lua (lib/reentrant-args.lua).
 -- @include lib/reentrant.lua
--- @include lib/replay.lua
 local done = KEYS[6]
+
+local function completed()
+  if done and redis.call('exists', done) == 1 then
+    return {2, redis.call('pttl', done), 0}
+  end
+end
+
+if hold_free() then
+  return completed() or {1, 1, tonumber(hold_create()) or 0}
+end
 
 local seen = replay_get(id)
 if seen then
   -- A replay of an applied acquire reports the hold it made instead of adding another, as long
   -- as that hold is still in this incarnation of the lock.
   local made = string.sub(seen, 1, 1) == 'A' and string.sub(seen, 2)
-  local count = hold_replayed(made)
+  local count = hold_replayed(made, hold_state())
   if count then
     return {1, count, tonumber(made) or 0}
   end
   return {-1, 0, 0}
 end
 
-if done and redis.call('exists', done) == 1 then
-  return {2, redis.call('pttl', done), 0}
+local s = hold_state()
+if s.by == id then
+  -- A copy of the acquire that created this incarnation: the hold is its record.
+  return {1, s.count or 0, tonumber(s.epoch) or 0}
+end
+local c = completed()
+if c then
+  return c
 end
 
 -- A release may have handed the lock to this waiter; a busy attempt asks for that with ARGV[7].
-local e, count = hold_confirm()
+local e, count = hold_confirm(s)
 if not e then
   local jvm
-  e, count, jvm = hold_acquire(ARGV[7] == '1')
+  e, count, jvm = hold_acquire(s, ARGV[7] == '1')
   if not e then
     -- `count` is the holder's pttl here.
     return {0, count, jvm}
   end
 end
-replay_set(id, 'A' .. e)
 return {1, count, tonumber(e) or 0}

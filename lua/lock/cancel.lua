@@ -3,8 +3,8 @@
 -- Redis, the acquire takes effect at most momentarily and no hold is left behind; a hold the
 -- same owner made later (after this acquire's hold expired) is never touched.
 -- KEYS[1]  lock name (HASH)
--- KEYS[2]  replay records "edgelock_replay:{<name>}"
--- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[2]  replay records "edgelock_replay:{<name>}" (prefix, lib/replay.lua)
+-- KEYS[3]  unused (kept so that every lock script keeps its key positions)
 -- KEYS[4]  Redisson unlock channel "redisson_lock__channel:{<name>}"
 -- KEYS[5]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
 -- KEYS[6]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
@@ -14,8 +14,9 @@
 -- Returns  0 cancelled before it applied (a tombstone makes a late acquire a no-op)
 --          | 1 the applied hold was undone, or had already expired
 --          | 2 nothing to do (already cancelled or released)
--- Records  "C" (cancelled first) | "U" (undone), by lib/cancel.lua
-local name, replayKey, replayOld, channel, waiting, wake = unpack(KEYS)
+-- Records  "C" (cancelled first) | "U" (undone), by lib/cancel.lua. An acquire that created the
+--          lock left no record: the lock's BY field names it (lib/hold.lua), and it is undone too.
+local name, replayKey, _, channel, waiting, wake = unpack(KEYS)
 local owner = ARGV[1]
 local windowMs = tonumber(ARGV[2])
 local id = ARGV[3]
@@ -31,5 +32,11 @@ local function undo(made)
   end
 end
 
+-- The acquire created this incarnation, which is its record.
+if not replay_get(id) and redis.call('hget', name, BY) == id then
+  undo(epoch())
+  replay_set(id, 'U')
+  return 1
+end
 -- The acquire's record: "A<epoch>", or "A<epoch>:<token>" from a fenced lock's acquire.
 return cancel_or_undo(id, '^A([^:]*)', undo)

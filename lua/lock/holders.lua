@@ -7,10 +7,18 @@
 --          With KEYS[2], the last token issued (0: none) comes second: {pttl, token, owner_1, ...}
 --          Each owner is prefixed with '=' so that no client JSON-decodes it (@upstash/redis
 --          turns a reply string "123" into a number); fields whose value is not a hold count
---          (a non-negative integer) and our own fields ('edgelock:epoch', 'edgelock:grant': see
+--          (a non-negative integer) and our own fields ('edgelock:epoch', 'edgelock:grant', ...: see
 --          lua/lib/hold.lua, lua/lib/fair.lua) are left out. A key that is not a HASH fails with WRONGTYPE,
 --          as every lock script does.
 local name = KEYS[1]
+-- lib/hold.lua's fields.
+local OURS = {
+  ['edgelock:epoch'] = true,
+  ['edgelock:grant'] = true,
+  ['edgelock:by'] = true,
+  ['edgelock:partial'] = true,
+  ['edgelock:token'] = true,
+}
 local limit = tonumber(ARGV[1])
 local result = {redis.call('pttl', name)}
 if KEYS[2] then
@@ -29,7 +37,7 @@ for i = 1, #fields, 2 do
   end
   local count = fields[i + 1]
   local field = fields[i]
-  if field ~= 'edgelock:epoch' and field ~= 'edgelock:grant' and string.match(count, '^%d+$') then
+  if not OURS[field] and string.match(count, '^%d+$') then
     result[#result + 1] = '=' .. field
     result[#result + 1] = tonumber(count)
     found = found + 1

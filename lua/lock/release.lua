@@ -7,7 +7,7 @@
 -- is recorded in the same step, so no claim can slip in between the release and the record.
 -- KEYS[1]  lock name (HASH)
 -- KEYS[2]  replay records "edgelock_replay:{<name>}"
--- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[3]  unused (kept so that every script keeps its key positions)
 -- KEYS[4]  Redisson unlock channel "redisson_lock__channel:{<name>}" (wakes JVM waiters)
 -- KEYS[5]  registered waiters "edgelock_waiting:{<name>}" (ZSET)
 -- KEYS[6]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
@@ -21,9 +21,10 @@
 -- ARGV[7]  claim window in ms of a hand-off to a waiter
 -- Returns  1 released (last hold gone) | 2 still held (count > 0) | 0 expired (no key, or only
 --          a newer incarnation) | 3 not owner (held by someone else)
--- Records  "R<result>" for results 1 and 2
+-- Records  "R<result>" for results 1 and 2 (lib/release.lua says when)
+-- Billed   freeing the lock with nobody waiting: EVALSHA, HMGET, DEL, PUBLISH, SET, ZRANGE (6)
 -- ARGV[1..5] are bound by lib/release-args.lua, shared with lua/fair-lock/release.lua.
-local name, replayKey, replayOld, channel, waiting, wake, done = unpack(KEYS)
+local name, replayKey, _, channel, waiting, wake, done = unpack(KEYS)
 -- @include lib/release-args.lua
 -- @include lib/release.lua
 -- @include lib/wake.lua

@@ -8,16 +8,19 @@
 -- ARGV[2i]     owner field of lease i
 -- Returns      array with one entry per lease: 1 held (TTL now at least its leaseTime)
 --              | 0 no longer held by that owner
+-- Billed       EVALSHA, then per lease held: HMGET, PEXPIRE (GT: never shortens), and HDEL
+--              only where a hand-off is being confirmed
 local result = {}
 for i = 1, #KEYS do
   local leaseMs = tonumber(ARGV[2 * i - 1])
   local owner = ARGV[2 * i]
-  if redis.call('hexists', KEYS[i], owner) == 1 then
-    if redis.call('pttl', KEYS[i]) < leaseMs then
-      redis.call('pexpire', KEYS[i], leaseMs)
+  local held = redis.call('hmget', KEYS[i], owner, 'edgelock:grant')
+  if held[1] then
+    redis.call('pexpire', KEYS[i], leaseMs, 'gt')
+    -- A lock handed to this owner is now held for its lease: the hand-off is confirmed.
+    if held[2] then
+      redis.call('hdel', KEYS[i], 'edgelock:grant')
     end
-    -- A fair lock handed to this owner is now held for its lease: the hand-off is confirmed.
-    redis.call('hdel', KEYS[i], 'edgelock:grant')
     result[i] = 1
   else
     result[i] = 0

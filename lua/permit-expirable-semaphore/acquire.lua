@@ -8,8 +8,8 @@
 -- of registering (the waiter listens there).
 -- KEYS[1]  semaphore name: STRING, available permits (Redisson layout; missing = 0)
 -- KEYS[2]  permit leases "{<name>}:timeout" (ZSET id bytes -> expiry ms)
--- KEYS[3]  replay records "edgelock_replay:{<name>}" (HASH request id -> state)
--- KEYS[4]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[3]  replay records "edgelock_replay:{<name>}" (prefix: one STRING per request id)
+-- KEYS[4]  unused (kept so that every script keeps its key positions)
 -- KEYS[5]  Redisson channel "redisson_sc:{<name>}"
 -- KEYS[6]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
 -- KEYS[7]  waiters' wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
@@ -25,7 +25,7 @@
 --            permits; foreign 1 when a Redisson client holds a live permit, else 0
 --          | {-1, 0} this request was cancelled, or the permits it took are gone
 -- Records  "A" acquired (a cancel tombstone "C" written first makes this a no-op)
-local name, timeouts, replayKey, replayOld, channel, waiting, wake, held = unpack(KEYS)
+local name, timeouts, replayKey, _, channel, waiting, wake, held = unpack(KEYS)
 local leaseMs = tonumber(ARGV[1])
 local windowMs = tonumber(ARGV[2])
 local id = ARGV[3]

@@ -4,7 +4,7 @@
 -- KEYS[1]  semaphore name (STRING, available permits)
 -- KEYS[2]  permit leases "{<name>}:timeout" (ZSET id bytes -> expiry ms)
 -- KEYS[3]  replay records "edgelock_replay:{<name>}"
--- KEYS[4]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[4]  unused (kept so that every script keeps its key positions)
 -- KEYS[5]  Redisson channel "redisson_sc:{<name>}"
 -- KEYS[6]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
 -- KEYS[7]  waiters' wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
@@ -16,7 +16,7 @@
 --          | 1 the permits it took were given back (or had expired already)
 --          | 2 nothing to do (already cancelled)
 -- Records  "C" (cancelled first) | "U" (given back), by lib/cancel.lua
-local name, timeouts, replayKey, replayOld, channel, waiting, wake, held = unpack(KEYS)
+local name, timeouts, replayKey, _, channel, waiting, wake, held = unpack(KEYS)
 local windowMs = tonumber(ARGV[1])
 local id = ARGV[2]
 -- @include lib/permits.lua

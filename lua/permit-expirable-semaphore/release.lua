@@ -4,7 +4,7 @@
 -- KEYS[1]  semaphore name (STRING, available permits)
 -- KEYS[2]  permit leases "{<name>}:timeout" (ZSET id bytes -> expiry ms)
 -- KEYS[3]  replay records "edgelock_replay:{<name>}"
--- KEYS[4]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[4]  unused (kept so that every script keeps its key positions)
 -- KEYS[5]  Redisson channel "redisson_sc:{<name>}"
 -- KEYS[6]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
 -- KEYS[7]  waiters' wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
@@ -14,7 +14,7 @@
 -- ARGV[3…] permit ids, 32 hex characters each
 -- Returns  how many of the permits were still held (and are now back in the pool)
 -- Records  "R<count>" under "R<request id>" (apart from the acquire's record of the same id)
-local name, timeouts, replayKey, replayOld, channel, waiting, wake, held = unpack(KEYS)
+local name, timeouts, replayKey, _, channel, waiting, wake, held = unpack(KEYS)
 local windowMs = tonumber(ARGV[1])
 local id = 'R' .. ARGV[2]
 -- @include lib/replay.lua

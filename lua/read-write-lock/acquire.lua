@@ -6,7 +6,7 @@
 -- finding only readers that died (no live timeout key) takes the lock.
 -- KEYS[1]  lock name: HASH (see lib/rw.lua)
 -- KEYS[2]  replay records "edgelock_replay:{<name>}"
--- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[3]  unused (kept so that every script keeps its key positions)
 -- KEYS[4]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
 -- KEYS[5]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
 -- KEYS[6]  timeout key prefix "{<name>}" (read holds' keys "{<name>}:<owner>:rwlock_timeout:<k>",
@@ -24,7 +24,7 @@
 --          attempt by an owner holding the read lock (upgrade) | {-1, 0, 0} this request was
 --          cancelled, or the hold it made is already gone
 -- Records  "A<epoch>"
-local name, replayKey, replayOld, waiting, wake, prefix = unpack(KEYS)
+local name, replayKey, _, waiting, wake, prefix = unpack(KEYS)
 local channel = ''
 local read = ARGV[1] == 'read'
 local leaseMs = tonumber(ARGV[2])

@@ -3,7 +3,7 @@
 -- the same owner is never touched.
 -- KEYS[1]  lock name (HASH, see lib/rw.lua)
 -- KEYS[2]  replay records "edgelock_replay:{<name>}"
--- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[3]  unused (kept so that every script keeps its key positions)
 -- KEYS[4]  Redisson's channel "redisson_rwlock:{<name>}"
 -- KEYS[5]  registered waiters "edgelock_waiting:{<name>}" (ZSET)
 -- KEYS[6]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
@@ -15,7 +15,7 @@
 -- Returns  0 cancelled before it applied | 1 the applied hold was undone, or had already expired
 --          | 2 nothing to do
 -- Records  "C" (cancelled first) | "U" (undone), by lib/cancel.lua
-local name, replayKey, replayOld, channel, waiting, wake, prefix = unpack(KEYS)
+local name, replayKey, _, channel, waiting, wake, prefix = unpack(KEYS)
 local read = ARGV[1] == 'read'
 local owner = ARGV[2]
 local windowMs = tonumber(ARGV[3])

@@ -5,7 +5,7 @@
 -- the writer also holds reads (and, unlike Redisson, wakes the readers waiting for that).
 -- KEYS[1]  lock name (HASH, see lib/rw.lua)
 -- KEYS[2]  replay records "edgelock_replay:{<name>}"
--- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[3]  unused (kept so that every script keeps its key positions)
 -- KEYS[4]  Redisson's channel "redisson_rwlock:{<name>}" (wakes JVM waiters)
 -- KEYS[5]  registered waiters "edgelock_waiting:{<name>}" (ZSET)
 -- KEYS[6]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
@@ -19,7 +19,7 @@
 -- Returns  1 released (the owner's last hold of that kind) | 2 still held | 0 expired (no key,
 --          or only a newer incarnation) | 3 not owner
 -- Records  "R<result>" for results 1 and 2
-local name, replayKey, replayOld, channel, waiting, wake, prefix = unpack(KEYS)
+local name, replayKey, _, channel, waiting, wake, prefix = unpack(KEYS)
 local read = ARGV[1] == 'read'
 local owner = ARGV[2]
 local leaseMs = tonumber(ARGV[3])

@@ -6,8 +6,8 @@
 -- release publishes only on Redisson's channel, so the attempt says so (the waiter listens
 -- there) and does not register.
 -- KEYS[1]  semaphore name: STRING, available permits (Redisson layout; missing = 0)
--- KEYS[2]  replay records "edgelock_replay:{<name>}" (HASH request id -> state)
--- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[2]  replay records "edgelock_replay:{<name>}" (prefix: one STRING per request id)
+-- KEYS[3]  unused (kept so that every script keeps its key positions)
 -- KEYS[4]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
 -- KEYS[5]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
 -- KEYS[6]  permits taken by edgelock callers "edgelock_taken:{<name>}" (see lib/taken.lua)
@@ -23,7 +23,7 @@
 --            missing from it are more than edgelock callers took, else 0
 --          | {-1, 0} this request was cancelled before it applied
 -- Records  "A<permits>" acquired (a cancel tombstone "C" written first makes this a no-op)
-local name, replayKey, replayOld, waiting, wake, takenKey, limitKey = unpack(KEYS)
+local name, replayKey, _, waiting, wake, takenKey, limitKey = unpack(KEYS)
 local permits = tonumber(ARGV[1])
 local windowMs = tonumber(ARGV[2])
 local id = ARGV[3]

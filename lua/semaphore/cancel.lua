@@ -3,7 +3,7 @@
 -- the permits it took are given back and no permit is lost.
 -- KEYS[1]  semaphore name (STRING, available permits)
 -- KEYS[2]  replay records "edgelock_replay:{<name>}"
--- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[3]  unused (kept so that every script keeps its key positions)
 -- KEYS[4]  Redisson channel "redisson_sc:{<name>}"
 -- KEYS[5]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
 -- KEYS[6]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
@@ -14,7 +14,7 @@
 --          | 1 the permits it took were given back
 --          | 2 nothing to do (already cancelled or given back)
 -- Records  "C" (cancelled first) | "U" (given back), by lib/cancel.lua
-local name, replayKey, replayOld, channel, waiting, wake, takenKey = unpack(KEYS)
+local name, replayKey, _, channel, waiting, wake, takenKey = unpack(KEYS)
 local windowMs = tonumber(ARGV[1])
 local id = ARGV[2]
 -- @include lib/wake.lua

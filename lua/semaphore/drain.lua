@@ -3,13 +3,13 @@
 -- instead of SET 0 (which dropped the key's TTL), and leaving a negative count alone.
 -- KEYS[1]  semaphore name (STRING, available permits)
 -- KEYS[2]  replay records "edgelock_replay:{<name>}"
--- KEYS[3]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[3]  unused (kept so that every script keeps its key positions)
 -- KEYS[4]  permits taken by edgelock callers "edgelock_taken:{<name>}" (see lib/taken.lua)
 -- ARGV[1]  replay window in ms
 -- ARGV[2]  request id
 -- Returns  permits taken (0 when none were available)
 -- Records  "D<taken>"
-local name, replayKey, replayOld, takenKey = unpack(KEYS)
+local name, replayKey, _, takenKey = unpack(KEYS)
 local windowMs = tonumber(ARGV[1])
 local id = ARGV[2]
 -- @include lib/replay.lua

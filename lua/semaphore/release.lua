@@ -7,7 +7,7 @@
 -- KEYS[1]  semaphore name (STRING, available permits)
 -- KEYS[2]  permits set "edgelock_permits:{<name>}" (STRING: trySetPermits + addPermits)
 -- KEYS[3]  replay records "edgelock_replay:{<name>}"
--- KEYS[4]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[4]  unused (kept so that every script keeps its key positions)
 -- KEYS[5]  Redisson channel "redisson_sc:{<name>}"
 -- KEYS[6]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
 -- KEYS[7]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
@@ -21,7 +21,7 @@
 --            permits would exceed the permits set (set -1: none recorded and the semaphore
 --            does not exist)
 -- Records  "R" released (a refusal changes nothing and is not recorded)
-local name, limitKey, replayKey, replayOld, channel, waiting, wake, takenKey = unpack(KEYS)
+local name, limitKey, replayKey, _, channel, waiting, wake, takenKey = unpack(KEYS)
 local permits = tonumber(ARGV[1])
 local allowOver = ARGV[2] == '1'
 local windowMs = tonumber(ARGV[3])

@@ -4,7 +4,7 @@
 -- KEYS[1]  semaphore name (STRING, available permits)
 -- KEYS[2]  permits set "edgelock_permits:{<name>}" (STRING)
 -- KEYS[3]  replay records "edgelock_replay:{<name>}"
--- KEYS[4]  older replay records "edgelock_replay:{<name>}:old"
+-- KEYS[4]  unused (kept so that every script keeps its key positions)
 -- KEYS[5]  Redisson channel "redisson_sc:{<name>}"
 -- KEYS[6]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
 -- KEYS[7]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
@@ -13,7 +13,7 @@
 -- ARGV[3]  request id
 -- Returns  1 set | 0 the semaphore already existed (nothing changed)
 -- Records  "T1" | "T0"
-local name, limitKey, replayKey, replayOld, channel, waiting, wake = unpack(KEYS)
+local name, limitKey, replayKey, _, channel, waiting, wake = unpack(KEYS)
 local permits = tonumber(ARGV[1])
 local windowMs = tonumber(ARGV[2])
 local id = ARGV[3]

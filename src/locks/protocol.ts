@@ -135,13 +135,16 @@ export interface HoldProtocol {
   leaveCall?(waiter: string, owner: string): ScriptCall;
   /**
    * One attempt; `handOff`: the waiter hears its messages, so a release may hand it the lock
-   * (kinds with {@link handsOff}).
+   * (kinds with {@link handsOff}); `registered`: an earlier attempt of the same wait may have
+   * registered `waiter` (false on a wait's first attempt, whose success then has no
+   * registration to end: one call less on the bill).
    */
   attempt(
     s: HoldSettings,
     counter: RequestCounter,
     waiter?: string,
     handOff?: boolean,
+    registered?: boolean,
   ): Promise<AttemptReply>;
   renew(owner: string, leaseTime: number, by: "call" | "timer", timeout?: number): Promise<boolean>;
   release(hold: HoldRef): Promise<ReleaseResult>;
@@ -194,8 +197,8 @@ export function acquire(
       waitTime,
       signal: settings.signal,
       counter,
-      attempt: async (waiter, subscribed): Promise<AttemptOutcome<Grant>> => {
-        const reply = await protocol.attempt(settings, counter, waiter, subscribed);
+      attempt: async (waiter, subscribed, _waitId, registered): Promise<AttemptOutcome<Grant>> => {
+        const reply = await protocol.attempt(settings, counter, waiter, subscribed, registered);
         if (reply.status === "acquired") return { acquired: reply.grant };
         return reply.status === "busy" && reply.foreign
           ? { pttl: reply.pttl, foreign: true }

@@ -36,7 +36,12 @@ export interface WaitSpec<T> {
    * long until what it waits for frees itself at the latest (-1: unknown or never), which bounds
    * the wait.
    */
-  attempt(waiter: string, subscribed: boolean, waitId: string): Promise<AttemptOutcome<T>>;
+  attempt(
+    waiter: string,
+    subscribed: boolean,
+    waitId: string,
+    registered: boolean,
+  ): Promise<AttemptOutcome<T>>;
   /** Unregisters a waiter that gives up (in the background). */
   unregister?(waiter: string): void;
   /**
@@ -300,8 +305,9 @@ export async function waitFor<T>(
         // An attempt that fails after Redis applied it (its answer lost) may have registered the
         // waiter: count it registered until an answer says otherwise, so that the wait's end
         // unregisters it rather than leaving a registration a release would hand the lock to.
+        const mayBeRegistered = waiter !== "" && registered === waiter;
         if (waiter !== "") registered = waiter;
-        const outcome = await spec.attempt(waiter, waker.subscribed, waker.id);
+        const outcome = await spec.attempt(waiter, waker.subscribed, waker.id, mayBeRegistered);
         registered = "acquired" in outcome ? "" : waiter;
         return outcome;
       },

@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { EdgeLock, Lease, LockOptions, TryLockOptions } from "../../src/index.js";
 import { keyPrefix, usePrivateBridge, useRawRedis } from "../support/env.js";
-import { aborted, recordingEdgeLock, replayKeys } from "../support/locks.js";
+import { aborted, isReplayRecord, recordingEdgeLock, replayKeys } from "../support/locks.js";
 
 /** What the contract needs of a lock kind. */
 export interface LockUnderContract {
@@ -36,11 +36,11 @@ export function describeLockContract(
     const keysOf = async (name: string) =>
       (await raw.keys(`*${name}*`))
         .map(String)
-        .filter((k) => !replayKeys(name).includes(k) && !persistentKeys(name).includes(k));
+        .filter((k) => !isReplayRecord(name, k) && !persistentKeys(name).includes(k));
     /** Owners in the lock HASH (without our epoch field, a read-write lock's mode and suffix). */
     const owners = async (name: string) =>
       Object.keys(await raw.hGetAll(name))
-        .filter((f) => f !== "edgelock:epoch" && f !== "mode")
+        .filter((f) => !f.startsWith("edgelock:") && f !== "mode")
         .map((f) => f.replace(/:write$/, ""));
     const loseNext = (mode: "close" | "hang" = "close") =>
       bridge.bridge.setFaults({ rules: [{ action: "lose", mode, match: "evalsha", times: 1 }] });

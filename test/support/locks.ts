@@ -74,22 +74,33 @@ export function aborted(signal: AbortSignal): Promise<unknown> {
   });
 }
 
-/** The replay-record keys of a name (lua/lib/replay.lua): current and previous hash. */
+/**
+ * The replay KEYS a script of `name` takes (lua/lib/replay.lua): the records' prefix, and the
+ * position kept after it.
+ */
 export const replayKeys = (name: string) => [
   `edgelock_replay:{${name}}`,
   `edgelock_replay:{${name}}:old`,
 ];
 
-/** Every replay record of `name` (request id → state) in both hashes, without bookkeeping. */
+/** Whether `key` is a replay record of `name` (`edgelock_replay:{<name>}:<request id>`). */
+export const isReplayRecord = (name: string, key: string): boolean =>
+  key.startsWith(`edgelock_replay:{${name}}:`);
+
+/** Every replay record of `name`: request id → state. */
 export async function replayRecords(
-  raw: { hGetAll(key: string): Promise<Record<string, unknown>> },
+  raw: {
+    keys(pattern: string): Promise<unknown[]>;
+    get(key: string): Promise<unknown>;
+  },
   name: string,
 ): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
-  for (const key of replayKeys(name).reverse()) {
-    for (const [field, value] of Object.entries(await raw.hGetAll(key))) {
-      if (!field.startsWith("#")) out[field] = String(value);
-    }
+  const prefix = `edgelock_replay:{${name}}:`;
+  for (const key of (await raw.keys(`edgelock_replay:*`)).map(String)) {
+    if (!key.startsWith(prefix)) continue;
+    const value = await raw.get(key);
+    if (value !== null) out[key.slice(prefix.length)] = String(value);
   }
   return out;
 }

@@ -61,6 +61,7 @@ export class FairLockHolds extends HashHolds<FairLockInspection> {
     counter: RequestCounter,
     waiter = "",
     _handOff = false,
+    _registered = true,
     slotMs = 0,
   ): Promise<AttemptReply & { id: string; position: number }> {
     const id = randomHex();

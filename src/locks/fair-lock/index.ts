@@ -90,6 +90,7 @@ export class FairLock extends HashLock<FairLockInspection> {
             counter,
             waitId,
             false,
+            true,
             queued ? FAIR_SLOT_MS : 0,
           );
           lastId = reply.id;

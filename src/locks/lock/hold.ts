@@ -59,14 +59,16 @@ export abstract class LockScriptHolds<I extends Inspection> extends HashHolds<I>
   /**
    * One acquire attempt with a fresh request id (one HTTP request when warm). With a `waiter`
    * id, a busy attempt registers it (for {@link LOCK_WAITER_SLOT_MS}) so that the release that
-   * frees the lock pushes a token to {@link wakeKey}, and an acquiring one unregisters it. An
-   * attempt whose answer never arrives is cancelled in the background.
+   * frees the lock pushes a token to {@link wakeKey}, and an acquiring one unregisters it (when
+   * `registered`: an earlier attempt may have registered it). An attempt whose answer never
+   * arrives is cancelled in the background.
    */
   async attempt(
     s: HoldSettings,
     counter: RequestCounter,
     waiter = "",
     handOff = false,
+    registered = true,
   ): Promise<AttemptReply> {
     const id = randomHex();
     const sentAt = Date.now();
@@ -80,6 +82,7 @@ export abstract class LockScriptHolds<I extends Inspection> extends HashHolds<I>
           s.leaseTime,
           ...this.attemptArgs(s, id, waiter),
           this.handsOff && handOff ? "1" : "0",
+          registered ? "1" : "0",
         ],
         signal: s.signal,
       },
@@ -140,8 +143,8 @@ export abstract class LockScriptHolds<I extends Inspection> extends HashHolds<I>
   forceUnlock(): Promise<boolean> {
     return this.runOnce(
       lockForceUnlock,
-      [this.name, keys.channel(this.name), ...this.wakeKeys()],
-      [],
+      [this.name, keys.channel(this.name), ...this.wakeKeys(), keys.replay(this.name)],
+      [this.ctx.replayWindow],
     );
   }
 }

@@ -20,7 +20,12 @@ import {
   REDISSON_LATCH_TRY_SET_COUNT,
 } from "../../fixtures/redisson.js";
 import { bridgeRedis, keyPrefix, usePrivateBridge, useRawRedis } from "../../support/env.js";
-import { type RecordingEdgeLock, recordingEdgeLock, replayKeys } from "../../support/locks.js";
+import {
+  isReplayRecord,
+  type RecordingEdgeLock,
+  recordingEdgeLock,
+  replayKeys,
+} from "../../support/locks.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();
@@ -51,7 +56,7 @@ const keysOf = async (name: string) =>
 
 /** Keys of `name` besides its replay records, which expire by themselves. */
 const liveKeysOf = async (name: string) =>
-  (await keysOf(name)).filter((k) => !replayKeys(name).includes(k));
+  (await keysOf(name)).filter((k) => !isReplayRecord(name, k));
 
 /** A latch `name` set to count 1, through `redis` (default: a client on the shared bridge). */
 async function latchOfOne(name: string, redis?: Redis) {

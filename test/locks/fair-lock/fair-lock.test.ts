@@ -7,14 +7,14 @@
 import { describe, expect, it } from "vitest";
 import { FAIR_CLAIM_WINDOW_MS, type Lease } from "../../../src/index.js";
 import { keyPrefix, useRawRedis } from "../../support/env.js";
-import { recordingEdgeLock, replayKeys } from "../../support/locks.js";
+import { isReplayRecord, recordingEdgeLock, replayKeys } from "../../support/locks.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();
 
 /** Keys of `name` other than its replay records. */
 const keysOf = async (name: string) =>
-  (await raw.keys(`*${name}*`)).map(String).filter((k) => !replayKeys(name).includes(k));
+  (await raw.keys(`*${name}*`)).map(String).filter((k) => !isReplayRecord(name, k));
 const queueOf = async (name: string) =>
   (await raw.lRange(`redisson_lock_queue:{${name}}`, 0, -1)).map(String);
 

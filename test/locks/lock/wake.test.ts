@@ -16,7 +16,7 @@ import {
   startPrivateBridge,
   useRawRedis,
 } from "../../support/env.js";
-import { recordingEdgeLock, replayKeys } from "../../support/locks.js";
+import { isReplayRecord, recordingEdgeLock, replayKeys } from "../../support/locks.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();
@@ -27,7 +27,7 @@ const wakeKey = (name: string) => `edgelock_wake:{${name}}`;
 const wakeKeysOf = async (name: string) =>
   (await raw.keys(`*${name}*`))
     .map(String)
-    .filter((k) => k !== name && !replayKeys(name).includes(k))
+    .filter((k) => k !== name && !isReplayRecord(name, k))
     .sort();
 const waits = (events: readonly { type: string }[]) =>
   events.filter((e) => e.type === "wait").length;

@@ -13,7 +13,7 @@ import {
   PermitNotHeldError,
 } from "../../../src/index.js";
 import { keyPrefix, usePrivateBridge, useRawRedis } from "../../support/env.js";
-import { recordingEdgeLock, replayKeys } from "../../support/locks.js";
+import { isReplayRecord, recordingEdgeLock, replayKeys } from "../../support/locks.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();
@@ -28,7 +28,7 @@ const stored = async (name: string) => String(await raw.get(name));
 const keysOf = async (name: string) =>
   (await raw.keys(`*${name}*`))
     .map(String)
-    .filter((k) => !replayKeys(name).includes(k))
+    .filter((k) => !isReplayRecord(name, k))
     .sort();
 
 function held<T>(lease: T | null): T {

@@ -12,7 +12,7 @@ import {
   REDISSON_WRITE_ACQUIRE,
 } from "../../fixtures/redisson.js";
 import { keyPrefix, usePrivateBridge, useRawRedis } from "../../support/env.js";
-import { aborted, recordingEdgeLock, replayKeys } from "../../support/locks.js";
+import { aborted, isReplayRecord, recordingEdgeLock, replayKeys } from "../../support/locks.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();
@@ -23,7 +23,7 @@ const rwOf = (name: string, edgelock: EdgeLock = recordingEdgeLock().edgelock) =
   edgelock.getReadWriteLock(name);
 /** Keys of `name` other than its replay records. */
 const keysOf = async (name: string) =>
-  (await raw.keys(`*${name}*`)).map(String).filter((k) => !replayKeys(name).includes(k));
+  (await raw.keys(`*${name}*`)).map(String).filter((k) => !isReplayRecord(name, k));
 
 function held(lease: Lease | null): Lease {
   if (!lease) throw new Error("not acquired");

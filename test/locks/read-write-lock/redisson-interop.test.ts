@@ -14,7 +14,7 @@ import {
   REDISSON_WRITE_UNLOCK,
 } from "../../fixtures/redisson.js";
 import { keyPrefix, useRawRedis } from "../../support/env.js";
-import { recordingEdgeLock, replayKeys } from "../../support/locks.js";
+import { isReplayRecord, recordingEdgeLock, replayKeys } from "../../support/locks.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();
@@ -59,7 +59,7 @@ function jvm(name: string) {
 const keysOf = async (name: string) =>
   (await raw.keys(`*${name}*`))
     .map(String)
-    .filter((k) => !replayKeys(name).includes(k) && !k.includes(":rwlock_timeout:"))
+    .filter((k) => !isReplayRecord(name, k) && !k.includes(":rwlock_timeout:"))
     .sort();
 
 type Made = "edgelock" | "redisson";

@@ -28,7 +28,7 @@ const redlockOn = (name: string, options?: ConstructorParameters<typeof RedLock>
 const holdersOn = (name: string) =>
   Promise.all(
     nodes.map(async (n) =>
-      Object.keys(await n.raw.hGetAll(name)).filter((f) => f !== "edgelock:epoch"),
+      Object.keys(await n.raw.hGetAll(name)).filter((f) => !f.startsWith("edgelock:")),
     ),
   );
 

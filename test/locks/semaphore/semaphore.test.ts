@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { EdgeLock, OverReleaseError, type Semaphore } from "../../../src/index.js";
 import { REDISSON_SEMAPHORE_ACQUIRE, REDISSON_SEMAPHORE_RELEASE } from "../../fixtures/redisson.js";
 import { keyPrefix, usePrivateBridge, useRawRedis } from "../../support/env.js";
-import { recordingEdgeLock, replayKeys } from "../../support/locks.js";
+import { isReplayRecord, recordingEdgeLock, replayKeys } from "../../support/locks.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();
@@ -25,7 +25,7 @@ const takenKey = (name: string) => `edgelock_taken:{${name}}`;
 const keysOf = async (name: string) =>
   (await raw.keys(`*${name}*`))
     .map(String)
-    .filter((k) => !replayKeys(name).includes(k))
+    .filter((k) => !isReplayRecord(name, k))
     .sort();
 
 /** The semaphore's counter as stored (Redisson's STRING). */

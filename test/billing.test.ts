@@ -1,0 +1,151 @@
+/**
+ * The bill of every operation: billed commands (the EVAL/EVALSHA plus every call inside the
+ * script, as Upstash bills them), counted from `INFO commandstats` on a private redis-server
+ * that nothing else uses, warm client, uncontended. Each test fails above its budget.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startBridge } from "../src/bridge/index.js";
+import { renewLeasesOf } from "../src/client.js";
+import { EdgeLock } from "../src/index.js";
+import { type Bill, type BillMeter, billMeter, billPerRun } from "./support/billing.js";
+import { bridgeRedis } from "./support/env.js";
+import { type RedisServer, startRedisServer } from "./support/redis-server.js";
+
+let redis: RedisServer;
+let bridge: Awaited<ReturnType<typeof startBridge>>;
+let meter: BillMeter;
+let edgelock: EdgeLock;
+let n = 0;
+const fresh = (what: string) => `bill:${what}:${n++}`;
+
+beforeAll(async () => {
+  redis = await startRedisServer();
+  bridge = await startBridge({ redisUrl: redis.url, token: "bill-token" });
+  meter = await billMeter(redis.url);
+  edgelock = new EdgeLock({ redis: bridgeRedis({}, { url: bridge.url, token: "bill-token" }) });
+});
+
+afterAll(async () => {
+  await meter?.close();
+  await bridge?.close();
+  await redis?.stop();
+});
+
+const bills: Record<string, Bill> = {};
+afterAll(() => {
+  for (const [op, b] of Object.entries(bills)) {
+    console.log(`${op}: ${b.total} (${b.writes} writes) ${JSON.stringify(b.commands)}`);
+  }
+});
+
+async function expectBill(op: string, budget: number, fn: () => Promise<unknown>): Promise<void> {
+  const bill = await billPerRun(meter, fn);
+  bills[op] = bill;
+  expect(bill.total, `${op}: ${JSON.stringify(bill.commands)}`).toBeLessThanOrEqual(budget);
+}
+
+describe("billed commands per operation", () => {
+  it("lock tryLock + release", async () => {
+    const lock = edgelock.getLock(fresh("lock"));
+    await expectBill("lock cycle", 10, async () => {
+      const lease = await lock.tryLock();
+      if (!lease) throw new Error("not acquired");
+      expect(await lease.release()).toBe("released");
+    });
+  });
+
+  it("withLock", async () => {
+    const name = fresh("with");
+    await expectBill("withLock", 10, () => edgelock.withLock(name, async () => 1));
+  });
+
+  it("lease.renew()", async () => {
+    const lease = await edgelock.getLock(fresh("renew")).tryLock();
+    if (!lease) throw new Error("not acquired");
+    await expectBill("renew", 4, () => lease.renew());
+    await lease.release();
+  });
+
+  it("fair lock cycle", async () => {
+    const lock = edgelock.getFairLock(fresh("fair"));
+    await expectBill("fair cycle", 12, async () => {
+      const lease = await lock.tryLock();
+      expect(await lease?.release()).toBe("released");
+    });
+  });
+
+  it("fenced lock cycle", async () => {
+    const lock = edgelock.getFencedLock(fresh("fenced"));
+    await expectBill("fenced cycle", 12, async () => {
+      const lease = await lock.tryLock();
+      expect(await lease?.release()).toBe("released");
+    });
+  });
+
+  it("read lock cycle", async () => {
+    const lock = edgelock.getReadWriteLock(fresh("rw")).readLock();
+    await expectBill("read cycle", 12, async () => {
+      const lease = await lock.tryLock();
+      expect(await lease?.release()).toBe("released");
+    });
+  });
+
+  it("write lock cycle", async () => {
+    const lock = edgelock.getReadWriteLock(fresh("rw")).writeLock();
+    await expectBill("write cycle", 12, async () => {
+      const lease = await lock.tryLock();
+      expect(await lease?.release()).toBe("released");
+    });
+  });
+
+  it("semaphore acquire + release", async () => {
+    const sem = edgelock.getSemaphore(fresh("sem"));
+    await sem.trySetPermits(3);
+    await expectBill("semaphore cycle", 10, async () => {
+      const permits = await sem.tryAcquire();
+      if (!permits) throw new Error("no permit");
+      await permits.release();
+    });
+  });
+
+  it("permit-expirable semaphore acquire + release", async () => {
+    const sem = edgelock.getPermitExpirableSemaphore(fresh("pes"));
+    await sem.trySetPermits(3);
+    await expectBill("permit-expirable cycle", 12, async () => {
+      const lease = await sem.tryAcquire({ leaseTime: 10_000 });
+      if (!lease) throw new Error("no permit");
+      await lease.release();
+    });
+  });
+
+  it("latch countDown", async () => {
+    const latch = edgelock.getCountDownLatch(fresh("latch"));
+    await latch.trySetCount(1_000);
+    await expectBill("countDown", 6, () => latch.countDown());
+    let k = 0;
+    await expectBill("countDown with key", 6, () => latch.countDown({ idempotencyKey: `p${k++}` }));
+  });
+
+  it("idempotency key claim + complete", async () => {
+    await expectBill("idempotency", 12, async () => {
+      const key = edgelock.getIdempotencyKey(fresh("idem"));
+      const claim = await key.claim();
+      if (claim.status !== "acquired") throw new Error(claim.status);
+      await key.complete(claim.lease, 60_000);
+    });
+  });
+
+  it("the LeaseKeeper's batched renewal, per lease", async () => {
+    const leases = [];
+    for (let i = 0; i < 10; i++) {
+      const lease = await edgelock.getLock(fresh("keep")).tryLock();
+      if (!lease) throw new Error("not acquired");
+      leases.push(lease);
+    }
+    const batch = leases.map((l) => ({ name: l.name, owner: l.owner, leaseTime: 30_000 }));
+    const bill = await billPerRun(meter, () => renewLeasesOf(edgelock, batch));
+    bills["keeper renewal per lease"] = { ...bill, total: bill.total / 10 };
+    expect(bill.total / 10).toBeLessThanOrEqual(3);
+    for (const l of leases) await l.release();
+  });
+});
