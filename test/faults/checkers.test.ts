@@ -126,10 +126,10 @@ describe("(d) keys left", () => {
   it("allows documented keys within their bounds and reports the rest", () => {
     const report = classifyKeys(
       [
-        { key: "edgelock_replay:{t:lock}", pttl: 50_000 },
-        { key: "edgelock_replay:{t:lock}:old", pttl: 10_000 },
-        { key: "edgelock_replay:{t:other}", pttl: -1 }, // no TTL: a leak
-        { key: "edgelock_replay:{t:late}", pttl: 90_000 }, // beyond 2 windows: a leak
+        { key: "edgelock_replay:{t:lock}:0123abcd", pttl: 30_000 },
+        { key: "edgelock_replay:{t:lock}:k:part-1", pttl: 10_000 },
+        { key: "edgelock_replay:{t:other}:4567", pttl: -1 }, // no TTL: a leak
+        { key: "edgelock_replay:{t:late}:89ab", pttl: 30_001 }, // beyond the window: a leak
         { key: "redisson_lock_token:{t:lock}", pttl: -1 },
         { key: "edgelock_waiting:{t:lock}", pttl: 20_000 },
         { key: "edgelock_wake:{t:lock}:abc", pttl: 5_000 },
@@ -141,8 +141,8 @@ describe("(d) keys left", () => {
     expect(report).toMatchObject({ replay: 2, tokens: 1, waiting: 2, persistent: 1 });
     expect(report.waitingKeys).toHaveLength(2);
     expect(report.leaked.map((k) => k.key)).toEqual([
-      "edgelock_replay:{t:other}",
-      "edgelock_replay:{t:late}",
+      "edgelock_replay:{t:other}:4567",
+      "edgelock_replay:{t:late}:89ab",
       "t:lock",
     ]);
   });

@@ -220,7 +220,7 @@ export interface KeyRules {
 export interface KeysReport {
   /** Keys that should not be there: the checker's violations. */
   leaked: KeyEntry[];
-  /** Replay records within their window (`edgelock_replay:{…}`, `…:old`). */
+  /** Replay records within their window (`edgelock_replay:{…}:<request id>`). */
   replay: number;
   /** Fenced-lock token counters (`redisson_lock_token:{…}`, persistent by design). */
   tokens: number;
@@ -231,7 +231,7 @@ export interface KeysReport {
   persistent: number;
 }
 
-const REPLAY = /^edgelock_replay:\{[^}]*\}(:old)?$/;
+const REPLAY = /^edgelock_replay:\{[^}]*\}:.+$/;
 const TOKEN = /^redisson_lock_token:\{[^}]*\}$/;
 const WAITING = /^edgelock_(waiting:\{[^}]*\}|wake:\{[^}]*\}:.+)$/;
 
@@ -252,7 +252,7 @@ export function classifyKeys(entries: readonly KeyEntry[], rules: KeyRules): Key
   const persistent = new Set(rules.persistent ?? []);
   for (const entry of entries) {
     const { key, pttl } = entry;
-    if (REPLAY.test(key) && pttl > 0 && pttl <= 2 * rules.replayWindow) report.replay += 1;
+    if (REPLAY.test(key) && pttl > 0 && pttl <= rules.replayWindow) report.replay += 1;
     else if (TOKEN.test(key)) report.tokens += 1;
     else if (WAITING.test(key) && pttl > 0 && pttl <= LOCK_WAITER_SLOT_MS) {
       report.waiting += 1;
