@@ -10,6 +10,7 @@ import * as os from "node:os";
 import { Redis } from "@upstash/redis";
 import { Redis as IORedis } from "ioredis";
 import { type RedisServer, startRedisServer } from "../demo/redis-server.js";
+import { type CommandCounts, parseCommandStats } from "./billing.js";
 import type { BridgeReply, BridgeRequest } from "./bridge-protocol.js";
 
 /** Counters read before and after a measured phase; see {@link BenchEnv.counters}. */
@@ -25,6 +26,11 @@ export interface Counters {
    * INFO counters also count the commands a Lua script runs, which are no round trips).
    */
   tcpCommands: number;
+  /**
+   * Calls per Redis command, from `INFO commandstats` (scripts' inner calls included): the
+   * difference of two readings is the bill of what ran in between (bench/billing.ts).
+   */
+  commandStats: CommandCounts;
 }
 
 /** What a scenario needs. Close it with {@link BenchEnv.close}. */
@@ -100,6 +106,7 @@ function makeEnv(redis: RedisServer, bridge: BridgeChild, admin: IORedis, token:
         httpCommands: b.stats.commands,
         bridgeCpuMicros: b.cpuMicros,
         tcpCommands: sent.commands,
+        commandStats: parseCommandStats(await admin.info("commandstats")),
       };
     },
     setBlocking: async (mode) => {

@@ -30,6 +30,7 @@ const CONTENDED_COLUMNS = [
   "throughput / s",
   "/ ideal",
   "requests / acq",
+  "billed / acq (writes)",
   "hand-off p50 ms",
   "hand-off p99 ms",
   "per client min / mean / max",
@@ -38,6 +39,11 @@ const CONTENDED_COLUMNS = [
   "client CPU busy",
   "overlaps",
 ];
+
+/** "total (writes)" of a bill, e.g. "10 (7)". */
+function billed(total: number | null | undefined, writes: number | null | undefined): string {
+  return total === null || total === undefined ? "–" : `${f(total, 1)} (${f(writes, 1)})`;
+}
 
 function f(value: number | null | undefined, digits = 2): string {
   if (value === null || value === undefined || !Number.isFinite(value)) return "–";
@@ -329,6 +335,7 @@ function uncontended(r: BenchResults): string[] {
     f(e.p99Ms, 3),
     f(e.ratioToLimit),
     f(e.requestsPerCycleWarm),
+    billed(e.billedPerCycle, e.billedWritesPerCycle),
     f(e.requestsPerCycleColdClient),
     f(e.requestsPerCycleCold),
     f(e.coldP50Ms, 3),
@@ -349,6 +356,7 @@ function uncontended(r: BenchResults): string[] {
         "p99 ms",
         "p50 / (2 × PING p50)",
         "requests warm",
+        "billed warm (writes)",
         "requests, new client",
         "requests, new client + empty script cache",
         "cold p50 ms",
@@ -428,14 +436,20 @@ function operations(ops: OperationsResult | null): string[] {
   if (!ops) return [];
   const rows = Object.entries(ops).map(([label, c]) => {
     const [lock, op] = label.split(": ");
-    return [lock ?? label, op ?? "", f(c.requests), f(c.p50Ms, 3)];
+    return [
+      lock ?? label,
+      op ?? "",
+      f(c.requests),
+      billed(c.billed, c.billedWrites),
+      f(c.p50Ms, 3),
+    ];
   });
   return [
-    "## 3d. Requests per operation",
+    "## 3d. Requests and billed commands per operation",
     "",
     "One client, warm script cache, each operation called on its own name (setup and clean-up not counted). The acquire after a wait is a waiter kept out by the other side (a read lock by a writer, a write lock by a reader) or by another owner: from its first attempt to its lease, the subscription and the wait included, without the holder's release (its latency does include that release). The semaphores are set to 1 permit (`trySetPermits(1)`, not counted); their waiter waits for the permit another client holds, and that client's release (`release()`, `lease.release()`) ends the wait. The permit-expirable semaphore's permits are taken with `leaseTime` 10 000 ms (no keep-alive timer). The latch's `countDown` and `getCount` run on a latch set to 2, `await, open` on a latch that is not set (count 0), and the waiter woken by the last `countDown` on a latch set to 1, counted down by another client (not counted, as the holder's release above).",
     "",
-    table(["lock", "operation", "HTTP requests", "p50 ms"], rows),
+    table(["lock", "operation", "HTTP requests", "billed (writes)", "p50 ms"], rows),
     "",
   ];
 }
@@ -453,6 +467,7 @@ function semaphoreRow(label: string, e: SemaphoreResult): string[] {
     f(e.throughputPerSec, 1),
     f(e.throughputRatio),
     f(e.requestsPerAcquisition),
+    billed(e.billedPerAcquisition, e.billedWritesPerAcquisition),
     f(e.handoffP50Ms),
     f(e.handoffP99Ms),
     `${e.fairnessMin} / ${f(e.fairnessMean, 1)} / ${e.fairnessMax}`,
@@ -478,6 +493,7 @@ function semaphore(r: BenchResults): string[] {
     "",
     `- **throughput**: permits taken in the window per second; **/ ideal**: throughput × hold / permits (ideal = ${sem.permits} / ${sem.holdMs} ms = ${f(sem.idealPerSec, 0)} / s).`,
     "- **requests / acq**: HTTP requests served by the bridge, or commands the ioredis clients sent, in the window, per permit taken: busy attempts, subscriptions, polls and releases included. The floor is 2.",
+    "- **billed / acq (writes)**: billed commands per permit taken (every command Redis ran in the window, script calls included: `INFO commandstats`), and the writes among them.",
     "- **hand-off**: how long a permit stays free: a permit taken − the moment a holder left its critical section (called release), each acquisition paired with the permit freed earliest and not yet taken.",
     "- **fairness**: permits taken per client in the window (min / mean / max over every client of every round) and min / mean. None of the three semaphores is fair: a client that asks again right after its release can take the permit before a waiter.",
     "- **mean hold**: the measured critical section (timer overshoot included). **max inside**: most clients holding a permit at once, counted in the client process from the acquire's answer to just before the release is sent, which never counts more holders than Redis has; the run fails if it ever exceeds the permits (a correctness check, like section 3's overlaps).",
@@ -494,6 +510,7 @@ function semaphore(r: BenchResults): string[] {
         "throughput / s",
         "/ ideal",
         "requests / acq",
+        "billed / acq (writes)",
         "hand-off p50 ms",
         "hand-off p99 ms",
         "per client min / mean / max",
@@ -591,6 +608,7 @@ function contendedRow(label: string, e: ContendedResult): string[] {
     f(e.throughputPerSec, 1),
     f(e.throughputRatio),
     f(e.requestsPerAcquisition),
+    billed(e.billedPerAcquisition, e.billedWritesPerAcquisition),
     f(e.handoffP50Ms),
     f(e.handoffP99Ms),
     `${e.fairnessMin} / ${f(e.fairnessMean, 1)} / ${e.fairnessMax}`,
@@ -614,6 +632,7 @@ function contended(r: BenchResults): string[] {
     "",
     `- **throughput**: critical sections begun in the window per second; **/ ideal**: throughput × hold time (ideal = 1 / ${c0.holdMs} ms = ${f(1000 / c0.holdMs, 0)} / s)${ping ? `. Over HTTP the two-RTT limit is 1 / (hold + 2 × PING p50) = ${f(1000 / (c0.holdMs + 2 * ping), 1)} / s (${f(c0.holdMs / (c0.holdMs + 2 * ping))} of ideal)` : ""}${pair ? `, and with the round trips measured after a ${c0.holdMs} ms pause 1 / (hold + pair p50) = ${f(1000 / (c0.holdMs + pair), 1)} / s (${f(c0.holdMs / (c0.holdMs + pair))} of ideal)` : ""}.`,
     "- **requests / acq**: requests (HTTP) or commands (TCP) in the window, failed polls and releases included, per acquisition. The floor is 2.",
+    "- **billed / acq (writes)**: what Upstash would bill per acquisition: every command Redis ran in the window, each call inside a script included (`INFO commandstats`), failed attempts and releases included; in brackets the writes among them (a global database bills each write once per region). TCP peers are counted the same way.",
     "- **hand-off**: the next holder's acquire resolved − the previous holder leaving its critical section (calling release).",
     "- **fairness**: acquisitions per client in the window, min / mean / max over every client of every round, and min / mean.",
     "- **gave up**: acquire calls that returned without the lock. **client CPU busy**: share of one core the benchmark process used. **overlaps**: critical sections that began before the previous one ended (a correctness check; must be 0).",

@@ -19,6 +19,13 @@ async function quickBench(...args: string[]) {
   return JSON.parse(stdout.trim().split("\n").at(-1) ?? "");
 }
 const LIBRARIES = ["edgelock", "upstash-lock", "redlock", "redis-semaphore"];
+/** The operations rows of a wait that another party's request ends. */
+const woken = () => [
+  "reentrant lock: acquire after a wait (woken by the release)",
+  "semaphore: tryAcquire after a wait (woken by the release)",
+  "permit-expirable semaphore: acquire after a wait (woken by the release)",
+  "count-down latch: await woken by the last countDown",
+];
 
 describe("npm run bench", () => {
   it("prints the Bench JSON shape with --json", { timeout: 60_000 }, async () => {
@@ -64,6 +71,15 @@ describe("npm run bench", () => {
     expect(r.uncontended.edgelock.requestsPerCycleCold).toBeGreaterThanOrEqual(2);
     expect(r.uncontended.edgelock.requestsPerCycleCold).toBeLessThanOrEqual(4);
     expect(r.uncontended["upstash-lock"].requestsPerCycleCold).toBe(2);
+    // The bill (INFO commandstats): edgelock's lock cycle within its budget, @upstash/lock's 4
+    // (SET NX PX; EVAL GET DEL), every peer counted, writes apart.
+    expect(r.uncontended.edgelock.billedPerCycle).toBeLessThanOrEqual(10);
+    expect(r.uncontended["upstash-lock"].billedPerCycle).toBe(4);
+    expect(r.uncontended["upstash-lock"].billedWritesPerCycle).toBe(3);
+    for (const name of LIBRARIES) {
+      expect(r.uncontended[name].billedPerCycle, name).toBeGreaterThanOrEqual(2);
+      expect(r.contended["4"][name].billedPerAcquisition, name).toBeGreaterThanOrEqual(2);
+    }
     expect(r.bundle).toBeNull();
     expect(r.targets.map((t: { id: string }) => t.id)).toContain("coreBundle");
   });
@@ -100,13 +116,11 @@ describe("npm run bench", () => {
       "count-down latch: await, open",
     ];
     for (const label of single) expect(ops[label]?.requests, label).toBe(1);
-    const woken = [
-      "reentrant lock: acquire after a wait (woken by the release)",
-      "semaphore: tryAcquire after a wait (woken by the release)",
-      "permit-expirable semaphore: acquire after a wait (woken by the release)",
-      "count-down latch: await woken by the last countDown",
-    ];
-    for (const label of woken) {
+    const bills = r.operations as Record<string, { billed: number | null }>;
+    expect(bills["count-down latch: countDown"]?.billed).toBeLessThanOrEqual(6);
+    expect(bills["count-down latch: getCount"]?.billed).toBeGreaterThanOrEqual(2);
+    for (const label of woken()) expect(bills[label]?.billed, label).toBeNull();
+    for (const label of woken()) {
       expect(ops[label]?.requests, label).toBeGreaterThanOrEqual(3);
       expect(ops[label]?.requests, label).toBeLessThan(3.5);
     }

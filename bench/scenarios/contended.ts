@@ -6,6 +6,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { type BackoffOptions, DEFAULT_BACKOFF } from "../../src/index.js";
+import { type Bill, billOf } from "../billing.js";
 import type { BenchEnv } from "../env.js";
 import {
   edgelockLibrary,
@@ -45,6 +46,13 @@ export interface ContendedResult {
   throughputRatio: number | null;
   /** HTTP requests (http) or TCP commands (tcp) per successful acquisition, releases included. */
   requestsPerAcquisition: number | null;
+  /**
+   * Billed commands per successful acquisition, releases and failed attempts included (every
+   * command Redis ran, a script's inner calls included: `INFO commandstats`), and the writes
+   * among them.
+   */
+  billedPerAcquisition: number | null;
+  billedWritesPerAcquisition: number | null;
   /** Next holder's acquire resolved − previous holder leaving its critical section, ms. */
   handoffP50Ms: number | null;
   handoffP99Ms: number | null;
@@ -94,6 +102,8 @@ interface RoundData {
   windowStart: number;
   windowEnd: number;
   requests: number;
+  /** What Redis ran in the window (bench/billing.ts). */
+  bill: Bill;
   cpu: number;
   bridgeCpu: number;
 }
@@ -242,6 +252,7 @@ async function runRound(
     windowStart,
     windowEnd,
     requests: requestsOf(lib.transport, before, after),
+    bill: billOf(before.commandStats, after.commandStats),
     cpu,
     bridgeCpu: lib.transport === "http" ? after.bridgeCpuMicros - before.bridgeCpuMicros : 0,
   };
@@ -251,6 +262,8 @@ function summarize(rounds: readonly RoundData[], holdMs: number): ContendedResul
   let acquisitions = 0;
   let windowMs = 0;
   let requests = 0;
+  let billed = 0;
+  let billedWrites = 0;
   let cpu = 0;
   let bridgeCpu = 0;
   let gaveUp = 0;
@@ -275,6 +288,8 @@ function summarize(rounds: readonly RoundData[], holdMs: number): ContendedResul
     }
     windowMs += round.windowEnd - round.windowStart;
     requests += round.requests;
+    billed += round.bill.total;
+    billedWrites += round.bill.writes;
     cpu += round.cpu;
     bridgeCpu += round.bridgeCpu;
     gaveUp += round.gaveUp;
@@ -289,6 +304,8 @@ function summarize(rounds: readonly RoundData[], holdMs: number): ContendedResul
     throughputPerSec: round(throughput, 1),
     throughputRatio: round((throughput * holdMs) / 1000, 3),
     requestsPerAcquisition: acquisitions ? round(requests / acquisitions, 2) : null,
+    billedPerAcquisition: acquisitions ? round(billed / acquisitions, 1) : null,
+    billedWritesPerAcquisition: acquisitions ? round(billedWrites / acquisitions, 1) : null,
     handoffP50Ms: round(percentile(handoffs, 50)),
     handoffP99Ms: round(percentile(handoffs, 99)),
     fairnessMin: fairMin,

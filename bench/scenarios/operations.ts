@@ -7,6 +7,7 @@
  * @module
  */
 import { EdgeLock, type Lease, type PermitLease } from "../../src/index.js";
+import { billOf } from "../billing.js";
 import type { BenchEnv } from "../env.js";
 import { LEASE_MS } from "../libraries.js";
 import { percentile, round } from "../stats.js";
@@ -14,6 +15,13 @@ import { percentile, round } from "../stats.js";
 /** One operation's cost: HTTP requests per call (mean) and latency p50, ms. */
 export interface OperationCost {
   requests: number | null;
+  /**
+   * Billed commands per call (the EVALSHA plus every call inside the script: `INFO
+   * commandstats`), and the writes among them; null where the window also holds another
+   * party's request (a release that ends a wait).
+   */
+  billed: number | null;
+  billedWrites: number | null;
   p50Ms: number | null;
 }
 
@@ -99,21 +107,32 @@ export async function runOperations(
   ) => {
     const ms: number[] = [];
     let requests = 0;
+    let billed = 0;
+    let billedWrites = 0;
     for (let i = 0; i < options.repeats; i++) {
       const s = await setup(i);
-      const before = (await env.counters()).httpRequests;
+      const before = await env.counters();
       const started = performance.now();
       const r = await op(s);
       ms.push(performance.now() - started);
-      requests += (await env.counters()).httpRequests - before - excluded;
+      const after = await env.counters();
+      requests += after.httpRequests - before.httpRequests - excluded;
+      const bill = billOf(before.commandStats, after.commandStats);
+      billed += bill.total;
+      billedWrites += bill.writes;
       await cleanup(s, r);
     }
     const cost: OperationCost = {
       requests: round(requests / options.repeats, 2),
+      // With another party's request inside the window, the bill is not the operation's alone.
+      billed: excluded ? null : round(billed / options.repeats, 2),
+      billedWrites: excluded ? null : round(billedWrites / options.repeats, 2),
       p50Ms: round(percentile(ms, 50)),
     };
     out[label] = cost;
-    log(`  ${label}: ${cost.requests} requests, p50 ${cost.p50Ms} ms`);
+    log(
+      `  ${label}: ${cost.requests} requests, ${cost.billed ?? "-"} billed, p50 ${cost.p50Ms} ms`,
+    );
   };
   const name = (kind: Kind, op: string, i: number) =>
     `${options.prefix}op:${kind.label.replace(" ", "-")}:${op}:${i}`;

@@ -9,6 +9,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { Semaphore as RedisSemaphore } from "redis-semaphore";
 import { EdgeLock } from "../../src/index.js";
+import { type Bill, billOf } from "../billing.js";
 import type { BenchEnv } from "../env.js";
 import {
   type Held,
@@ -141,6 +142,9 @@ export interface SemaphoreResult {
   throughputRatio: number | null;
   /** HTTP requests (http) or TCP commands (tcp) per acquisition, waits and releases included. */
   requestsPerAcquisition: number | null;
+  /** Billed commands per acquisition, releases included (`INFO commandstats`), and the writes. */
+  billedPerAcquisition: number | null;
+  billedWritesPerAcquisition: number | null;
   /**
    * How long a freed permit stays free: an acquisition resolved − the earliest still-unused
    * moment a holder left its critical section (calling release), pairing them first in, first
@@ -205,6 +209,8 @@ interface RoundData {
   firstError: unknown;
   windowMs: number;
   requests: number;
+  /** What Redis ran in the window (bench/billing.ts). */
+  bill: Bill;
   cpu: number;
   bridgeCpu: number;
 }
@@ -324,6 +330,7 @@ async function runRound(
     firstError: errors[0],
     windowMs: windowEnd - windowStart,
     requests: requestsOf(lib.transport, before, after),
+    bill: billOf(before.commandStats, after.commandStats),
     cpu,
     bridgeCpu: lib.transport === "http" ? after.bridgeCpuMicros - before.bridgeCpuMicros : 0,
   };
@@ -340,6 +347,8 @@ function summarize(
   const sum = (f: (r: RoundData) => number) => rounds.reduce((a, r) => a + f(r), 0);
   const windowMs = sum((r) => r.windowMs);
   const requests = sum((r) => r.requests);
+  const billed = sum((r) => r.bill.total);
+  const billedWrites = sum((r) => r.bill.writes);
   const cpu = sum((r) => r.cpu);
   const bridgeCpu = sum((r) => r.bridgeCpu);
   const errors = sum((r) => r.errors);
@@ -353,6 +362,8 @@ function summarize(
     throughputPerSec: round(throughput, 1),
     throughputRatio: round((throughput * options.holdMs) / (1000 * options.permits), 3),
     requestsPerAcquisition: acquisitions ? round(requests / acquisitions, 2) : null,
+    billedPerAcquisition: acquisitions ? round(billed / acquisitions, 1) : null,
+    billedWritesPerAcquisition: acquisitions ? round(billedWrites / acquisitions, 1) : null,
     handoffP50Ms: round(percentile(handoffs, 50)),
     handoffP99Ms: round(percentile(handoffs, 99)),
     idleShare: windowMs

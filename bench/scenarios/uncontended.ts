@@ -4,6 +4,7 @@
  * @module
  */
 import { setTimeout as sleep } from "node:timers/promises";
+import { billOf } from "../billing.js";
 import type { BenchEnv, Counters } from "../env.js";
 import type { LibClient, Library, LibraryName } from "../libraries.js";
 import { cpuMicros, mean, now, percentile, round } from "../stats.js";
@@ -62,6 +63,13 @@ export interface UncontendedResult {
   requestsPerCycleCold: number | null;
   /** Redis commands per cycle inside the HTTP requests (http only). */
   commandsPerCycle: number | null;
+  /**
+   * Billed commands per cycle, warm client: every command Redis ran, a script's inner calls
+   * included (`INFO commandstats`), as Upstash bills them; and how many of them write (a global
+   * database bills each write once per region).
+   */
+  billedPerCycle: number | null;
+  billedWritesPerCycle: number | null;
   /** p50 of a cold cycle (fresh client, empty script cache), ms. */
   coldP50Ms: number | null;
   /** Client-process CPU time per cycle, µs (user + system). */
@@ -87,6 +95,8 @@ interface Tally {
   bridgeCpu: number;
   requests: number;
   commands: number;
+  billed: number;
+  billedWrites: number;
 }
 
 const SMALL_SCRIPT = "return redis.call('exists', KEYS[1])";
@@ -102,7 +112,7 @@ export async function runUncontended(
   const tallies = new Map<string, Tally>(
     participants.map((p) => [
       p.id,
-      { samples: [], cpu: 0, bridgeCpu: 0, requests: 0, commands: 0 },
+      { samples: [], cpu: 0, bridgeCpu: 0, requests: 0, commands: 0, billed: 0, billedWrites: 0 },
     ]),
   );
   try {
@@ -153,6 +163,8 @@ export async function runUncontended(
       requestsPerCycleColdClient: c ? round(c.warmDbRequests, 2) : null,
       requestsPerCycleCold: c ? round(c.requests, 2) : null,
       commandsPerCycle: lib.transport === "http" ? round(t.commands / n, 2) : null,
+      billedPerCycle: round(t.billed / n, 2),
+      billedWritesPerCycle: round(t.billedWrites / n, 2),
       coldP50Ms: c ? round(c.p50Ms) : null,
       cpuMicrosPerCycle: round(t.cpu / n, 0),
       bridgeCpuMicrosPerCycle: lib.transport === "http" ? round(t.bridgeCpu / n, 0) : null,
@@ -175,6 +187,9 @@ async function measureBlock(env: BenchEnv, p: Participant, n: number, t: Tally):
   t.requests += requestsOf(p.transport, before, after);
   t.commands += after.httpCommands - before.httpCommands;
   t.bridgeCpu += after.bridgeCpuMicros - before.bridgeCpuMicros;
+  const bill = billOf(before.commandStats, after.commandStats);
+  t.billed += bill.total;
+  t.billedWrites += bill.writes;
 }
 
 /** HTTP requests for an HTTP participant, commands sent for a TCP one. */
