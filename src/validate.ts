@@ -65,10 +65,10 @@ export function checkWaitTime(value: unknown, label = "waitTime"): number | unde
 
 /**
  * The lock HASH fields edgelock keeps beside the owners (lua/lib/hold.lua: epoch, hand-off,
- * creating request, partial-release flag, fencing token): never an owner.
+ * creating request, partial-release flag, fencing token, waiters flag): never an owner.
  */
 const RESERVED_FIELDS: ReadonlySet<string> = new Set(
-  ["epoch", "grant", "by", "partial", "token"].map((f) => `edgelock:${f}`),
+  ["epoch", "grant", "by", "partial", "token", "waiters"].map((f) => `edgelock:${f}`),
 );
 
 /** A caller-supplied owner: a non-empty string of at most 200 characters, not a field of ours. */

@@ -54,6 +54,14 @@ describe("billed commands per operation", () => {
     });
   });
 
+  it("lock tryLock + release with a lease shorter than the replay window", async () => {
+    const lock = edgelock.getLock(fresh("lock-fixed"));
+    await expectBill("lock cycle, leaseTime 10 s", 10, async () => {
+      const lease = await lock.tryLock({ leaseTime: 10_000 });
+      expect(await lease?.release()).toBe("released");
+    });
+  });
+
   it("withLock", async () => {
     const name = fresh("with");
     await expectBill("withLock", 10, () => edgelock.withLock(name, async () => 1));

@@ -276,7 +276,7 @@ describe("cancel script ordering", () => {
       }),
     ).toBe(0);
     const reply = await raw.eval(scripts.lockAcquire.source, {
-      keys: [name, ...replayKeys(name)],
+      keys: [name, ...replayKeys(name), `edgelock_waiting:{${name}}`, `edgelock_wake:{${name}}`],
       arguments: ["10000", "o:1", "60000", id],
     });
     expect(reply).toEqual([-1, 0, 0]);

@@ -30,7 +30,7 @@
 --          | {-1, 0, 0, 0} this request was cancelled, or the hold it made is already gone
 -- Records  "A<epoch>:<token>" where lua/lock/acquire.lua records "A<epoch>"; a lock it creates
 --          keeps its token in the HASH: a replay of a grant returns the same token
--- Billed   free lock: EVALSHA, EXISTS, INCR, HSET, PEXPIRE (5)
+-- Billed   free lock, nobody waiting: EVALSHA, EXISTS, INCR, HSET, PEXPIRE (5)
 -- KEYS[1..5], ARGV[1..6] and ARGV[8] are bound by lib/reentrant.lua (lib/reentrant-args.lua).
 -- @include lib/reentrant.lua
 local tokenKey = KEYS[6]
@@ -64,6 +64,12 @@ if seen then
   return {-1, 0, 0, 0}
 end
 
+if hold_absent() then
+  -- Free, with waiters registered: its release must look for them.
+  local token = next_token()
+  local e = hold_create({TOKEN, token}, ':' .. token, true)
+  return {1, 1, tonumber(e) or 0, tonumber(token)}
+end
 local s = hold_state()
 if s.by == id then
   -- A copy of the acquire that created this incarnation: the hold is its record.

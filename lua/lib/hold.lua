@@ -1,7 +1,7 @@
 -- Helpers for a lock HASH (Redisson layout: field = owner, value = hold count). Included by
 -- scripts, which define first:
 --   name  the lock name (KEYS)
--- Provides EPOCH, GRANT, BY, PARTIAL, TOKEN, extend(ms), epoch(), new_epoch(), id_epoch(id);
+-- Provides EPOCH, GRANT, BY, PARTIAL, TOKEN, WAITERS, extend(ms), epoch(), new_epoch(), id_epoch(id);
 -- includes lib/clock.lua.
 -- The HASH also carries fields of ours, gone with the key, so that the state a replay needs
 -- lives with the hold it describes and the common path reads it in the same HMGET:
@@ -11,6 +11,9 @@
 --   BY       the request id of the acquire that created the key: that acquire's replay record
 --   PARTIAL  '1' once a release left holds behind (its replay record is a key of its own)
 --   TOKEN    the fencing token the creating acquire granted (fenced locks)
+--   WAITERS  '1' once a waiter registered during this incarnation, or it began while waiters
+--            were registered (lib/wake.lua): without it, a release that frees the lock has
+--            nobody to wake and does not read the registry
 -- Redisson's scripts only read and write their own owner fields, so they see a lock held by
 -- edgelock as held, as before. (The read-write lock keeps its epoch outside the HASH instead:
 -- lib/rw.lua.)
@@ -20,6 +23,7 @@ local GRANT = 'edgelock:grant'
 local BY = 'edgelock:by'
 local PARTIAL = 'edgelock:partial'
 local TOKEN = 'edgelock:token'
+local WAITERS = 'edgelock:waiters'
 
 -- Sets the lock's TTL to ms unless it already has more left (PEXPIRE GT: one call): a TTL is
 -- never shortened, so no lease of the owner ever believes it holds longer than Redis keeps the

@@ -7,26 +7,40 @@
 -- The common path, a free lock, costs EXISTS, HSET, PEXPIRE: the hold is its own replay record
 -- (BY names the request that created it), so no record is written while the hold lives; one
 -- is written only where the hold may be gone within the replay window (a lease shorter than it,
--- a re-entry), and a release that deletes the lock writes one (lib/release.lua).
+-- a re-entry), and a release that deletes the lock writes one (lib/release.lua). The same
+-- EXISTS also reads the waiter registry's mark (lib/wake.lua): a lock created while nobody is
+-- registered has no WAITERS field, so its release does not read the registry either.
 -- @include lib/reentrant-args.lua
 -- @include lib/hold.lua
 -- @include lib/replay.lua
 -- @include lib/wake.lua
 
--- True when the lock is free and no replay record of this request exists: one EXISTS over both
--- keys. Then hold_create takes it; otherwise the caller reads the record and the HASH.
+-- True when the lock is free, no replay record of this request exists and no waiter is
+-- registered: one EXISTS over the three keys. Then hold_create takes it; otherwise the caller
+-- reads the record and the HASH (hold_absent tells a free lock with waiters registered).
 local function hold_free()
-  return redis.call('exists', name, replayKey .. ':' .. id) == 0
+  return redis.call('exists', name, replayKey .. ':' .. id, waiting_mark_key()) == 0
+end
+
+-- True when the lock does not exist (after hold_free said something does).
+local function hold_absent()
+  return redis.call('exists', name) == 0
 end
 
 -- Creates the lock for `owner` (hold count 1, TTL leaseMs) in a new incarnation named after this
--- request, with `extra` fields (field, value, ...) in the same HSET. Returns the epoch. A lease
+-- request, with `extra` fields (field, value, ...) in the same HSET; `waited`: waiters may be
+-- registered (WAITERS tells the release to look). Returns the epoch. A lease
 -- shorter than the replay window may expire while a copy of this request is still in flight,
 -- so then a record says what it did; otherwise the hold outlives the window or a release records
 -- its end ("A<epoch>" plus `suffix`).
-local function hold_create(extra, suffix)
+local function hold_create(extra, suffix, waited)
   local e = id_epoch(id)
-  redis.call('hset', name, owner, 1, EPOCH, e, BY, id, unpack(extra or {}))
+  local fields = extra or {}
+  if waited then
+    fields[#fields + 1] = WAITERS
+    fields[#fields + 1] = 1
+  end
+  redis.call('hset', name, owner, 1, EPOCH, e, BY, id, unpack(fields))
   redis.call('pexpire', name, leaseMs)
   if leaseMs < windowMs then
     replay_set(id, 'A' .. e .. (suffix or ''))
@@ -77,6 +91,8 @@ local function hold_acquire(s, grant, suffix)
   if not s.count then
     if waiter ~= '' and s.epoch ~= '' then
       waiting_add(waiter, tonumber(waitMs), grant and (leaseMs .. '|' .. owner) or nil)
+      waiting_mark()
+      redis.call('hset', name, WAITERS, 1)
     end
     return nil, redis.call('pttl', name), s.epoch == '' and 1 or 0
   end

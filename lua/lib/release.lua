@@ -57,10 +57,11 @@ end
 -- expected, is the record read. A release that deletes the lock records "R1" (a copy arriving
 -- later answers it, and a late copy of the acquire of the same lease finds it and does
 -- nothing), and "G" for the acquire that created the lock when that was another request.
--- Billed   freeing the lock: HMGET, DEL, PUBLISH, SET, plus freed() (lib/wake.lua: ZRANGE
---          with nobody waiting)
+-- freed(waited) learns whether waiters may be registered (lib/hold.lua WAITERS): without, the
+-- reentrant lock's release reads no registry.
+-- Billed   freeing the lock: HMGET, DEL, PUBLISH, SET, plus what freed() calls
 local function release_hold(freed, gone)
-  local s = redis.call('hmget', name, owner, EPOCH, BY, PARTIAL)
+  local s = redis.call('hmget', name, owner, EPOCH, BY, PARTIAL, WAITERS)
   local count, current, by = tonumber(s[1]), s[2] or '', s[3]
   if not count or s[4] or held == '0' or held ~= current then
     local refused = release_refused(owner, epoch, gone)
@@ -75,7 +76,7 @@ local function release_hold(freed, gone)
     if by and by ~= id then
       replay_set(by, 'G')
     end
-    freed()
+    freed(s[5] ~= false)
     return 1
   end
   redis.call('hincrby', name, owner, -1)

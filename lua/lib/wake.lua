@@ -7,7 +7,8 @@
 -- A woken waiter leaves the ZSET (its next busy attempt registers it again), so each release
 -- wakes waiters that are still waiting. A PUBLISH that no subscriber received (the waiter's
 -- client died, or its stream was closed) wakes the next waiter instead.
--- Provides wake_channel, waiting_grants, waiting_add, waiting_remove, waiting_live, wake_up_to, wake_one,
+-- Provides wake_channel, waiting_grants, waiting_add, waiting_mark_key, waiting_mark,
+-- waiting_remove, waiting_live, wake_up_to, wake_one,
 -- waiting_leave, wake_all, wake_n, and hand_off_one (which also needs lib/hold.lua, included first by its
 -- script); includes lib/clock.lua.
 -- @include lib/clock.lua
@@ -39,11 +40,33 @@ local function waiting_add(id, ms, grant)
   end
 end
 
+-- "edgelock_waiting:{<name>}:any": a STRING that exists while the ZSET may hold a registration
+-- (same TTL), so that a free lock's acquire, which reads it with the lock in one EXISTS, knows
+-- with no further call that nobody waits (the reentrant lock: lib/reentrant.lua).
+local function waiting_mark_key()
+  return waiting .. ':any'
+end
+
+-- Marks the registry as possibly holding a registration, for as long as the ZSET lives. Call
+-- after waiting_add.
+local function waiting_mark()
+  local ttl = redis.call('pttl', waiting)
+  if ttl > 0 then
+    redis.call('set', waiting_mark_key(), 1, 'px', ttl)
+  end
+end
+
 -- Unregisters waiter `id` (it acquired, gave up or was aborted). Returns true when it was
 -- registered.
 local function waiting_remove(id)
   redis.call('hdel', waiting_grants(), id)
-  return redis.call('zrem', waiting, id) == 1
+  if redis.call('zrem', waiting, id) == 0 then
+    return false
+  end
+  if redis.call('exists', waiting) == 0 then
+    redis.call('del', waiting_mark_key())
+  end
+  return true
 end
 
 -- Drops the registrations that lapsed (their calls are gone) and answers true when a live one
@@ -66,6 +89,8 @@ local function wake_up_to(n)
   while woken < n do
     local head = redis.call('zrange', waiting, 0, 0)[1]
     if not head then
+      -- This wake-up emptied the registry: nobody is marked as waiting any more.
+      redis.call('del', waiting_mark_key())
       return
     end
     redis.call('zrem', waiting, head)
@@ -125,6 +150,7 @@ local function hand_off_one(claimMs)
   while true do
     local head = redis.call('zrange', waiting, 0, 0)[1]
     if not head then
+      redis.call('del', waiting_mark_key())
       return
     end
     redis.call('zrem', waiting, head)
@@ -135,7 +161,11 @@ local function hand_off_one(claimMs)
       ms, owner = string.match(grant, '^(%d+)|(.*)$')
     end
     if owner then
-      redis.call('hset', name, owner, 1, 'edgelock:grant', head)
+      -- A hand-off means others may wait too: the new incarnation tells its release to look.
+      redis.call('hset', name, owner, 1, 'edgelock:grant', head, 'edgelock:waiters', 1)
+      if redis.call('exists', waiting) == 0 then
+        redis.call('del', waiting_mark_key())
+      end
       local e = new_epoch()
       redis.call('pexpire', name, math.max(1, math.min(tonumber(ms), claimMs)))
       if redis.call('publish', wake_channel(head), head .. '|' .. e) == 0 then

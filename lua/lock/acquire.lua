@@ -31,7 +31,8 @@
 -- Records  "A<epoch>" for a re-entry, or a lock created with a lease shorter than the replay
 --          window; a lock it creates records itself (lib/reentrant.lua). Any record found first
 --          (a cancel tombstone "C"/"U", a release's "R1"/"G") makes this a no-op.
--- Billed   free lock: EVALSHA, EXISTS, HSET, PEXPIRE (4)
+-- Billed   free lock, nobody waiting: EVALSHA, EXISTS, HSET, PEXPIRE (4; a lease shorter than the
+--          replay window: SET of its record, 5)
 -- KEYS[1..5] and ARGV[1..6], ARGV[8] are bound by lib/reentrant.lua (lib/reentrant-args.lua).
 -- @include lib/reentrant.lua
 local done = KEYS[6]
@@ -58,6 +59,10 @@ if seen then
   return {-1, 0, 0}
 end
 
+if hold_absent() then
+  -- Free, with waiters registered: its release must look for them.
+  return completed() or {1, 1, tonumber(hold_create(nil, nil, true)) or 0}
+end
 local s = hold_state()
 if s.by == id then
   -- A copy of the acquire that created this incarnation: the hold is its record.

@@ -18,6 +18,7 @@ local OURS = {
   ['edgelock:by'] = true,
   ['edgelock:partial'] = true,
   ['edgelock:token'] = true,
+  ['edgelock:waiters'] = true,
 }
 local limit = tonumber(ARGV[1])
 local result = {redis.call('pttl', name)}

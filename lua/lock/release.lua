@@ -22,7 +22,7 @@
 -- Returns  1 released (last hold gone) | 2 still held (count > 0) | 0 expired (no key, or only
 --          a newer incarnation) | 3 not owner (held by someone else)
 -- Records  "R<result>" for results 1 and 2 (lib/release.lua says when)
--- Billed   freeing the lock with nobody waiting: EVALSHA, HMGET, DEL, PUBLISH, SET, ZRANGE (6)
+-- Billed   freeing the lock with nobody waiting: EVALSHA, HMGET, DEL, PUBLISH, SET (5)
 -- ARGV[1..5] are bound by lib/release-args.lua, shared with lua/fair-lock/release.lua.
 local name, replayKey, _, channel, waiting, wake, done = unpack(KEYS)
 -- @include lib/release-args.lua
@@ -34,6 +34,8 @@ if done then
   redis.call('set', done, '1', 'px', tonumber(ARGV[6]), 'nx')
 end
 
-return release_hold(function()
-  hand_off_one(tonumber(ARGV[7]))
+return release_hold(function(waited)
+  if waited then
+    hand_off_one(tonumber(ARGV[7]))
+  end
 end)

@@ -233,7 +233,7 @@ export interface KeysReport {
 
 const REPLAY = /^edgelock_replay:\{[^}]*\}:.+$/;
 const TOKEN = /^redisson_lock_token:\{[^}]*\}$/;
-const WAITING = /^edgelock_(waiting:\{[^}]*\}|wake:\{[^}]*\}:.+)$/;
+const WAITING = /^edgelock_(waiting:\{[^}]*\}(:grant|:any)?|wake:\{[^}]*\}:.+)$/;
 
 /**
  * (d) Sorts the keys left after quiescence into documented ones (replay records within their

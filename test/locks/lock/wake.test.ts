@@ -67,6 +67,31 @@ describe("reentrant lock wake-ups", () => {
     await second?.release();
   });
 
+  it("a lock taken from free while waiters are registered tells its release to wake them", async () => {
+    const name = `${prefix}taken-from-free`;
+    const held = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
+    const waiter = recordingEdgeLock();
+    const pending = waiter.edgelock.getLock(name).tryLock({ waitTime: 20_000, leaseTime: 5_000 });
+    // Subscribed and registered (its second wait): the registry is marked.
+    await waiter.until((_e, all) => waits(all) === 2);
+    expect(await raw.exists(`${waitingKey(name)}:any`)).toBe(1);
+    // The holder's hold ends with no release (as a crashed holder's expiry would): nobody is
+    // woken, and the waiter's wait is bounded by that holder's 20 s lease.
+    await raw.del(name);
+    const other = await recordingEdgeLock().edgelock.getLock(name).tryLock({ leaseTime: 5_000 });
+    if (!other) throw new Error("not acquired");
+    // Taken from free, but the registry is marked: its release must look for waiters.
+    expect(String(await raw.hGet(name, "edgelock:waiters"))).toBe("1");
+    const released = Date.now();
+    expect(await other.release()).toBe("released");
+    const lease = await pending;
+    expect(lease).not.toBeNull();
+    expect(Date.now() - released).toBeLessThan(5_000);
+    await lease?.release();
+    await held.release();
+    expect(await wakeKeysOf(name)).toEqual([]);
+  });
+
   it("each release wakes one waiter, not all of them", async () => {
     const name = `${prefix}one-at-a-time`;
     const held = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
