@@ -49,9 +49,10 @@ export interface EdgeLockOptions {
   /**
    * How long replay records (what each request id did, so a resent request applies once) live,
    * in integer ms ≥ 1000. Must cover how long a copy of a request can still reach Redis: the
-   * default is the larger of 30 000 and 10 × `requestTimeout`. Records are kept per lock name in
-   * two hashes, `edgelock_replay:{<name>}` and `…:old`; give every client of a name the same
-   * window. @default max(30000, 10 × requestTimeout)
+   * default is the larger of 30 000 and 10 × `requestTimeout`. A record is a STRING
+   * `edgelock_replay:{<name>}:<request id>` that lives exactly this long, written only where the
+   * lock itself cannot tell what a request did; give every client of a name the same window.
+   * @default max(30000, 10 × requestTimeout)
    */
   replayWindow?: number;
   /**

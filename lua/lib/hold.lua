@@ -25,11 +25,15 @@ local PARTIAL = 'edgelock:partial'
 local TOKEN = 'edgelock:token'
 local WAITERS = 'edgelock:waiters'
 
--- Sets the lock's TTL to ms unless it already has more left (PEXPIRE GT: one call): a TTL is
--- never shortened, so no lease of the owner ever believes it holds longer than Redis keeps the
--- lock.
+-- Sets the lock's TTL to ms unless it already has more left (PEXPIRE GT: one call when the key
+-- has a TTL): a TTL is never shortened, so no lease of the owner ever believes it holds longer
+-- than Redis keeps the lock. GT leaves a key without a TTL as it is (it counts as infinite), so
+-- a key just created gets its TTL set outright (two calls more; a script that knows it created
+-- the key calls PEXPIRE itself).
 local function extend(ms)
-  redis.call('pexpire', name, ms, 'gt')
+  if redis.call('pexpire', name, ms, 'gt') == 0 and redis.call('pttl', name) == -1 then
+    redis.call('pexpire', name, ms)
+  end
 end
 
 -- The incarnation of the lock as a decimal string ('' when it has none: absent, or created by

@@ -69,6 +69,18 @@ local function waiting_remove(id)
   return true
 end
 
+-- Unregisters `head`, the waiter a release is about to wake or hand the lock to, and answers
+-- the grant it asked for (nil: none).
+local function waiting_pop(head)
+  local grants = waiting_grants()
+  local grant = redis.call('hget', grants, head)
+  if grant then
+    redis.call('hdel', grants, head)
+  end
+  waiting_remove(head)
+  return grant
+end
+
 -- Drops the registrations that lapsed (their calls are gone) and answers true when a live one
 -- is left. With nobody registered it costs one read (ZRANGE) and no clock.
 local function waiting_live()
@@ -93,8 +105,7 @@ local function wake_up_to(n)
       redis.call('del', waiting_mark_key())
       return
     end
-    redis.call('zrem', waiting, head)
-    redis.call('hdel', waiting_grants(), head)
+    waiting_pop(head)
     if redis.call('publish', wake_channel(head), head) > 0 then
       woken = woken + 1
     end
@@ -146,16 +157,13 @@ local function hand_off_one(claimMs)
   if not waiting_live() then
     return
   end
-  local grants = waiting_grants()
   while true do
     local head = redis.call('zrange', waiting, 0, 0)[1]
     if not head then
       redis.call('del', waiting_mark_key())
       return
     end
-    redis.call('zrem', waiting, head)
-    local grant = redis.call('hget', grants, head)
-    redis.call('hdel', grants, head)
+    local grant = waiting_pop(head)
     local ms, owner
     if grant then
       ms, owner = string.match(grant, '^(%d+)|(.*)$')
@@ -163,9 +171,6 @@ local function hand_off_one(claimMs)
     if owner then
       -- A hand-off means others may wait too: the new incarnation tells its release to look.
       redis.call('hset', name, owner, 1, 'edgelock:grant', head, 'edgelock:waiters', 1)
-      if redis.call('exists', waiting) == 0 then
-        redis.call('del', waiting_mark_key())
-      end
       local e = new_epoch()
       redis.call('pexpire', name, math.max(1, math.min(tonumber(ms), claimMs)))
       if redis.call('publish', wake_channel(head), head .. '|' .. e) == 0 then

@@ -36,9 +36,15 @@ export interface LockContext {
 export const keys = {
   /** Pub/sub channel Redisson waiters listen on; unlocks publish 0 there. */
   channel: (name: string) => `redisson_lock__channel:{${name}}`,
-  /** Replay records of a name (request id -> what it did): same hash slot as the lock. */
+  /**
+   * Prefix of a name's replay records (`<prefix>:<request id>`, lua/lib/replay.lua): same hash
+   * slot as the lock.
+   */
   replay: (name: string) => `edgelock_replay:{${name}}`,
-  /** The replay records before the current ones (lua/lib/replay.lua rotates them). */
+  /**
+   * The key scripts take after {@link replay}: a position kept so that every script's keys stay
+   * where they were; no script reads or writes it.
+   */
   replayOld: (name: string) => `edgelock_replay:{${name}}:old`,
   /** Registered waiters of a primitive (ZSET waiter id -> when it lapses): lua/lib/wake.lua. */
   waiting: (name: string) => `edgelock_waiting:{${name}}`,

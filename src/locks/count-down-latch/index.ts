@@ -111,7 +111,7 @@ function checkCount(value: unknown): number {
  * `redisson_countdownlatch__channel__{<name>}` (NEW_COUNT "1" on `trySetCount`, ZERO_COUNT "0"
  * when the count reaches zero), the waiters' `edgelock_waiting:{<name>}` and
  * `edgelock_wake:{<name>}` (gone once the last waiter returns), and the short-lived replay records
- * `edgelock_replay:{<name>}` and `…:old`.
+ * `edgelock_replay:{<name>}:<request id>`.
  *
  * Departures from Redisson: the count must be at least 1 (Redisson stores `trySetCount(0)` as
  * "0"); `delete()` opens the latch for edgelock waiters (Redisson's leaves its waiters waiting);

@@ -44,8 +44,8 @@ export type ClaimResult =
  *
  * Keys: the lock HASH at `name` (Redisson RLock layout, so a Redisson client locking `name`
  * excludes a claim and vice versa), `edgelock_done:{<name>}` (the completion marker, kept for
- * the TTL given to `complete`), and the name's short-lived replay records `edgelock_replay:{<name>}`
- * and `edgelock_replay:{<name>}:old`.
+ * the TTL given to `complete`), and the name's short-lived replay records
+ * `edgelock_replay:{<name>}:<request id>`.
  *
  * @example
  * ```ts
