@@ -1,7 +1,9 @@
 /**
  * The bill of every operation: billed commands (the EVAL/EVALSHA plus every call inside the
  * script, as Upstash bills them), counted from `INFO commandstats` on a private redis-server
- * that nothing else uses, warm client, uncontended. Each test fails above its budget.
+ * that nothing else uses, warm client, uncontended. Each test fails above its budget: the cost
+ * issue's (a lock cycle 10, Redisson's own scripts 9), or what is reached where that is lower,
+ * so that any call added to a common path is a decision (docs/cost.md).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startBridge } from "../src/bridge/index.js";
@@ -47,7 +49,7 @@ async function expectBill(op: string, budget: number, fn: () => Promise<unknown>
 describe("billed commands per operation", () => {
   it("lock tryLock + release", async () => {
     const lock = edgelock.getLock(fresh("lock"));
-    await expectBill("lock cycle", 10, async () => {
+    await expectBill("lock cycle", 9, async () => {
       const lease = await lock.tryLock();
       if (!lease) throw new Error("not acquired");
       expect(await lease.release()).toBe("released");
@@ -64,13 +66,13 @@ describe("billed commands per operation", () => {
 
   it("withLock", async () => {
     const name = fresh("with");
-    await expectBill("withLock", 10, () => edgelock.withLock(name, async () => 1));
+    await expectBill("withLock", 9, () => edgelock.withLock(name, async () => 1));
   });
 
   it("lease.renew()", async () => {
     const lease = await edgelock.getLock(fresh("renew")).tryLock();
     if (!lease) throw new Error("not acquired");
-    await expectBill("renew", 4, () => lease.renew());
+    await expectBill("renew", 3, () => lease.renew());
     await lease.release();
   });
 
@@ -84,7 +86,7 @@ describe("billed commands per operation", () => {
 
   it("fenced lock cycle", async () => {
     const lock = edgelock.getFencedLock(fresh("fenced"));
-    await expectBill("fenced cycle", 12, async () => {
+    await expectBill("fenced cycle", 10, async () => {
       const lease = await lock.tryLock();
       expect(await lease?.release()).toBe("released");
     });
@@ -129,13 +131,13 @@ describe("billed commands per operation", () => {
   it("latch countDown", async () => {
     const latch = edgelock.getCountDownLatch(fresh("latch"));
     await latch.trySetCount(1_000);
-    await expectBill("countDown", 6, () => latch.countDown());
+    await expectBill("countDown", 4, () => latch.countDown());
     let k = 0;
-    await expectBill("countDown with key", 6, () => latch.countDown({ idempotencyKey: `p${k++}` }));
+    await expectBill("countDown with key", 4, () => latch.countDown({ idempotencyKey: `p${k++}` }));
   });
 
   it("idempotency key claim + complete", async () => {
-    await expectBill("idempotency", 12, async () => {
+    await expectBill("idempotency", 11, async () => {
       const key = edgelock.getIdempotencyKey(fresh("idem"));
       const claim = await key.claim();
       if (claim.status !== "acquired") throw new Error(claim.status);
@@ -153,7 +155,8 @@ describe("billed commands per operation", () => {
     const batch = leases.map((l) => ({ name: l.name, owner: l.owner, leaseTime: 30_000 }));
     const bill = await billPerRun(meter, () => renewLeasesOf(edgelock, batch));
     bills["keeper renewal per lease"] = { ...bill, total: bill.total / 10 };
-    expect(bill.total / 10).toBeLessThanOrEqual(3);
+    // One EVALSHA for the batch, then HMGET and PEXPIRE per lease.
+    expect(bill.total / 10).toBeLessThanOrEqual(2.1);
     for (const l of leases) await l.release();
   });
 });

@@ -14,6 +14,8 @@
 -- ARGV[2]  request id (32 hex characters)
 -- Returns  the count left: > 0 still closed | 0 open (it reached zero now, or did not exist)
 -- Records  "D<count left>"
+-- Billed   still closed: EVALSHA, GET (its record), DECR, SET (its record) (4); the count-down
+--          that opens it adds DEL, PUBLISH and a ZRANGE of the registry
 local name, channel, replayKey, _, waiting, wake = unpack(KEYS)
 local windowMs = tonumber(ARGV[1])
 local id = ARGV[2]
