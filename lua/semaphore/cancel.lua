@@ -15,6 +15,7 @@
 --          | 1 the permits it took were given back
 --          | 2 nothing to do (already cancelled or given back)
 -- Records  "C" (cancelled first) | "U" (given back), by lib/cancel.lua
+-- Billed   cancelled first: EVALSHA, GET record, SET record: 3
 local name, replayKey, _, channel, waiting, wake, takenKey = unpack(KEYS)
 local windowMs = tonumber(ARGV[1])
 local id = ARGV[2]

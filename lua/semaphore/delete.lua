@@ -11,6 +11,7 @@
 -- KEYS[4]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
 -- KEYS[5]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
 -- Returns  1 if the semaphore existed, else 0
+-- Billed   nobody waiting: EVALSHA, EXISTS, DEL, ZRANGE: 4
 local name, limitKey, takenKey, waiting, wake = unpack(KEYS)
 -- @include lib/wake.lua
 

@@ -10,6 +10,7 @@
 -- ARGV[2]  request id
 -- Returns  permits taken (0 when none were available)
 -- Records  "D<taken>"
+-- Billed   EVALSHA, GET record, GET, DECRBY, INCRBY count, SET record: 6
 local name, replayKey, _, takenKey = unpack(KEYS)
 local windowMs = tonumber(ARGV[1])
 local id = ARGV[2]
