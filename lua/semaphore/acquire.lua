@@ -10,58 +10,71 @@
 -- KEYS[3]  unused (kept so that every script keeps its key positions)
 -- KEYS[4]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
 -- KEYS[5]  wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
--- KEYS[6]  permits taken by edgelock callers "edgelock_taken:{<name>}" (see lib/taken.lua)
+-- KEYS[6]  permits taken by edgelock callers and the waiter mark "edgelock_taken:{<name>}"
+--          (STRING, see lib/taken.lua)
 -- KEYS[7]  permits set "edgelock_permits:{<name>}" (STRING: trySetPermits + addPermits)
 -- ARGV[1]  permits to take (integer >= 1)
 -- ARGV[2]  replay window in ms
--- ARGV[3]  request id (32 hex characters)
+-- ARGV[3]  request id (32 hex characters); the handle's release sends it again (release.lua)
 -- ARGV[4]  waiter id of a call that blocks for a wake-up between attempts ('' = none)
 -- ARGV[5]  with a waiter id: how long its registration lasts, in ms
 -- Returns  {1, available after} acquired (also for a replay of an applied attempt)
 --          | {0, available, foreign} not enough permits; foreign 1 when no permits set is
 --            recorded (a Redisson client set the semaphore, or nobody has) or the permits
 --            missing from it are more than edgelock callers took, else 0
---          | {-1, 0} this request was cancelled before it applied
--- Records  "A<permits>" acquired (a cancel tombstone "C" written first makes this a no-op)
+--          | {-1, 0} this request was cancelled (or its permits given back) before this copy
+-- Records  "A<permits>" acquired, for one window (a cancel tombstone "C" written first, or the
+--          handle's release "R", makes this a no-op)
+-- Billed   EVALSHA, MGET (name, record, count, permits set), DECRBY, SET record PX, SET count:
+--          5; with the waiter mark set, also the wake-ups and one ZRANGE
 local name, replayKey, _, waiting, wake, takenKey, limitKey = unpack(KEYS)
 local permits = tonumber(ARGV[1])
 local windowMs = tonumber(ARGV[2])
 local id = ARGV[3]
 local waiter = ARGV[4]
--- @include lib/replay.lua
 -- @include lib/wake.lua
 -- @include lib/taken.lua
 
-local seen = replay_get(id)
+local record = replayKey .. ':' .. id
+local got = redis.call('mget', name, record, takenKey, limitKey)
+local available = tonumber(got[1]) or 0
+local seen = got[2]
+local taken, waiters = taken_decode(got[3])
+local limit = tonumber(got[4])
 if seen then
   if string.sub(seen, 1, 1) == 'A' then
-    return {1, tonumber(redis.call('get', name)) or 0}
+    return {1, available}
   end
   return {-1, 0}
 end
 
-local available = tonumber(redis.call('get', name)) or 0
 if available < permits then
-  local limit = tonumber(redis.call('get', limitKey))
-  if limit == nil or limit - available > taken_get() then
-    if waiter ~= '' then
+  if limit == nil or limit - available > taken then
+    -- Without the mark nobody is registered: nothing to remove.
+    if waiter ~= '' and waiters then
       waiting_remove(waiter)
     end
     return {0, available, 1}
   end
   if waiter ~= '' then
     waiting_add(waiter, tonumber(ARGV[5]))
+    if not waiters then
+      taken_write(taken, true)
+    end
   end
   return {0, available, 0}
 end
-if waiter ~= '' then
-  waiting_remove(waiter)
-end
 local left = redis.call('decrby', name, permits)
-taken_add(permits)
-replay_set(id, 'A' .. permits)
--- What is left may serve other waiters (a release may have woken fewer than it freed).
-if left > 0 then
-  wake_n(left)
+redis.call('set', record, 'A' .. permits, 'px', windowMs)
+if waiters then
+  if waiter ~= '' then
+    waiting_remove(waiter)
+  end
+  -- What is left may serve other waiters (a release may have woken fewer than it freed).
+  if left > 0 then
+    wake_n(left)
+  end
+  waiters = taken_waiting()
 end
+taken_write(taken + permits, waiters)
 return {1, left}

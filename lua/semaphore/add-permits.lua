@@ -13,6 +13,7 @@
 -- ARGV[3]  request id
 -- Returns  available permits after the call (also for a replay of an applied call)
 -- Records  "P"
+-- Billed   EVALSHA, GET record, EXISTS, INCRBY set, INCRBY, PUBLISH, ZRANGE, SET record: 8
 local name, limitKey, replayKey, _, channel, waiting, wake = unpack(KEYS)
 local delta = tonumber(ARGV[1])
 local windowMs = tonumber(ARGV[2])

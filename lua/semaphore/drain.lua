@@ -4,11 +4,13 @@
 -- KEYS[1]  semaphore name (STRING, available permits)
 -- KEYS[2]  replay records "edgelock_replay:{<name>}"
 -- KEYS[3]  unused (kept so that every script keeps its key positions)
--- KEYS[4]  permits taken by edgelock callers "edgelock_taken:{<name>}" (see lib/taken.lua)
+-- KEYS[4]  permits taken by edgelock callers and the waiter mark "edgelock_taken:{<name>}"
+--          (STRING, see lib/taken.lua)
 -- ARGV[1]  replay window in ms
 -- ARGV[2]  request id
 -- Returns  permits taken (0 when none were available)
 -- Records  "D<taken>"
+-- Billed   EVALSHA, GET record, GET, DECRBY, INCRBY count, SET record: 6
 local name, replayKey, _, takenKey = unpack(KEYS)
 local windowMs = tonumber(ARGV[1])
 local id = ARGV[2]

@@ -4,6 +4,7 @@
 -- KEYS[3]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
 -- Returns  {available (missing: 0), permits set (-1 when none is recorded), PTTL of the
 --          semaphore key, live registered waiters, 1 if the semaphore exists else 0}
+-- Billed   EVALSHA, TIME, GET, GET, ZCOUNT, PTTL, EXISTS: 7
 local name = KEYS[1]
 -- @include lib/clock.lua
 local now = clock_ms()

@@ -13,6 +13,7 @@
 -- ARGV[3]  request id
 -- Returns  1 set | 0 the semaphore already existed (nothing changed)
 -- Records  "T1" | "T0"
+-- Billed   setting it: EVALSHA, GET record, EXISTS, SET, SET set, PUBLISH, ZRANGE, SET record: 8
 local name, limitKey, replayKey, _, channel, waiting, wake = unpack(KEYS)
 local permits = tonumber(ARGV[1])
 local windowMs = tonumber(ARGV[2])

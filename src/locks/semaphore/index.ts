@@ -240,7 +240,9 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
 
   /**
    * Deletes the semaphore, its permits set and the count of permits edgelock callers took
-   * (Redisson RObject#delete). Waiters keep waiting until it is set again. Permits taken before
+   * (Redisson RObject#delete). Waiters keep waiting until it is set again (registered ones are
+   * woken once and, finding no permits set, listen on Redisson's channel, where the next
+   * `trySetPermits` publishes). Permits taken before
    * are then released like any others: within the next permits set, or with `overRelease`.
    * (A Redisson client's `delete()` removes only the name: releases of what was taken keep
    * working after it.)
@@ -250,7 +252,13 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
   async delete(): Promise<boolean> {
     const reply = await this.#run(
       semaphoreDelete,
-      [this.name, limitKey(this.name), takenKey(this.name)],
+      [
+        this.name,
+        limitKey(this.name),
+        takenKey(this.name),
+        keys.waiting(this.name),
+        keys.wake(this.name),
+      ],
       [],
       asInteger,
     );
@@ -289,20 +297,23 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
     let attempts = 0;
     let acquired = false;
     try {
-      const polled = await waitFor(this.#ctx, {
+      const polled = await waitFor<string>(this.#ctx, {
         ...permitWait(this.#ctx, this.name, counter),
         waitTime,
         signal,
         attempt: async (waiter) => {
-          const busy = await this.#attempt(permits, signal, waiter, counter);
-          return busy === null ? { acquired: true } : { pttl: -1, foreign: busy.foreign };
+          const outcome = await this.#attempt(permits, signal, waiter, counter);
+          return "taken" in outcome
+            ? { acquired: outcome.taken }
+            : { pttl: -1, foreign: outcome.foreign };
         },
       });
       attempts = polled.attempts;
-      acquired = polled.value !== null;
-      return acquired
-        ? new SemaphorePermits(this.name, permits, (o, id) => this.#release(permits, o, id))
-        : null;
+      const requestId = polled.value;
+      acquired = requestId !== null;
+      return requestId === null
+        ? null
+        : new SemaphorePermits(this.name, permits, (o) => this.#release(permits, o, requestId));
     } finally {
       emitAcquire(this.#ctx, this.name, started, counter, acquired, attempts);
     }
@@ -310,15 +321,15 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
 
   /**
    * One attempt with a fresh request id; an unanswered one is cancelled in the background.
-   * @returns `null` when the permits were taken, else whether permits are missing that no
-   * edgelock caller took (acquire.lua).
+   * @returns the request id when the permits were taken (the handle's release sends it again),
+   * else whether permits are missing that no edgelock caller took (acquire.lua).
    */
   async #attempt(
     permits: number,
     signal: AbortSignal | undefined,
     waiter: string,
     counter: RequestCounter,
-  ): Promise<{ foreign: boolean } | null> {
+  ): Promise<{ taken: string } | { foreign: boolean }> {
     const id = randomHex();
     const [status, , foreign = 0] = await runAttempt(
       this.#ctx,
@@ -340,7 +351,7 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
       () => this.#cancel(id),
     );
     // -1: this request id was cancelled already; the next attempt uses a new one.
-    return status === 1 ? null : { foreign: foreign === 1 };
+    return status === 1 ? { taken: id } : { foreign: foreign === 1 };
   }
 
   #cancel(id: string): void {
@@ -477,17 +488,16 @@ export class SemaphorePermits {
   readonly name: string;
   /** Permits this handle holds. */
   readonly permits: number;
-  /** The request id of this handle's release: every call of `release()` sends it. */
-  readonly #requestId = randomHex();
-  readonly #send: (overRelease: boolean, requestId: string) => Promise<number>;
+  /**
+   * Sends this handle's release. Every call sends the same request id: the acquire's own, so the
+   * release turns the acquire's replay record into its own (a late copy of the acquire then
+   * takes nothing) instead of writing a second one (release.lua).
+   */
+  readonly #send: (overRelease: boolean) => Promise<number>;
   #release: Promise<number> | undefined;
 
   /** Internal: handles come from `tryAcquire` and `acquire`. */
-  constructor(
-    name: string,
-    permits: number,
-    send: (overRelease: boolean, requestId: string) => Promise<number>,
-  ) {
+  constructor(name: string, permits: number, send: (overRelease: boolean) => Promise<number>) {
     this.name = name;
     this.permits = permits;
     this.#send = send;
@@ -515,7 +525,7 @@ export class SemaphorePermits {
   release(options?: SemaphoreReleaseOptions): Promise<number> {
     const overRelease = checkOverRelease(options);
     if (this.#release !== undefined) return this.#release;
-    const release = this.#send(overRelease, this.#requestId);
+    const release = this.#send(overRelease);
     this.#release = release;
     release.catch(() => {
       // A failed release can be tried again, with the same request id.

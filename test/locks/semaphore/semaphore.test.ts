@@ -7,9 +7,15 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { EdgeLock, OverReleaseError, type Semaphore } from "../../../src/index.js";
+import { semaphoreAcquire } from "../../../src/lua/semaphore.gen.js";
 import { REDISSON_SEMAPHORE_ACQUIRE, REDISSON_SEMAPHORE_RELEASE } from "../../fixtures/redisson.js";
 import { keyPrefix, usePrivateBridge, useRawRedis } from "../../support/env.js";
-import { isReplayRecord, recordingEdgeLock, replayKeys } from "../../support/locks.js";
+import {
+  isReplayRecord,
+  recordingEdgeLock,
+  replayKeys,
+  replayRecords,
+} from "../../support/locks.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();
@@ -19,8 +25,12 @@ afterEach(() => {
 });
 
 const limitKey = (name: string) => `edgelock_permits:{${name}}`;
-/** Permits edgelock callers hold (gone once all are given back). */
+/**
+ * Permits edgelock callers hold, plus 10^15 while a waiter may be registered (lua/lib/taken.lua):
+ * kept at 0 once all are given back, deleted with the semaphore.
+ */
 const takenKey = (name: string) => `edgelock_taken:{${name}}`;
+const taken = async (name: string) => Number((await raw.get(takenKey(name))) ?? 0) % 1e15;
 /** Keys of `name` other than its replay records. */
 const keysOf = async (name: string) =>
   (await raw.keys(`*${name}*`))
@@ -150,7 +160,8 @@ describe("semaphore", () => {
     expect(turns).toBe(50);
     expect(most).toBe(3);
     expect(await stored(name)).toBe("3");
-    expect(await keysOf(name)).toEqual([limitKey(name), name].sort());
+    expect(await keysOf(name)).toEqual([limitKey(name), takenKey(name), name].sort());
+    expect(await taken(name)).toBe(0);
   });
 
   it("a waiter is woken by the release that frees its permits: one attempt, one wait, one attempt", async () => {
@@ -271,6 +282,82 @@ describe("semaphore", () => {
     expect(await s.drainPermits()).toBe(5);
     expect(await stored(name)).toBe("0");
     expect(bridge.bridge.stats().faultsInjected - faultsBefore).toBe(5);
+  });
+
+  it("a handle's release sends its acquire's request id: a late copy of the acquire then takes nothing", async () => {
+    const name = `${prefix}late-copy`;
+    const rec = recordingEdgeLock();
+    const s = rec.edgelock.getSemaphore(name);
+    await s.trySetPermits(2);
+    const handle = await s.tryAcquire();
+    const acquired = Object.entries(await replayRecords(raw, name)).find(([, v]) => v === "A1");
+    if (!handle || !acquired) throw new Error("not acquired");
+    const [id] = acquired;
+    /** A copy of that acquire reaching Redis again (an HTTP retry after a lost answer). */
+    const late = () =>
+      raw.eval(semaphoreAcquire.source, {
+        keys: [
+          name,
+          ...replayKeys(name),
+          `edgelock_waiting:{${name}}`,
+          `edgelock_wake:{${name}}`,
+          takenKey(name),
+          limitKey(name),
+        ],
+        arguments: ["1", String(rec.edgelock.replayWindow), id, "", "0"],
+      });
+    expect(await late()).toEqual([1, 1]); // held: answered, nothing more taken
+    expect(await handle.release()).toBe(2);
+    expect((await replayRecords(raw, name))[id]).toBe("R");
+    const ttl = Number(await raw.pTTL(`edgelock_replay:{${name}}:${id}`));
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(rec.edgelock.replayWindow);
+    expect(await late()).toEqual([-1, 0]); // released: the late copy takes nothing
+    expect(await stored(name)).toBe("2");
+    expect(await taken(name)).toBe(0);
+    expect(await handle.release()).toBe(2); // the handle's own resend: nothing more
+    expect(await stored(name)).toBe("2");
+  });
+
+  it("a waiter's registration marks the count, so releases with nobody registered skip the registry", async () => {
+    const name = `${prefix}mark`;
+    const owner = recordingEdgeLock().edgelock.getSemaphore(name);
+    await owner.trySetPermits(1);
+    const held = await owner.tryAcquire();
+    expect(await stored(takenKey(name))).toBe("1"); // 1 taken, nobody waiting
+    const waiter = recordingEdgeLock();
+    const pending = waiter.edgelock.getSemaphore(name).tryAcquire({ waitTime: 20_000 });
+    await waiter.waited(2); // registered
+    expect(await stored(takenKey(name))).toBe("1000000000000001"); // 1 taken, the mark
+    expect(await held?.release()).toBe(1);
+    const next = await pending;
+    expect(next).not.toBeNull();
+    // The release woke the only registered waiter and, finding nobody left, cleared the mark.
+    expect(await stored(takenKey(name))).toBe("1");
+    expect(await raw.exists(`edgelock_waiting:{${name}}`)).toBe(0);
+    expect(await next?.release()).toBe(1);
+    expect(await stored(takenKey(name))).toBe("0"); // kept at 0: no DEL per release
+  });
+
+  it("delete wakes the registered waiters: they wait on Redisson's channel until the semaphore is set again", async () => {
+    const name = `${prefix}delete-waiters`;
+    const owner = recordingEdgeLock().edgelock.getSemaphore(name);
+    await owner.trySetPermits(1);
+    await owner.tryAcquire();
+    const waiter = recordingEdgeLock();
+    const pending = waiter.edgelock.getSemaphore(name).tryAcquire({ waitTime: 20_000 });
+    await waiter.waited(2);
+    expect((await owner.inspect()).waiters).toBe(1);
+    expect(await owner.delete()).toBe(true);
+    expect(await raw.exists(`edgelock_waiting:{${name}}`)).toBe(0);
+    expect(await raw.exists(takenKey(name))).toBe(0);
+    // Woken, it finds no permits set: it listens on Redisson's channel (a third wait).
+    await waiter.waited(3);
+    const started = Date.now();
+    expect(await owner.trySetPermits(1)).toBe(true);
+    expect(await pending).not.toBeNull();
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(await taken(name)).toBe(1);
   });
 
   it("inspect reads the state in one request; delete removes the semaphore", async () => {
