@@ -242,8 +242,8 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
    * Deletes the semaphore, its permits set and the count of permits edgelock callers took
    * (Redisson RObject#delete). Waiters keep waiting until it is set again (registered ones are
    * woken once and, finding no permits set, listen on Redisson's channel, where the next
-   * `trySetPermits` publishes). Permits taken before
-   * are then released like any others: within the next permits set, or with `overRelease`.
+   * `trySetPermits` publishes). Permits taken before are then released like any others: within
+   * the next permits set, or with `overRelease`.
    * (A Redisson client's `delete()` removes only the name: releases of what was taken keep
    * working after it.)
    * @returns true when it existed.
