@@ -5,52 +5,75 @@
 --            nothing else: Redisson's scripts count the fields (a read lock is locked in write
 --            mode when HLEN > 2; the last write unlock deletes the hash when HLEN == 1)
 --   prefix   "{<name>}" (KEYS): each read hold k of an owner has its own timeout key
---            "{<name>}:<owner>:rwlock_timeout:<k>" (STRING with PX = that hold's lease), so a
---            crashed reader's holds expire on their own
+--            "{<name>}:<owner>:rwlock_timeout:<k>" (STRING "1" with PX = that hold's lease), so
+--            a crashed reader's holds expire on their own
 --   channel  Redisson's "redisson_rwlock:{<name>}" (KEYS), and waiting / wake (lib/wake.lua)
--- and the keys of lib/wake.lua (waiting, wake). Includes lib/hold.lua (extend) and lib/wake.lua
--- (wake_all, wake_one). The incarnation of the lock (the epoch a stale lease or a late cancel
--- checks) lives beside the hash, same hash slot:
---   "edgelock_epoch:{<name>}" STRING, decimal; set by the acquire that creates the hash, with a
---   TTL never shorter than any edgelock hold's lease, deleted with the hash by our scripts.
--- After a Redisson client deletes the hash it lingers at most that lease, and counts only while
--- the hash exists. Provides rw_epoch, rw_new_epoch, rw_extend, rw_delete, timeout_key,
--- is_writer, rw_drop, rw_live, rw_settle.
+-- and, for the scripts that delete the lock or write records, lib/replay.lua's replayKey and
+-- windowMs and their own request id `id` ('' for none).
+-- Includes lib/hold.lua (extend, id_epoch), lib/replay.lua and lib/wake.lua. Provides epochKey,
+-- rw_parse, rw_extend, rw_gone, rw_delete, timeout_key, is_writer, rw_drop, rw_live, rw_settle.
+-- What edgelock keeps of the lock lives beside the hash, same hash slot, in one STRING that every
+-- script reads together with its replay record (one MGET):
+--   "edgelock_epoch:{<name>}"  the request id of the acquire that created this incarnation of
+--            the hash (32 hex characters), with '+' appended once a waiter registered. Its TTL
+--            is never shorter than any edgelock hold's lease (never shortened; set by the
+--            acquire that creates the hash, deleted with the hash by our scripts).
+-- The incarnation's epoch (what a stale lease or a late cancel checks) is read from that id
+-- (lib/hold.lua id_epoch): creating the lock reads no clock. The id is also that acquire's replay
+-- record: while the hash lives a copy of it finds its own id there and adds nothing; once the
+-- hash is gone (expired, or its TTL shrunk to a shorter read hold's) the key lingers until the
+-- creator's lease is over, and whatever deletes or replaces it earlier writes the creator a "G"
+-- record (rw_gone). The '+' tells a release that someone may be registered for a wake-up: without
+-- it the waiter registry is not read at all. A registration appends it (acquire.lua); a lock
+-- created while registrations exist starts with it.
+-- After a Redisson client deletes the hash the key lingers at most that lease, and counts only
+-- while the hash exists (a key without either form, from an earlier version, holds a decimal
+-- epoch; a lock made earlier still may keep 'e<epoch>' in the HASH: both still release).
 -- @include lib/hold.lua
+-- @include lib/replay.lua
 -- @include lib/wake.lua
 
 local epochKey = 'edgelock_epoch:' .. prefix
 
-local function rw_epoch()
-  if redis.call('exists', name) == 0 then
-    return ''
+-- Reads the epoch key's value `v` (GET/MGET; nil: no key) and `old`, the HASH's 'edgelock:epoch'
+-- field of an earlier version. Returns the epoch (a decimal string, '' when there is none: a lock
+-- a Redisson client made), the creating request id (nil when unknown) and whether a waiter may
+-- be registered (true whenever that is not known).
+local function rw_parse(v, old)
+  if not v then
+    return old and string.sub(old, 2) or '', nil, true
   end
-  local e = redis.call('get', epochKey)
-  if e then
-    return e
+  local by, plus = string.match(v, '^(%x+)(%+?)$')
+  if by and #by == 32 then
+    return id_epoch(by), by, plus == '+'
   end
-  -- A lock made by an earlier version kept 'e<epoch>' in the HASH: its leases still release.
-  local old = redis.call('hget', name, 'edgelock:epoch')
-  return old and string.sub(old, 2) or ''
+  return v, nil, true
 end
 
-local function rw_new_epoch()
-  local e = clock_us()
-  redis.call('set', epochKey, e)
-  return e
-end
-
--- extend (lib/hold.lua) for the hash and the epoch: neither TTL is ever shortened.
+-- extend (lib/hold.lua) for the hash and the epoch key: neither TTL is ever shortened (GT).
 local function rw_extend(ms)
   extend(ms)
-  if redis.call('pttl', epochKey) < ms then
-    redis.call('pexpire', epochKey, ms)
+  redis.call('pexpire', epochKey, ms, 'gt')
+end
+
+-- The incarnation created by request `by` ends before that acquire's lease, and by other hands
+-- than its own release: its record becomes "G" (unless it has one), so that a late copy of that
+-- acquire finds it and takes nothing.
+local function rw_gone(by)
+  if by and by ~= id then
+    redis.call('set', replayKey .. ':' .. by, 'G', 'px', windowMs, 'nx')
   end
 end
 
--- Deletes the hash and its epoch.
-local function rw_delete()
-  redis.call('del', name, epochKey)
+-- Deletes the hash and its epoch key (and `more`, a key of the same slot, when given) of the
+-- incarnation created by `by`.
+local function rw_delete(by, more)
+  if more then
+    redis.call('del', name, epochKey, more)
+  else
+    redis.call('del', name, epochKey)
+  end
+  rw_gone(by)
 end
 
 local function timeout_key(owner, k)
@@ -104,10 +127,11 @@ local function rw_live()
   return longest, writer
 end
 
--- After a hold was taken away: the lock stays write-held, goes back to read mode (the writer
--- also held reads: a downgrade, which lets waiting readers in), keeps a TTL as long as its
--- longest live read hold, or is freed. Every change that lets a waiter in wakes it.
-local function rw_settle()
+-- After a hold was taken away from the incarnation `by` created: the lock stays write-held, goes
+-- back to read mode (the writer also held reads: a downgrade, which lets waiting readers in),
+-- keeps a TTL as long as its longest live read hold, or is freed. Every change that lets a waiter
+-- in wakes it, when one may be registered (`waiters`, the epoch key's '+').
+local function rw_settle(by, waiters)
   local mode = redis.call('hget', name, 'mode')
   if not mode then
     return
@@ -120,21 +144,28 @@ local function rw_settle()
     if mode == 'write' then
       redis.call('hset', name, 'mode', 'read')
       rw_extend(longest)
-      wake_all()
+      if waiters then
+        wake_all()
+      end
     else
-      -- Every live read hold has a key of its own, so the hash may shrink to the longest.
+      -- Every live read hold has a key of its own, so the hash may shrink to the longest (the
+      -- epoch key keeps its TTL: it still stands for the creating acquire).
       redis.call('pexpire', name, longest)
     end
     return
   end
-  rw_delete()
+  rw_delete(by)
   -- Redisson's messages: 1 = a writer left (wake all: readers may all get in), 0 = the last
   -- reader left (wake one: only writers wait behind readers).
   if mode == 'write' then
     redis.call('publish', channel, 1)
-    wake_all()
+    if waiters then
+      wake_all()
+    end
   else
     redis.call('publish', channel, 0)
-    wake_one()
+    if waiters then
+      wake_one()
+    end
   end
 end

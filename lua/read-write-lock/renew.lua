@@ -7,6 +7,8 @@
 -- ARGV[1]  leaseTime in ms
 -- ARGV[2]  owner (read lease) or "<owner>:write" (write lease)
 -- Returns  {1} held (every hold of that lease's side now has at least leaseTime) | {0} not held
+-- Billed   write lease: EVALSHA, HGET, PEXPIRE GT (hash), PEXPIRE GT (epoch key) (4); a read
+--          lease adds a PTTL per read hold of the owner, and a PEXPIRE where one is shorter
 local name, prefix = unpack(KEYS)
 local leaseMs = tonumber(ARGV[1])
 local owner = ARGV[2]

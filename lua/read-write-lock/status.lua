@@ -7,6 +7,7 @@
 -- Returns  {locked 0|1, pttl in ms (-2 absent), hold count of ARGV[2]}. The read side is locked
 --          in read mode, or in write mode when the writer also holds reads; the write side in
 --          write mode.
+-- Billed   EVALSHA, HGET, PTTL, plus HGET with an owner, HKEYS for the read side in write mode
 local name = KEYS[1]
 local mode = redis.call('hget', name, 'mode')
 local locked = 0

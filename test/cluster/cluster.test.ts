@@ -28,6 +28,7 @@ import { isClusterFlag } from "../../src/lease/renewal.js";
 import * as lua from "../../src/lua.gen.js";
 import { crc16, keySlot } from "../../src/slot.js";
 import type { RedisLike } from "../../src/transport/index.js";
+import { isReplayRecord } from "../support/locks.js";
 import { type RedisCluster, startRedisCluster } from "../support/redis-cluster.js";
 
 const TOKEN = randomBytes(16).toString("hex");
@@ -232,11 +233,14 @@ async function expectKeysInOneSlot(name: string): Promise<string[]> {
   return found.map(({ key }) => key).sort();
 }
 
-/** Keys of `name` left once everything is released, apart from the documented ones. */
+/**
+ * Keys of `name` left once everything is released, apart from the documented ones and the
+ * replay records (each lives one replay window).
+ */
 async function leftovers(name: string, documented: string[] = []): Promise<string[]> {
   return (await keysOf(name))
     .map(({ key }) => key)
-    .filter((key) => !key.startsWith(`edgelock_replay:{${name}}:`) && !documented.includes(key));
+    .filter((key) => !isReplayRecord(name, key) && !documented.includes(key));
 }
 
 function held<T extends Lease>(lease: T | null): T {

@@ -93,7 +93,15 @@ function singleNode(
 
 const byValue = (p: number | null, q: number | null) => (p ?? 0) - (q ?? 0);
 const hashEpoch = (raw: RawRedis, name: string) => raw.hGet(name, "edgelock:epoch");
-const rwEpoch = (raw: RawRedis, name: string) => raw.get(`edgelock_epoch:{${name}}`);
+/**
+ * A read-write lock's epoch, read from what `edgelock_epoch:{<name>}` keeps: the request id that
+ * created the incarnation (lua/lib/rw.lua: its first 13 hex digits plus 1; a '+' after the id
+ * marks registered waiters).
+ */
+const rwEpoch = async (raw: RawRedis, name: string) => {
+  const by = await raw.get(`edgelock_epoch:{${name}}`);
+  return by === null ? null : Number.parseInt(String(by).slice(0, 13), 16) + 1;
+};
 const sameField = (owner: string) => owner;
 const writeField = (owner: string) => `${owner}:write`;
 

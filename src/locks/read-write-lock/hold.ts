@@ -39,8 +39,9 @@ export const rwKeys = {
   /** Prefix of the read holds' timeout keys `{<name>}:<owner>:rwlock_timeout:<k>`. */
   prefix: (name: string) => `{${name}}`,
   /**
-   * The lock's incarnation, outside Redisson's HASH (whose scripts count its fields):
-   * lua/lib/rw.lua builds it from the prefix.
+   * What edgelock keeps of the lock outside Redisson's HASH (whose scripts count its fields):
+   * the request id that created this incarnation (its epoch is read from it) and whether a
+   * waiter registered. lua/lib/rw.lua builds the key from the prefix.
    */
   epoch: (name: string) => `edgelock_epoch:{${name}}`,
 };
@@ -95,9 +96,17 @@ export class ReadWriteHolds extends HashHolds<ReadWriteLockInspection> {
 
   /**
    * One acquire attempt (acquire.lua), registering `waiter` when busy as the reentrant lock
-   * does. @throws {LockUpgradeError} for a write attempt by an owner holding the read lock.
+   * does (`registered`: an earlier attempt of the same wait may have registered it, so an
+   * acquiring attempt ends that registration). @throws {LockUpgradeError} for a write attempt
+   * by an owner holding the read lock.
    */
-  async attempt(s: HoldSettings, counter: RequestCounter, waiter = ""): Promise<AttemptReply> {
+  async attempt(
+    s: HoldSettings,
+    counter: RequestCounter,
+    waiter = "",
+    _handOff = false,
+    registered = true,
+  ): Promise<AttemptReply> {
     const id = randomHex();
     const sentAt = Date.now();
     const [status, value, epoch] = await runAttempt(
@@ -106,7 +115,7 @@ export class ReadWriteHolds extends HashHolds<ReadWriteLockInspection> {
         script: readWriteLockAcquire,
         name: this.name,
         keys: [...this.replayKeys(), ...this.wakeKeys(), rwKeys.prefix(this.name)],
-        args: [this.side, s.leaseTime, ...this.attemptArgs(s, id, waiter)],
+        args: [this.side, s.leaseTime, ...this.attemptArgs(s, id, waiter), registered ? "1" : "0"],
         signal: s.signal,
       },
       decode3,
@@ -154,11 +163,20 @@ export class ReadWriteHolds extends HashHolds<ReadWriteLockInspection> {
     });
   }
 
-  /** Deletes the lock if it is in this side's mode (force-unlock.lua). */
+  /**
+   * Deletes the lock if it is in this side's mode (force-unlock.lua), recording its creating
+   * acquire as gone so that a late copy of that acquire takes nothing.
+   */
   forceUnlock(): Promise<boolean> {
     const name = this.name;
-    const scriptKeys = [name, rwKeys.channel(name), ...this.wakeKeys(), rwKeys.epoch(name)];
-    return this.runOnce(readWriteLockForceUnlock, scriptKeys, [this.side]);
+    const scriptKeys = [
+      name,
+      rwKeys.channel(name),
+      ...this.wakeKeys(),
+      rwKeys.prefix(name),
+      keys.replay(name),
+    ];
+    return this.runOnce(readWriteLockForceUnlock, scriptKeys, [this.side, this.ctx.replayWindow]);
   }
 
   /** `[locked 0|1, pttl, hold count of owner on this side]` (status.lua). */

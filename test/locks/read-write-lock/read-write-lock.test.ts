@@ -12,7 +12,7 @@ import {
   REDISSON_WRITE_ACQUIRE,
 } from "../../fixtures/redisson.js";
 import { keyPrefix, usePrivateBridge, useRawRedis } from "../../support/env.js";
-import { aborted, isReplayRecord, recordingEdgeLock, replayKeys } from "../../support/locks.js";
+import { aborted, isReplayRecord, recordingEdgeLock } from "../../support/locks.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();

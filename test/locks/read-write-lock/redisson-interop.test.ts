@@ -14,7 +14,7 @@ import {
   REDISSON_WRITE_UNLOCK,
 } from "../../fixtures/redisson.js";
 import { keyPrefix, useRawRedis } from "../../support/env.js";
-import { isReplayRecord, recordingEdgeLock, replayKeys } from "../../support/locks.js";
+import { isReplayRecord, recordingEdgeLock } from "../../support/locks.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();
