@@ -102,7 +102,7 @@ describe("billed commands per operation", () => {
 
   it("write lock cycle", async () => {
     const lock = edgelock.getReadWriteLock(fresh("rw")).writeLock();
-    await expectBill("write cycle", 12, async () => {
+    await expectBill("write cycle", 11, async () => {
       const lease = await lock.tryLock();
       expect(await lease?.release()).toBe("released");
     });
