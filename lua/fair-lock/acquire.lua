@@ -8,7 +8,7 @@
 -- Where it cannot subscribe the waiter sleeps instead; the scripts are the same. The
 -- waiter second in line comes back at least every claim window, so a hand-off to a first waiter
 -- that died meanwhile costs it at most about two claim windows.
--- KEYS[1]  lock name: HASH, field = owner, value = hold count (+ epoch and grant fields)
+-- KEYS[1]  lock name: HASH, field = owner, value = hold count (+ lib/hold.lua's fields)
 -- KEYS[2]  "redisson_lock_queue:{<name>}"   LIST of waiting owners
 -- KEYS[3]  "redisson_lock_timeout:{<name>}" ZSET owner -> server-time ms its slot lapses
 -- KEYS[4]  "edgelock_waiters:{<name>}"      HASH of our queued owners
@@ -29,10 +29,14 @@
 --          (0 = first, -1 = not queued), jvm = 1 when a Redisson client holds the lock (no epoch)
 --          or waits ahead of the owner (not in our registry): its release tells the next waiter
 --          only on Redisson's channel "<KEYS[5]>:<owner>", which the waiter then also listens on
---          | {-1, 0, 0, 0} this request was cancelled
--- Records  "A<epoch>" acquired | "Q" queued | "B" busy without queueing. A replay of a busy
---          answer only reports the owner's place: a late copy of an attempt never takes the
---          lock, re-enters a hold made since, or queues an owner that has left.
+--          | {-1, 0, 0, 0} this request was cancelled, or the hold it made is already gone
+-- Records  "A<epoch>" re-entered, confirmed a hand-off, or created the lock with a lease shorter
+--          than the replay window | "Q" queued | "B" busy without queueing. A lock it creates
+--          records itself (BY, see create below). A replay of a busy answer only reports the
+--          owner's place: a late copy of an attempt never takes the lock, re-enters a hold made
+--          since, or queues an owner that has left. Any other record found first (a cancel's
+--          "C"/"U", a release's "R1"/"G") makes this a no-op.
+-- Billed   free lock, nobody queued: EVALSHA, EXISTS, HSET, PEXPIRE (4)
 local name, queue, slots, waiters, channel, replayKey, _ = unpack(KEYS)
 local leaseMs = tonumber(ARGV[1])
 local owner = ARGV[2]
@@ -62,47 +66,70 @@ local function busy()
   return {0, redis.call('pttl', name), position, jvm}
 end
 
+-- Takes the free lock for `owner` in a new incarnation named after this request (lib/hold.lua
+-- id_epoch: no TIME), whose BY field is this request's replay record: a copy of it finds the HASH
+-- and answers the hold. Only a lease shorter than the replay window, which may expire while a
+-- copy is still in flight, also writes a record ("A<epoch>"); otherwise a release of the hold
+-- records its end (lib/release.lua).
+local function create()
+  local e = id_epoch(id)
+  redis.call('hset', name, owner, 1, EPOCH, e, BY, id)
+  redis.call('pexpire', name, leaseMs)
+  if leaseMs < windowMs then
+    replay_set(id, 'A' .. e)
+  end
+  return {1, 1, tonumber(e) or 0, 0}
+end
+
+-- The common path: no lock, nobody queued (no queue LIST, slot ZSET or registry HASH: Redisson's
+-- scripts and ours delete them once empty) and no record of this request, all in one EXISTS.
+if redis.call('exists', name, queue, slots, waiters, replayKey .. ':' .. id) == 0 then
+  return create()
+end
+
 local seen = replay_get(id)
+local s = redis.call('hmget', name, owner, EPOCH, BY, GRANT)
+local count, current, by, grant = tonumber(s[1]), s[2] or '', s[3], s[4]
 if seen then
   local kind = string.sub(seen, 1, 1)
-  local made = kind == 'A' and string.sub(seen, 2)
-  if made and made == epoch() and redis.call('hexists', name, owner) == 1 then
-    return {1, tonumber(redis.call('hget', name, owner)), tonumber(made) or 0, 0}
+  if kind == 'A' and string.sub(seen, 2) == current and count then
+    return {1, count, tonumber(current) or 0, 0}
   end
   if kind == 'Q' or kind == 'B' then
     return busy()
   end
   return {-1, 0, 0, 0}
 end
+if by == id then
+  -- A copy of the acquire that created this incarnation: the hold is its record.
+  return {1, count or 0, tonumber(current) or 0, 0}
+end
 
-local now = clock_ms()
 local e
 local confirmed = false
-if redis.call('hget', name, GRANT) == waiter then
+if grant == waiter then
   -- A release handed the lock to this waiter: take it for the whole lease.
   redis.call('hdel', name, GRANT)
-  e = epoch()
+  e = current
   confirmed = true
-elseif redis.call('hexists', name, owner) == 1 then
-  redis.call('hincrby', name, owner, 1)
-  e = epoch()
+elseif count then
+  count = redis.call('hincrby', name, owner, 1)
+  e = current
 elseif redis.call('exists', name) == 0 then
-  prune(now)
-  local head = redis.call('lindex', queue, 0)
+  local head = first_live()
   if head and head ~= owner then
     -- Free, but an earlier waiter is alive: it goes first (its holder expired unreleased).
-    hand_off(now)
+    hand_off(head)
   else
     -- Also clears what a Redisson script left of this owner's wait: it drops waiters from the
     -- queue and the ZSET, never from our registry.
     leave(owner)
-    redis.call('hset', name, owner, 1)
-    e = new_epoch()
+    return create()
   end
 end
 
 if e then
-  if confirmed and redis.call('hget', name, owner) == '1' then
+  if confirmed and count == 1 then
     -- The claim window was nobody's lease: the lease starts now and lasts exactly leaseMs, so
     -- a lease shorter than the window does not hold the lock for the rest of it.
     redis.call('pexpire', name, leaseMs)
@@ -110,10 +137,11 @@ if e then
     extend(leaseMs)
   end
   replay_set(id, 'A' .. e)
-  return {1, tonumber(redis.call('hget', name, owner)), tonumber(e) or 0, 0}
+  return {1, count, tonumber(e) or 0, 0}
 end
 
 if slotMs > 0 then
+  local now = clock_ms()
   queue_up(owner, waiter, now, now + slotMs)
   replay_set(id, 'Q')
 else

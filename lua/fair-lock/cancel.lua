@@ -11,7 +11,9 @@
 -- Returns  0 nothing held (left the queue; a late attempt with that id is a no-op)
 --          | 1 a hand-off or a hold it made was given back | 2 already cancelled
 -- Records  "C" (before the attempt applied) | "U" (undone). A lock found free afterwards is
---          handed to the next waiter (this one may have been first in line).
+--          handed to the next waiter (this one may have been first in line). An attempt that
+--          created the lock left no record (lua/fair-lock/acquire.lua): the lock's BY field
+--          naming it is its record, and its hold is undone too.
 -- Not lib/cancel.lua's cancel-or-undo: a waiter leaves the queue and gives back a hand-off
 -- whatever its last attempt's record is (queued "Q", busy "B", applied, or none yet), and the
 -- answer says what it gave back, not what the record was.
@@ -31,15 +33,17 @@ if kind == 'C' or kind == 'U' then
 end
 leave(owner)
 local result = 0
+local s = redis.call('hmget', name, owner, EPOCH, BY, GRANT)
 -- Only the incarnation the attempt joined holds its hold; a later one belongs to later calls.
-local undo = kind == 'A' and string.sub(seen, 2) == epoch()
-  and redis.call('hexists', name, owner) == 1
-if redis.call('hget', name, GRANT) == waiter or undo then
+-- An attempt that created the lock left no record: the lock's BY field names it.
+local undo = s[1] and ((kind == 'A' and string.sub(seen, 2) == (s[2] or ''))
+  or (not seen and s[3] == id))
+if s[4] == waiter or undo then
   drop_hold()
   result = 1
 end
 if redis.call('exists', name) == 0 then
-  hand_off(clock_ms())
+  hand_off()
 end
 replay_set(id, seen and 'U' or 'C')
 return result

@@ -12,6 +12,7 @@
 -- Returns  1 released (last hold gone) | 2 still held | 0 expired (no key, or only a newer
 --          incarnation) | 3 not owner
 -- Records  "R<result>" for results 0 (its hand-off), 1 and 2
+-- Billed   freeing the lock, nobody queued: EVALSHA, HMGET, DEL, PUBLISH, SET, LINDEX (6)
 -- ARGV[1..5] are bound by lib/release-args.lua, shared with lua/lock/release.lua.
 local name, queue, slots, waiters, channel, replayKey, _ = unpack(KEYS)
 -- @include lib/release-args.lua
@@ -20,7 +21,7 @@ local claimMs = tonumber(ARGV[6])
 -- @include lib/fair.lua
 
 local function free()
-  hand_off(clock_ms())
+  hand_off()
 end
 
 -- A lock nobody holds (the lease expired) may strand a waiter: it is handed on then too.

@@ -10,8 +10,8 @@
 -- Our waiter "<client>:<wait>" listens on its client's wake channel "edgelock_wake:{<name>}:<client>"
 -- (lib/wake.lua). Redisson waiters in the same queue are woken on their channel instead, and
 -- take the lock with their own script.
--- Provides fair_wake_channel, leave, waiter_of, alive, prune, queue_up, hand_off;
--- includes lib/hold.lua (GRANT, new_epoch, and the clock with it).
+-- Provides fair_wake_channel, leave, waiter_of, alive, first_live, queue_up, hand_off;
+-- includes lib/hold.lua (GRANT, EPOCH, and the clock with it).
 -- @include lib/hold.lua
 
 -- Redisson's default fairLockWaitTimeout (Config#fairLockWaitTimeout, 5 minutes). Every
@@ -55,15 +55,17 @@ local function alive(owner, now)
   return lapses ~= nil and lapses > now
 end
 
--- Drops dead waiters (slot lapsed, or no slot) from the head of the queue.
-local function prune(now)
+-- The first live waiter, after dropping dead ones (slot lapsed, or no slot) from the head of the
+-- queue; nil when nobody is queued. An empty queue costs one LINDEX and no clock: the server time
+-- is read only once there is a waiter to judge.
+local function first_live()
   while true do
     local head = redis.call('lindex', queue, 0)
     if not head then
-      return
+      return nil
     end
-    if alive(head, now) then
-      return
+    if alive(head, clock_ms()) then
+      return head
     end
     leave(head)
   end
@@ -102,13 +104,13 @@ local function queue_up(owner, waiter, now, lapses)
   end
 end
 
--- The lock is free: give it to the first live waiter. One of ours gets the lock for a claim
--- window, marked with its waiter id (GRANT), and is sent "<waiter>|<epoch>": it holds the lock
--- from then on, and makes the TTL its lease with its first renewal (or its next attempt confirms
--- the grant). A Redisson waiter is woken on its channel and takes the lock itself.
-local function hand_off(now)
-  prune(now)
-  local head = redis.call('lindex', queue, 0)
+-- The lock is free: give it to the first live waiter (`head` when the caller already found it with
+-- first_live). One of ours gets the lock for a claim window, marked with its waiter id (GRANT),
+-- and is sent "<waiter>|<epoch>": it holds the lock from then on, and makes the TTL its lease with
+-- its first renewal (or its next attempt confirms the grant). A Redisson waiter is woken on its
+-- channel and takes the lock itself. Nobody queued: one LINDEX, nothing else.
+local function hand_off(head)
+  head = head or first_live()
   if not head then
     return
   end
@@ -118,8 +120,9 @@ local function hand_off(now)
     return
   end
   leave(head)
-  redis.call('hset', name, head, 1, GRANT, waiter)
-  local e = new_epoch()
+  -- A new incarnation, on the server clock (no request of the waiter's names it).
+  local e = clock_us()
+  redis.call('hset', name, head, 1, GRANT, waiter, EPOCH, e)
   redis.call('pexpire', name, claimMs)
   redis.call('publish', fair_wake_channel(waiter), waiter .. '|' .. e)
 end

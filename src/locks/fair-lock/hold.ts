@@ -140,7 +140,10 @@ export class FairLockHolds extends HashHolds<FairLockInspection> {
 
   /** Deletes the lock whoever holds it and hands it on (force-unlock.lua). */
   forceUnlock(): Promise<boolean> {
-    return this.runOnce(fairLockForceUnlock, this.#keys().slice(0, 5), [FAIR_CLAIM_WINDOW_MS]);
+    return this.runOnce(fairLockForceUnlock, this.#keys().slice(0, 6), [
+      FAIR_CLAIM_WINDOW_MS,
+      this.ctx.replayWindow,
+    ]);
   }
 
   /** The holder and its hold count in one read-only request (lua/lock/holders.lua). */

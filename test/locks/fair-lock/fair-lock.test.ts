@@ -7,7 +7,7 @@
 import { describe, expect, it } from "vitest";
 import { FAIR_CLAIM_WINDOW_MS, type Lease } from "../../../src/index.js";
 import { keyPrefix, useRawRedis } from "../../support/env.js";
-import { isReplayRecord, recordingEdgeLock, replayKeys } from "../../support/locks.js";
+import { isReplayRecord, recordingEdgeLock } from "../../support/locks.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();

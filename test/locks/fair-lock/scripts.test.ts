@@ -17,6 +17,7 @@ import {
 } from "../../../src/lua.gen.js";
 import { REDISSON_FAIR_ACQUIRE, REDISSON_FAIR_UNLOCK } from "../../fixtures/redisson.js";
 import { bridgeRedis, keyPrefix, useRawRedis } from "../../support/env.js";
+import { isReplayRecord, replayRecords } from "../../support/locks.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();
@@ -43,7 +44,7 @@ function fairLock(label: string) {
     replayOld: `edgelock_replay:{${name}}:old`,
     wake: `edgelock_wake:{${name}}`,
   };
-  // KEYS of every fair-lock script, in order (force-unlock takes the first five).
+  // KEYS of every fair-lock script, in order (force-unlock takes the first six).
   const all = Object.values(keys).slice(0, 7);
   const run = <T>(script: { source: string }, args: (string | number)[], count = 7) =>
     redis.eval(script.source, all.slice(0, count), args) as Promise<T>;
@@ -81,7 +82,7 @@ function fairLock(label: string) {
     cancel: (owner: string, id: string, o: { claim?: number } = {}) =>
       run<number>(fairLockCancel, [owner, WINDOW, id, o.claim ?? CLAIM, owner]),
     forceUnlock: (o: { claim?: number } = {}) =>
-      run<number>(fairLockForceUnlock, [o.claim ?? CLAIM], 5),
+      run<number>(fairLockForceUnlock, [o.claim ?? CLAIM, WINDOW], 6),
     /** The waiting owners, first in line first. */
     queued: async () => (await raw.lRange(keys.queue, 0, -1)).map(String),
     /** The lock HASH as field -> value. */
@@ -89,14 +90,14 @@ function fairLock(label: string) {
       Object.fromEntries(
         Object.entries(await raw.hGetAll(name)).map(([k, v]) => [k, String(v)]),
       ) as Record<string, string>,
-    /** Every key of this lock left in Redis, replay records aside. */
+    /** Every key of this lock left in Redis, replay records aside (they lapse on their own). */
     leftovers: async () => {
       const found: string[] = [];
       for await (const batch of raw.scanIterator({ MATCH: `*{${name}}*`, COUNT: 1000 })) {
         found.push(...batch.map(String));
       }
       if ((await raw.exists(name)) === 1) found.push(name);
-      return found.filter((k) => k !== keys.replay && k !== keys.replayOld).sort();
+      return found.filter((k) => !isReplayRecord(name, k)).sort();
     },
   };
 }
@@ -435,6 +436,59 @@ describe("fair lock scripts", () => {
     expect(await f.leftovers()).toEqual([]);
   });
 
+  it("a lock taken with a lease of at least the replay window is its own record: copies of its acquire answer it, and once it is gone do nothing", async () => {
+    const f = fairLock("own-record");
+    const long = { lease: WINDOW + 30_000 };
+    const records = () => replayRecords(raw, f.name);
+    // A copy answers the hold it made, without a record and without holding twice.
+    const take = randomHex();
+    const first = await f.acquire("h", { ...long, id: take });
+    expect(first).toEqual([1, 1, expect.any(Number), 0]);
+    expect(await records()).toEqual({});
+    expect(await raw.pTTL(f.name)).toBeGreaterThan(WINDOW);
+    expect(await f.hash()).toMatchObject({ h: "1", "edgelock:by": take });
+    expect(await f.acquire("h", { ...long, id: take })).toEqual(first);
+    expect(await f.hash()).toMatchObject({ h: "1" });
+    // Released by its lease: "R1" under the same id, and a late copy does nothing.
+    expect(await f.release("h", { id: take, epoch: String(first[2]) })).toBe(1);
+    expect(await records()).toEqual({ [take]: "R1" });
+    expect(await f.acquire("h", { ...long, id: take })).toEqual([-1, 0, 0, 0]);
+    expect(await raw.exists(f.name)).toBe(0);
+
+    // Cancelled after it applied (its answer lost): undone, and a late copy does nothing.
+    const lost = randomHex();
+    expect((await f.acquire("h", { ...long, id: lost }))[0]).toBe(1);
+    expect(await f.cancel("h", lost)).toBe(1);
+    expect(await raw.exists(f.name)).toBe(0);
+    expect(await f.acquire("h", { ...long, id: lost })).toEqual([-1, 0, 0, 0]);
+    expect(await raw.exists(f.name)).toBe(0);
+
+    // Deleted by forceUnlock, or by unlock(owner) with a request of its own: "G" for the acquire.
+    const forced = randomHex();
+    expect((await f.acquire("h", { ...long, id: forced }))[0]).toBe(1);
+    expect(await f.forceUnlock()).toBe(1);
+    expect((await records())[forced]).toBe("G");
+    expect(await f.acquire("h", { ...long, id: forced })).toEqual([-1, 0, 0, 0]);
+    const unlocked = randomHex();
+    expect((await f.acquire("h", { ...long, id: unlocked }))[0]).toBe(1);
+    expect(await f.release("h")).toBe(1);
+    expect((await records())[unlocked]).toBe("G");
+    expect(await f.acquire("h", { ...long, id: unlocked })).toEqual([-1, 0, 0, 0]);
+    expect(await raw.exists(f.name)).toBe(0);
+    expect(await f.leftovers()).toEqual([]);
+  });
+
+  it("an empty queue costs nothing; a registry entry a Redisson script left behind is cleared when its owner takes the lock", async () => {
+    const f = fairLock("stale-registry");
+    // Redisson's scripts drop a lapsed waiter from the LIST and the ZSET, never from our HASH.
+    await raw.hSet(f.waiters, "h", "h:1");
+    await raw.pExpire(f.waiters, 60_000);
+    expect((await f.acquire("h"))[0]).toBe(1);
+    expect(await raw.exists(f.waiters)).toBe(0);
+    expect(await f.release("h")).toBe(1);
+    expect(await f.leftovers()).toEqual([]);
+  });
+
   it("forceUnlock deletes the lock whoever holds it and passes it to the next waiter", async () => {
     const f = fairLock("force");
     const wakes = await listen(f.name);
@@ -465,9 +519,16 @@ describe("fair lock scripts", () => {
         arguments: [String(LEASE), jvm, String(await serverMs())],
       });
 
-    // edgelock holds: the HASH is Redisson's (owner -> hold count, PEXPIRE) plus our epoch field.
-    const [, , epoch] = await f.acquire("edge:1");
-    expect(await f.hash()).toEqual({ "edge:1": "1", "edgelock:epoch": String(epoch) });
+    // edgelock holds: the HASH is Redisson's (owner -> hold count, PEXPIRE) plus our epoch field
+    // and the request that created it (its replay record).
+    const take = randomHex();
+    const [, , epoch] = await f.acquire("edge:1", { id: take });
+    expect(await f.hash()).toEqual({
+      "edge:1": "1",
+      "edgelock:epoch": String(epoch),
+      "edgelock:by": take,
+    });
+    expect(await raw.pTTL(f.name)).toBeGreaterThan(LEASE - 5_000);
     // The JVM client finds it held and queues, with a timeout in the shared ZSET.
     const ttl = (await jvmAcquire()) as number;
     expect(ttl).toBeGreaterThan(LEASE - 5_000);
