@@ -78,7 +78,7 @@ describe("billed commands per operation", () => {
 
   it("fair lock cycle", async () => {
     const lock = edgelock.getFairLock(fresh("fair"));
-    await expectBill("fair cycle", 12, async () => {
+    await expectBill("fair cycle", 10, async () => {
       const lease = await lock.tryLock();
       expect(await lease?.release()).toBe("released");
     });
