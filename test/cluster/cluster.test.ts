@@ -28,6 +28,7 @@ import { isClusterFlag } from "../../src/lease/renewal.js";
 import * as lua from "../../src/lua.gen.js";
 import { crc16, keySlot } from "../../src/slot.js";
 import type { RedisLike } from "../../src/transport/index.js";
+import { isReplayRecord } from "../support/locks.js";
 import { type RedisCluster, startRedisCluster } from "../support/redis-cluster.js";
 
 const TOKEN = randomBytes(16).toString("hex");
@@ -237,7 +238,9 @@ async function leftovers(name: string, documented: string[] = []): Promise<strin
   const short = [`edgelock_replay:{${name}}`, `edgelock_replay:{${name}}:old`];
   return (await keysOf(name))
     .map(({ key }) => key)
-    .filter((key) => !short.includes(key) && !documented.includes(key));
+    .filter(
+      (key) => !short.includes(key) && !isReplayRecord(name, key) && !documented.includes(key),
+    );
 }
 
 function held<T extends Lease>(lease: T | null): T {
@@ -597,7 +600,8 @@ describe("every primitive on every master", () => {
     );
     expect(await semaphore.availablePermits()).toBe(1);
     expect(await semaphore.delete()).toBe(true);
-    expect(await leftovers(name)).toEqual([]);
+    // The waiters' marker lapses with the last registration (lua/lib/permits.lua).
+    expect(await leftovers(name, [`edgelock_waiting:{${name}}:any`])).toEqual([]);
   });
 
   it.each(MASTERS)("count-down latch on master %i", async (master) => {

@@ -233,7 +233,9 @@ export interface KeysReport {
 
 const REPLAY = /^edgelock_replay:\{[^}]*\}:.+$/;
 const TOKEN = /^redisson_lock_token:\{[^}]*\}$/;
-const WAITING = /^edgelock_(waiting:\{[^}]*\}|wake:\{[^}]*\}:.+)$/;
+// The waiters' ZSET, the permit-expirable semaphore's marker beside it (lua/lib/permits.lua),
+// and wake lists.
+const WAITING = /^edgelock_(waiting:\{[^}]*\}(:any)?|wake:\{[^}]*\}:.+)$/;
 
 /**
  * (d) Sorts the keys left after quiescence into documented ones (replay records within their
