@@ -145,8 +145,8 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
 
   /**
    * Takes `permits` permits with a lease each, waiting up to `waitTime` for them (Redisson
-   * RPermitExpirableSemaphore#tryAcquire(permits, waitTime, leaseTime)). Expired permits are
-   * returned to the pool first. One request when permits are available; a waiter subscribes to
+   * RPermitExpirableSemaphore#tryAcquire(permits, waitTime, leaseTime)). When too few are
+   * available, permits whose lease ran out are returned to the pool first. One request when permits are available; a waiter subscribes to
    * its client's wake channel once (one request) and is woken by the edgelock release that
    * frees permits, or comes back when the next lease runs out. While a Redisson client holds a
    * live permit, it listens on Redisson's channel `redisson_sc:{<name>}` instead, where every
@@ -178,7 +178,7 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
    * a resent request answers what the first copy did.
    * @param id a permit id from `lease.permitIds`.
    * @returns true when the permit was held and is back in the pool; false when it was not held
-   * (already released, never taken, or its lease ran out: it is back in the pool already).
+   * (already released, never taken, or its lease ran out: then it is back in the pool).
    * @throws TypeError for a malformed id, before any request.
    * @throws {TransportError} when Redis could not be reached.
    */
