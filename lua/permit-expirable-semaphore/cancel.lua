@@ -16,6 +16,8 @@
 --          | 1 the permits it took were given back (or had gone already)
 --          | 2 nothing to do (already cancelled, or released)
 -- Records  "C" (cancelled first) | "U" (given back)
+-- Billed   after the acquire applied: EVALSHA, MGET, ZREM, INCRBY, PUBLISH, SET (6); before it:
+--          EVALSHA, MGET, ZREM, SET (4)
 local name, timeouts, replayKey, _, channel, waiting, wake, marker = unpack(KEYS)
 local windowMs = tonumber(ARGV[1])
 local id = ARGV[2]

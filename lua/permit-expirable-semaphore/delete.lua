@@ -9,6 +9,7 @@
 -- ARGV[1]  replay window in ms
 -- Returns  1 if the semaphore existed, else 0
 -- Records  "G" under the request id of each acquire whose edgelock permits were taken
+-- Billed   EVALSHA, ZRANGE, EXISTS, DEL, plus a SET per acquire whose permits were taken
 local name, timeouts, limit, replayKey = unpack(KEYS)
 local windowMs = tonumber(ARGV[1])
 -- @include lib/replay.lua
