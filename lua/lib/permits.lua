@@ -3,72 +3,129 @@
 --   name      semaphore name: STRING, available permits (KEYS)
 --   timeouts  "{<name>}:timeout": ZSET permit id (16 raw bytes) -> expiry, epoch ms (KEYS)
 --   channel   Redisson channel "redisson_sc:{<name>}" (KEYS)
---   held      "edgelock_held:{<name>}": ZSET permit id (16 bytes) -> expiry ms, the permits
---             edgelock callers took (KEYS); a live permit in `timeouts` that is not here a
---             Redisson client took, and its release wakes only Redisson's channel
--- and the keys of lib/wake.lua, which this includes (wake_n, and the clock with it). Permit ids
--- travel as 32 hex characters and are stored as the 16 bytes they encode, as Redisson stores
--- them, so JVM clients see the same permits. Provides NON_EXPIRABLE, permit_bytes, permit_hex,
--- held_set, held_foreign, reclaim, give_back.
+--   marker    "edgelock_waiting:{<name>}:any": a STRING that lives at least as long as the last
+--             waiter registration (KEYS), so that a script finding it absent (in an MGET it does
+--             anyway) knows nobody is registered and leaves the registry alone
+-- and the keys of lib/wake.lua, which this includes (wake_n, and the clock with it).
+-- Permit ids travel as 32 hex characters and are stored as the 16 bytes they encode, as Redisson
+-- stores them, so JVM clients see the same permits. edgelock's ids say whose they are and which
+-- request took them: 22 random hex characters, the permit's index in its acquire (4, from 0001),
+-- then edgelock's tag (6); the acquire's request id (the lease id) is the same with index 0000.
+-- So a live permit without the tag is a Redisson client's (whose release publishes only on
+-- Redisson's channel), with no record of edgelock's own permits to keep up to date, and a
+-- release by id can tell the acquire that took the permit that it went (lib/replay.lua).
+-- Provides NON_EXPIRABLE, permit_members, permit_mine, permit_acquire_id, permits_held,
+-- permits_live_scan, waiters_mark, reclaim, give_back.
 -- @include lib/wake.lua
 
 -- Redisson's score for a permit without a lease (about the year 31197): never expires.
 local NON_EXPIRABLE = 922337203685477
+-- The last 3 bytes of every edgelock permit id (hex "ed9e10"). A Redisson client's random id
+-- ends so with a chance of 2^-24; such a permit would only be taken for edgelock's, so that a
+-- waiter behind it registers instead of listening on Redisson's channel.
+local PERMIT_TAG = string.char(0xed, 0x9e, 0x10)
+-- Live permits read per call when a busy attempt looks for a Redisson client's.
+local SCAN_PAGE = 1000
 
-local function permit_bytes(hex)
-  return (string.gsub(hex, '..', function(cc)
-    return string.char(tonumber(cc, 16))
-  end))
+-- The permits named by ARGV[first..] (32 hex characters each), as stored (16 bytes each).
+local function permit_members(first)
+  local members = {}
+  for i = first, #ARGV do
+    members[#members + 1] = (string.gsub(ARGV[i], '..', function(cc)
+      return string.char(tonumber(cc, 16))
+    end))
+  end
+  return members
 end
 
-local function permit_hex(bytes)
-  return (string.gsub(bytes, '.', function(c)
+-- Whether permit `member` (16 bytes) was taken by an edgelock caller.
+local function permit_mine(member)
+  return #member == 16 and string.sub(member, 14) == PERMIT_TAG
+end
+
+-- The request id (32 hex characters) of the acquire that took edgelock permit `member`.
+local function permit_acquire_id(member)
+  local hex = string.gsub(member, '.', function(c)
     return string.format('%02x', string.byte(c))
-  end))
+  end)
+  return string.sub(hex, 1, 22) .. '0000' .. string.sub(hex, 27)
 end
 
--- Records permit `member` as taken by an edgelock caller until `expiry`. The record lives as
--- long as its last permit's lease, so one a Redisson client emptied (its delete) goes too.
-local function held_set(member, expiry, now)
-  redis.call('zadd', held, expiry, member)
-  if redis.call('pttl', held) < expiry - now then
-    redis.call('pexpire', held, expiry - now)
+-- How many of `members` are taken (in the ZSET), and how many of those have a lease still
+-- running at `now`: one ZMSCORE.
+local function permits_held(members, now)
+  local present, live = 0, 0
+  for _, score in ipairs(redis.call('zmscore', timeouts, unpack(members))) do
+    if score then
+      present = present + 1
+      if tonumber(score) > now then
+        live = live + 1
+      end
+    end
+  end
+  return present, live
+end
+
+-- Looks through the live permits (a page of SCAN_PAGE per call, usually one call): whether one
+-- is a Redisson client's, and the ms until the next lease runs out (-1: none will).
+local function permits_live_scan(now)
+  local offset, next = 0, -1
+  while true do
+    -- The bound is a string: Lua would print the number as 1.7e+12 or so.
+    local page = redis.call('zrangebyscore', timeouts, '(' .. now, '+inf', 'withscores', 'limit',
+      offset, SCAN_PAGE)
+    for i = 1, #page, 2 do
+      local score = tonumber(page[i + 1])
+      -- Sorted by expiry: the first lease of the first page runs out first.
+      if offset == 0 and i == 1 and score < NON_EXPIRABLE then
+        next = score - now
+      end
+      if not permit_mine(page[i]) then
+        return true, next
+      end
+    end
+    if #page < 2 * SCAN_PAGE then
+      return false, next
+    end
+    offset = offset + SCAN_PAGE
   end
 end
 
--- Whether a live permit is held by someone other than an edgelock caller (a Redisson client).
-local function held_foreign(now)
-  local bound = '(' .. now
-  return redis.call('zcount', timeouts, bound, '+inf') > redis.call('zcount', held, bound, '+inf')
+-- Waiter registrations just made (lib/wake.lua, waiting_add) last `ms`: the marker lives at
+-- least as long.
+local function waiters_mark(ms)
+  if not redis.call('set', marker, 1, 'px', ms, 'nx') then
+    redis.call('pexpire', marker, ms, 'gt')
+  end
 end
 
--- Returns every permit whose lease ran out by `now` to the pool and wakes waiters it can serve.
--- Returns the available permits after.
-local function reclaim(now)
-  redis.call('zremrangebyscore', held, 0, now)
-  local expired = redis.call('zcount', timeouts, 0, now)
+-- Returns every permit whose lease ran out by `now` to the pool (all of them, where Redisson
+-- returns as many as it asks for), publishes the count on Redisson's channel and wakes the
+-- registered waiters it can serve (`waiters`: the marker's value, false when absent). Returns
+-- the available permits after, or nil when none had run out.
+local function reclaim(now, waiters)
+  local expired = redis.call('zremrangebyscore', timeouts, 0, now)
   if expired > 0 then
-    redis.call('zremrangebyscore', timeouts, 0, now)
     local available = redis.call('incrby', name, expired)
     redis.call('publish', channel, available)
-    wake_n(available)
+    if waiters then
+      wake_n(available)
+    end
     return available
   end
-  return tonumber(redis.call('get', name)) or 0
 end
 
--- Gives the listed permits (ARGV from `first`) back to the pool if still held. Returns how many.
-local function give_back(first)
-  local removed = 0
-  for i = first, #ARGV do
-    local member = permit_bytes(ARGV[i])
-    removed = removed + redis.call('zrem', timeouts, member)
-    redis.call('zrem', held, member)
-  end
+-- Gives the taken permits among `members` back to the pool, publishes the count on Redisson's
+-- channel and wakes the registered waiters it can serve (`waiters` as for reclaim). Returns how
+-- many were taken.
+local function give_back(members, waiters)
+  local removed = redis.call('zrem', timeouts, unpack(members))
   if removed > 0 then
     local available = redis.call('incrby', name, removed)
     redis.call('publish', channel, available)
-    wake_n(available)
+    if waiters then
+      wake_n(available)
+    end
   end
   return removed
 end

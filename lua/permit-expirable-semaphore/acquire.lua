@@ -1,11 +1,12 @@
--- Take permits with leases: Redisson RedissonPermitExpirableSemaphore#tryAcquireAsync (reclaim
--- expired permits, then take `permits` if available, each id scored with its expiry), with every
--- expired permit reclaimed instead of at most `permits`, server time instead of the client's
--- clock, and a replay record per request id so an HTTP retry never takes permits twice. A busy
--- attempt registers the caller's waiter id (lib/wake.lua) and reports when the next lease runs
--- out, which bounds its wait (an expiring permit wakes nobody by itself); while a Redisson client
--- holds a live permit, whose release publishes only on Redisson's channel, it says so instead
--- of registering (the waiter listens there).
+-- Take permits with leases: Redisson RedissonPermitExpirableSemaphore#tryAcquireAsync (take
+-- `permits` if available, each id scored with its expiry, the leases following the semaphore's
+-- TTL), with server time instead of the client's clock, expired permits reclaimed (all of them)
+-- when the available ones are not enough rather than up to `permits` first, and replay safety:
+-- an HTTP retry never takes permits twice. A busy attempt registers the caller's waiter id
+-- (lib/wake.lua) and reports when the next lease runs out, which bounds its wait (an expiring
+-- permit wakes nobody by itself); while a Redisson client holds a live permit, whose release
+-- publishes only on Redisson's channel, it says so instead of registering (the waiter listens
+-- there).
 -- KEYS[1]  semaphore name: STRING, available permits (Redisson layout; missing = 0)
 -- KEYS[2]  permit leases "{<name>}:timeout" (ZSET id bytes -> expiry ms)
 -- KEYS[3]  replay records "edgelock_replay:{<name>}" (prefix: one STRING per request id)
@@ -13,79 +14,100 @@
 -- KEYS[5]  Redisson channel "redisson_sc:{<name>}"
 -- KEYS[6]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
 -- KEYS[7]  waiters' wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
--- KEYS[8]  permits edgelock callers took "edgelock_held:{<name>}" (ZSET, lib/permits.lua)
+-- KEYS[8]  waiters' marker "edgelock_waiting:{<name>}:any" (STRING, lib/permits.lua)
 -- ARGV[1]  lease of each permit in ms
 -- ARGV[2]  replay window in ms
--- ARGV[3]  request id (32 hex characters)
+-- ARGV[3]  request id (32 hex characters: lib/permits.lua's id with index 0000)
 -- ARGV[4]  waiter id of a call that blocks for a wake-up between attempts ('' = none)
 -- ARGV[5]  with a waiter id: how long its registration lasts, in ms
--- ARGV[6…] permit ids, 32 hex characters each (one per permit to take)
+-- ARGV[6…] permit ids, 32 hex characters each (one per permit to take; lib/permits.lua's ids
+--          of this request)
 -- Returns  {1, available after} acquired (also for a replay whose permits are all still held)
 --          | {0, ms until the next lease runs out (-1: none will), foreign} not enough
 --            permits; foreign 1 when a Redisson client holds a live permit, else 0
 --          | {-1, 0} this request was cancelled, or the permits it took are gone
--- Records  "A" acquired (a cancel tombstone "C" written first makes this a no-op)
-local name, timeouts, replayKey, _, channel, waiting, wake, held = unpack(KEYS)
+-- Records  "A" when the lease is shorter than the replay window (the permits may be gone while a
+--          copy of this request is still in flight); otherwise the permits are their own record
+--          (ZADD NX finds them), and whoever removes them first records that under this
+--          request id (the lease's release "R<n>", a release by id or delete "G", a cancel "U").
+--          Any record found first (a cancel's tombstone "C" too) makes this a no-op.
+-- Billed   permits available: EVALSHA, TIME, MGET, ZADD, DECRBY, PTTL, plus SET for a lease
+--          shorter than the replay window (7)
+local name, timeouts, replayKey, _, channel, waiting, wake, marker = unpack(KEYS)
 local leaseMs = tonumber(ARGV[1])
 local windowMs = tonumber(ARGV[2])
 local id = ARGV[3]
 local waiter = ARGV[4]
-local count = #ARGV - 5
+local waitMs = tonumber(ARGV[5])
 -- @include lib/replay.lua
 -- @include lib/wake.lua
 -- @include lib/permits.lua
 
 local now = clock_ms()
-local seen = replay_get(id)
+local members = permit_members(6)
+local count = #members
+-- One read for the pool, this request's record and whether anyone waits.
+local state = redis.call('mget', name, replayKey .. ':' .. id, marker)
+local available, seen, waiters = tonumber(state[1]) or 0, state[2], state[3]
+
 if seen then
   if seen == 'A' then
-    for i = 6, #ARGV do
-      local score = redis.call('zscore', timeouts, permit_bytes(ARGV[i]))
-      if not score or tonumber(score) <= now then
-        return {-1, 0}
-      end
+    local _, live = permits_held(members, now)
+    if live == count then
+      return {1, available}
     end
-    return {1, tonumber(redis.call('get', name)) or 0}
   end
   return {-1, 0}
 end
 
-local available = reclaim(now)
 if available < count then
-  local foreign = 0
-  if held_foreign(now) then
-    foreign = 1
+  -- Without a record, a copy of an acquire that applied finds the permits it took.
+  local present, live = permits_held(members, now)
+  if present > 0 then
+    return live == count and {1, available} or {-1, 0}
   end
-  if waiter ~= '' then
-    if foreign == 1 then
-      waiting_remove(waiter)
-    else
-      waiting_add(waiter, tonumber(ARGV[5]))
+  available = reclaim(now, waiters) or available
+  if available < count then
+    local foreign, next = permits_live_scan(now)
+    if waiter ~= '' then
+      if not foreign then
+        waiting_add(waiter, waitMs)
+        waiters_mark(waitMs)
+      elseif waiters then
+        waiting_remove(waiter)
+      end
     end
+    return {0, next, foreign and 1 or 0}
   end
-  -- The bound is a string: Lua would print the number as 9.2233720368548e+14.
-  local next = redis.call('zrangebyscore', timeouts, '(' .. now, '(922337203685477', 'withscores', 'limit', 0, 1)
-  if #next == 0 then
-    return {0, -1, foreign}
-  end
-  return {0, tonumber(next[2]) - now, foreign}
 end
-if waiter ~= '' then
+
+if waiter ~= '' and waiters then
   waiting_remove(waiter)
 end
-local left = redis.call('decrby', name, count)
-for i = 6, #ARGV do
-  local member = permit_bytes(ARGV[i])
-  redis.call('zadd', timeouts, now + leaseMs, member)
-  held_set(member, now + leaseMs, now)
+local expiry = now + leaseMs
+local scored = {'nx'}
+for _, member in ipairs(members) do
+  scored[#scored + 1] = expiry
+  scored[#scored + 1] = member
 end
+local added = redis.call('zadd', timeouts, unpack(scored))
+if added == 0 then
+  -- A copy of an acquire that applied: its permits are all there.
+  return {1, available}
+end
+-- Fewer than `count` only for a copy whose first took permits that a Redisson client removed
+-- since (edgelock's removals leave a record): the ones it takes again are counted.
+local left = redis.call('decrby', name, added)
 -- The leases follow the semaphore's own TTL, if it has one (Redisson does the same).
 local ttl = redis.call('pttl', name)
 if ttl > 0 then
   redis.call('pexpire', timeouts, ttl)
 end
-replay_set(id, 'A')
-if left > 0 then
+if leaseMs < windowMs then
+  replay_set(id, 'A')
+end
+-- What is left may serve other waiters (a release may have woken fewer than it freed).
+if left > 0 and waiters then
   wake_n(left)
 end
 return {1, left}

@@ -8,23 +8,33 @@
 -- KEYS[5]  Redisson channel "redisson_sc:{<name>}"
 -- KEYS[6]  registered waiters "edgelock_waiting:{<name>}" (ZSET, see lib/wake.lua)
 -- KEYS[7]  waiters' wake channels "edgelock_wake:{<name>}" (prefix, lib/wake.lua)
--- KEYS[8]  permits edgelock callers took "edgelock_held:{<name>}" (ZSET, lib/permits.lua)
+-- KEYS[8]  waiters' marker "edgelock_waiting:{<name>}:any" (STRING, lib/permits.lua)
 -- ARGV[1]  replay window in ms
 -- ARGV[2]  request id of that acquire
 -- ARGV[3…] the permit ids it asked for
 -- Returns  0 cancelled before it applied (a tombstone makes a late acquire a no-op)
---          | 1 the permits it took were given back (or had expired already)
---          | 2 nothing to do (already cancelled)
--- Records  "C" (cancelled first) | "U" (given back), by lib/cancel.lua
-local name, timeouts, replayKey, _, channel, waiting, wake, held = unpack(KEYS)
+--          | 1 the permits it took were given back (or had gone already)
+--          | 2 nothing to do (already cancelled, or released)
+-- Records  "C" (cancelled first) | "U" (given back)
+-- Billed   after the acquire applied: EVALSHA, MGET, ZREM, INCRBY, PUBLISH, SET (6); before it:
+--          EVALSHA, MGET, ZREM, SET (4)
+local name, timeouts, replayKey, _, channel, waiting, wake, marker = unpack(KEYS)
 local windowMs = tonumber(ARGV[1])
 local id = ARGV[2]
+-- @include lib/replay.lua
+-- @include lib/wake.lua
 -- @include lib/permits.lua
--- @include lib/cancel.lua
 
-local function undo()
-  give_back(3)
+local state = redis.call('mget', replayKey .. ':' .. id, marker)
+local seen, waiters = state[1], state[2]
+-- "A": the acquire applied. Without a record it may have too (a lease at least the replay
+-- window records nothing): its permits tell.
+if seen and seen ~= 'A' then
+  return 2
 end
-
--- The acquire's record: "A" (its permits are the ids this cancel is given).
-return cancel_or_undo(id, '^A$', undo)
+if give_back(permit_members(3), waiters) == 0 and not seen then
+  replay_set(id, 'C')
+  return 0
+end
+replay_set(id, 'U')
+return 1

@@ -132,14 +132,15 @@ describe("(d) keys left", () => {
         { key: "edgelock_replay:{t:late}:89ab", pttl: 30_001 }, // beyond the window: a leak
         { key: "redisson_lock_token:{t:lock}", pttl: -1 },
         { key: "edgelock_waiting:{t:lock}", pttl: 20_000 },
+        { key: "edgelock_waiting:{t:sem}:any", pttl: 20_000 },
         { key: "edgelock_wake:{t:lock}:abc", pttl: 5_000 },
         { key: "t:sem", pttl: -1 },
         { key: "t:lock", pttl: 1_500 }, // a lock HASH nobody holds any more
       ],
       { replayWindow: 30_000, persistent: ["t:sem"] },
     );
-    expect(report).toMatchObject({ replay: 2, tokens: 1, waiting: 2, persistent: 1 });
-    expect(report.waitingKeys).toHaveLength(2);
+    expect(report).toMatchObject({ replay: 2, tokens: 1, waiting: 3, persistent: 1 });
+    expect(report.waitingKeys).toHaveLength(3);
     expect(report.leaked.map((k) => k.key)).toEqual([
       "edgelock_replay:{t:other}:4567",
       "edgelock_replay:{t:late}:89ab",

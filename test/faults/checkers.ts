@@ -233,6 +233,8 @@ export interface KeysReport {
 
 const REPLAY = /^edgelock_replay:\{[^}]*\}:.+$/;
 const TOKEN = /^redisson_lock_token:\{[^}]*\}$/;
+// The waiters' ZSET, the grants beside it (lua/lib/wake.lua), the registry's mark (`:any`: the
+// reentrant lock's lib/wake.lua, the permit-expirable semaphore's lib/permits.lua), and wake lists.
 const WAITING = /^edgelock_(waiting:\{[^}]*\}(:grant|:any)?|wake:\{[^}]*\}:.+)$/;
 
 /**

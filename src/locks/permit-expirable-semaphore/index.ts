@@ -145,8 +145,8 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
 
   /**
    * Takes `permits` permits with a lease each, waiting up to `waitTime` for them (Redisson
-   * RPermitExpirableSemaphore#tryAcquire(permits, waitTime, leaseTime)). Expired permits are
-   * returned to the pool first. One request when permits are available; a waiter subscribes to
+   * RPermitExpirableSemaphore#tryAcquire(permits, waitTime, leaseTime)). When too few are
+   * available, permits whose lease ran out are returned to the pool first. One request when permits are available; a waiter subscribes to
    * its client's wake channel once (one request) and is woken by the edgelock release that
    * frees permits, or comes back when the next lease runs out. While a Redisson client holds a
    * live permit, it listens on Redisson's channel `redisson_sc:{<name>}` instead, where every
@@ -178,12 +178,12 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
    * a resent request answers what the first copy did.
    * @param id a permit id from `lease.permitIds`.
    * @returns true when the permit was held and is back in the pool; false when it was not held
-   * (already released, never taken, or its lease ran out: it is back in the pool already).
+   * (already released, never taken, or its lease ran out: then it is back in the pool).
    * @throws TypeError for a malformed id, before any request.
    * @throws {TransportError} when Redis could not be reached.
    */
   async tryRelease(id: string): Promise<boolean> {
-    const call = this.#releaseCall(randomHex(), [checkPermitId(id)]);
+    const call = this.#releaseCall(randomHex(), [checkPermitId(id)], true);
     return (await runDefinite(this.#ctx, "release", call, asInteger, { requests: 0 })) === 1;
   }
 
@@ -241,8 +241,8 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
       {
         script: permitExpirableSemaphoreDelete,
         name: this.name,
-        keys: [this.name, timeoutsKey(this.name), limitKey(this.name), heldKey(this.name)],
-        args: [],
+        keys: [this.name, timeoutsKey(this.name), limitKey(this.name), keys.replay(this.name)],
+        args: [this.#ctx.replayWindow],
       },
       asInteger,
       { requests: 0 },
@@ -330,8 +330,8 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
   ): Promise<
     { id: string; permitIds: string[]; sentAt: number } | { pttl: number; foreign: boolean }
   > {
-    const id = randomHex();
-    const permitIds = Array.from({ length: count }, () => randomHex());
+    const id = permitRequestId();
+    const permitIds = permitIdsOf(id, count);
     const sentAt = Date.now();
     const [status = 0, value = -1, foreign = 0] = await runAttempt(
       this.#ctx,
@@ -369,13 +369,19 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
           by,
           async (counter) => (await this.#renew(ids, leaseTime, timeout, counter)) === ids.length,
         ),
-      // Every permit given back: released; fewer: their leases had run out.
+      // Every permit given back: released; fewer: their leases had run out. Until the lease's
+      // own expiresAt (never after Redis's expiry) a permit still taken is held, so only a
+      // lease past it has Redis read each permit's expiry.
       release: (lease) =>
-        runRelease(this.#ctx, this.#releaseCall(lease.id, ids), (r) => {
-          const released = asInteger(r);
-          if (released === undefined) return undefined;
-          return released === ids.length ? "released" : "expired";
-        }),
+        runRelease(
+          this.#ctx,
+          this.#releaseCall(lease.id, ids, Date.now() >= lease.expiresAt),
+          (r) => {
+            const released = asInteger(r);
+            if (released === undefined) return undefined;
+            return released === ids.length ? "released" : "expired";
+          },
+        ),
       lost: () => this.#ctx.emit({ type: "lost", name: this.name, requests: 0, durationMs: 0 }),
       backgroundError: (_lease, operation, error) =>
         reportError(this.#ctx, this.name, operation, error, 0, 0),
@@ -393,13 +399,16 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
     }) as PermitLease;
   }
 
-  /** The release of `permitIds` (release.lua) under `requestId`. */
-  #releaseCall(requestId: string, permitIds: readonly string[]): ScriptCall {
+  /**
+   * The release of `permitIds` (release.lua) under `requestId`; `check`: Redis reads each
+   * permit's expiry (a permit whose lease ran out counts as not held).
+   */
+  #releaseCall(requestId: string, permitIds: readonly string[], check: boolean): ScriptCall {
     return {
       script: permitExpirableSemaphoreRelease,
       name: this.name,
       keys: this.#writeKeys(),
-      args: [this.#ctx.replayWindow, requestId, ...permitIds],
+      args: [this.#ctx.replayWindow, requestId, check ? 1 : 0, ...permitIds],
     };
   }
 
@@ -450,7 +459,7 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
       semaphoreChannel(this.name),
       keys.waiting(this.name),
       keys.wake(this.name),
-      heldKey(this.name),
+      waitersMarkerKey(this.name),
     ];
   }
 }
@@ -458,10 +467,34 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
 /** Redisson's permit leases: ZSET permit id (16 bytes) -> expiry ms, same hash slot. */
 export const timeoutsKey = (name: string) => `{${name}}:timeout`;
 /**
- * The permits edgelock callers took, with their expiry (lua/lib/permits.lua): any other live
- * permit a Redisson client holds.
+ * Lives at least as long as the last waiter registration (lua/lib/permits.lua): a release that
+ * finds it absent leaves the waiter registry alone.
  */
-const heldKey = (name: string) => `edgelock_held:{${name}}`;
+const waitersMarkerKey = (name: string) => `edgelock_waiting:{${name}}:any`;
+
+/**
+ * edgelock's permit ids end with this tag (3 bytes), so a live permit without it is a Redisson
+ * client's (lua/lib/permits.lua).
+ */
+const PERMIT_TAG = "ed9e10";
+
+/**
+ * A fresh acquire request id (also the lease id): 22 random hex characters, index 0000, the
+ * permit tag. Its permits' ids (permitIdsOf) differ only in the index, so a script holding a
+ * permit id knows the acquire that took it.
+ */
+function permitRequestId(): string {
+  return `${randomHex(11)}0000${PERMIT_TAG}`;
+}
+
+/** The ids of the `count` permits that acquire `id` takes (indices 0001…). */
+function permitIdsOf(id: string, count: number): string[] {
+  const stem = id.slice(0, 22);
+  return Array.from(
+    { length: count },
+    (_, i) => `${stem}${(i + 1).toString(16).padStart(4, "0")}${PERMIT_TAG}`,
+  );
+}
 
 function checkPermitId(id: unknown): string {
   if (typeof id !== "string") throw new TypeError("`id` must be a permit id string");
@@ -518,7 +551,7 @@ export function renewPermitHolds(
         semaphoreChannel(name),
         keys.waiting(name),
         keys.wake(name),
-        heldKey(name),
+        waitersMarkerKey(name),
       ],
       args: [leaseTime, ...permitIds],
       timeout,

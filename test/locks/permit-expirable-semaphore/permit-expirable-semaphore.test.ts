@@ -10,8 +10,10 @@ import {
   EdgeLock,
   LeaseLostError,
   type PermitExpirableSemaphore,
+  type PermitLease,
   PermitNotHeldError,
 } from "../../../src/index.js";
+import { permitExpirableSemaphoreAcquire } from "../../../src/lua/permit-expirable-semaphore.gen.js";
 import { keyPrefix, usePrivateBridge, useRawRedis } from "../../support/env.js";
 import { isReplayRecord, recordingEdgeLock, replayKeys } from "../../support/locks.js";
 
@@ -30,6 +32,28 @@ const keysOf = async (name: string) =>
     .map(String)
     .filter((k) => !isReplayRecord(name, k))
     .sort();
+
+/** The default replay window, in ms (recordingEdgeLock leaves it). */
+const WINDOW_MS = 30_000;
+
+/**
+ * A copy of the acquire that took `lease`'s permits arriving late (it was in flight all along),
+ * sent behind the library's back with the same request id and permit ids: its reply.
+ */
+async function lateCopy(name: string, lease: PermitLease, leaseTime: number) {
+  return raw.eval(permitExpirableSemaphoreAcquire.source, {
+    keys: [
+      name,
+      timeouts(name),
+      ...replayKeys(name),
+      `redisson_sc:{${name}}`,
+      `edgelock_waiting:{${name}}`,
+      `edgelock_wake:{${name}}`,
+      `edgelock_waiting:{${name}}:any`,
+    ],
+    arguments: [String(leaseTime), String(WINDOW_MS), lease.id, "", "30000", ...lease.permitIds],
+  });
+}
 
 function held<T>(lease: T | null): T {
   if (lease === null) throw new Error("no permits");
@@ -214,6 +238,63 @@ describe("permit-expirable semaphore", () => {
     expect(await s.tryRelease(lease.permitIds[0] ?? "")).toBe(true);
     expect(await stored(name)).toBe("2");
     expect(await s.acquiredPermits()).toBe(0);
+  });
+
+  it("replay with a lease at least the replay window: the permits are their own record (the last permit too)", async () => {
+    const name = `${prefix}replay-long`;
+    const { semaphore: s } = await onFaultBridge(name);
+    await s.trySetPermits(1);
+    bridge.bridge.setFaults({
+      rules: [{ action: "lose", mode: "close", match: "evalsha", times: 1 }],
+    });
+    // The resend finds no permit left, and the one it took under its own id.
+    const lease = held(await s.tryAcquire({ leaseTime: 60_000 }));
+    expect(await stored(name)).toBe("0");
+    expect(await s.acquiredPermits()).toBe(1);
+    expect(await raw.exists(`edgelock_replay:{${name}}:${lease.id}`)).toBe(0);
+    expect(await lease.release()).toBe("released");
+    expect(await stored(name)).toBe("1");
+  });
+
+  it("a late copy of an acquire takes nothing once its permits went: released, released by id, expired and reclaimed", async () => {
+    const name = `${prefix}late-copy`;
+    const s = recordingEdgeLock().edgelock.getPermitExpirableSemaphore(name);
+    await s.trySetPermits(2);
+    // While the permits are held, a copy answers them and takes nothing more.
+    const long = held(await s.tryAcquire({ leaseTime: 60_000 }));
+    expect(await lateCopy(name, long, 60_000)).toEqual([1, 1]);
+    expect(await s.acquiredPermits()).toBe(1);
+    // The lease's release records under the acquire's id.
+    expect(await long.release()).toBe("released");
+    expect(await lateCopy(name, long, 60_000)).toEqual([-1, 0]);
+    // A release by id is another request: it tells the acquire.
+    const byId = held(await s.tryAcquire({ leaseTime: 60_000 }));
+    expect(await s.tryRelease(byId.permitIds[0] ?? "")).toBe(true);
+    expect(await lateCopy(name, byId, 60_000)).toEqual([-1, 0]);
+    // A lease shorter than the replay window records its acquire: after it expired and was
+    // reclaimed, a copy still finds that record.
+    const short = held(await s.tryAcquire({ leaseTime: 200 }));
+    await new Promise((r) => setTimeout(r, 300));
+    const both = held(await s.tryAcquire({ permits: 2, leaseTime: 10_000 }));
+    expect(await s.tryRelease(short.permitIds[0] ?? "")).toBe(false);
+    expect(await both.release()).toBe("released");
+    expect(await lateCopy(name, short, 200)).toEqual([-1, 0]);
+    expect(await stored(name)).toBe("2");
+    expect(await s.acquiredPermits()).toBe(0);
+    expect(await raw.exists(timeouts(name))).toBe(0);
+  });
+
+  it("a release reads no clock before the lease's expiresAt; after it, an expired permit counts as not held", async () => {
+    const name = `${prefix}release-clock`;
+    const s = recordingEdgeLock().edgelock.getPermitExpirableSemaphore(name);
+    await s.trySetPermits(1);
+    // Its lease ran out in Redis but nobody reclaimed the permit: given back, not held.
+    const stale = held(await s.tryAcquire({ leaseTime: 200 }));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await raw.zCard(timeouts(name))).toBe(1);
+    expect(await stale.release()).toBe("expired");
+    expect(await stored(name)).toBe("1");
+    expect(await raw.exists(timeouts(name))).toBe(0);
   });
 
   it("an attempt applied but unanswered when aborted gives its permits back", async () => {
