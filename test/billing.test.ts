@@ -122,6 +122,13 @@ describe("billed commands per operation", () => {
     const sem = edgelock.getPermitExpirableSemaphore(fresh("pes"));
     await sem.trySetPermits(3);
     await expectBill("permit-expirable cycle", 12, async () => {
+      const lease = await sem.tryAcquire();
+      if (!lease) throw new Error("no permit");
+      await lease.release();
+    });
+    // A lease shorter than the replay window may lapse (and its permit be reclaimed) while a
+    // copy of the acquire is in flight: it is recorded (one SET).
+    await expectBill("permit-expirable cycle, leaseTime 10 s", 13, async () => {
       const lease = await sem.tryAcquire({ leaseTime: 10_000 });
       if (!lease) throw new Error("no permit");
       await lease.release();
