@@ -31,6 +31,11 @@ const HONO = `${REDIS}\nexport { Hono } from "hono";`;
  * bytes go.
  */
 export const SCENARIOS = [
+  // Every budget over its earlier value was raised once by the billed-commands work (issue "Every
+  // operation at Redisson's price on the bill"): the scripts now keep the replay state with the
+  // hold, skip the waiter registry when nobody is registered, and answer replays from the hold
+  // itself, which costs Lua text (root: Lua 7.1 -> 8.0 kB gzip) and buys a lock cycle at 9
+  // billed commands instead of 27. Budgets are the sizes measured then plus 0.3 kB.
   // 27.0 kB before the split (every primitive hung on EdgeLock), 27.1 kB measured after the Lua
   // libraries were shared (one clock, one cancel-or-undo, one reentrant acquire: their call
   // wrappers cost gzip ~0.15 kB that repeated text did not) and the repeated TypeScript was
@@ -40,7 +45,7 @@ export const SCENARIOS = [
   // SHA-1s (1.6 kB of hex that gzip cannot shrink) are computed at first run
   // (src/transport/sha1.ts) instead of shipped: the target is met. 24.9 kB since the shipped
   // scripts' locals have short names (lua/gen.mjs renameLocals: Lua 6.8 -> 5.9 kB).
-  { name: "edgelock", entries: ["edgelock"], base: REDIS, budget: 25.25, target: 27 },
+  { name: "edgelock", entries: ["edgelock"], base: REDIS, budget: 27.5, target: 27 },
   // 13.1 kB measured at the split, 13.6 kB after the JVM wake-ups, the shared Lua libraries and
   // the awaited leave of a waiter that gives up: 2.0 kB Lua, 11.6 kB JS, of which ~8 kB the core
   // client and the lease (the multi-lock entry). 14.1 kB with `restoreLockLease` (every entry that
@@ -50,7 +55,7 @@ export const SCENARIOS = [
   // locals have short names (lua/gen.mjs renameLocals). 13.8 kB (Lua 2.0 kB) since a waiter
   // that ends gives back a hand-off it missed (lua/lock/decline.lua) and passes on a wake-up it
   // missed (lib/wake.lua waiting_leave): 0.1-0.3 kB in every entry with waiters.
-  { name: "edgelock/lock", entries: ["edgelock/lock"], base: REDIS, budget: 13.9, target: 8 },
+  { name: "edgelock/lock", entries: ["edgelock/lock"], base: REDIS, budget: 14.7, target: 8 },
   {
     name: "edgelock/fair-lock",
     entries: ["edgelock/fair-lock"],
@@ -68,7 +73,7 @@ export const SCENARIOS = [
     // 13.3 kB at the split; 13.8 kB with its own holds over the shared reentrant acquire;
     // 14.3 kB with `restoreFencedLockLease`; 13.7 kB with short names for the shipped scripts'
     // locals (lua/gen.mjs renameLocals).
-    budget: 14.05,
+    budget: 14.8,
     target: 10,
   },
   {
@@ -78,7 +83,7 @@ export const SCENARIOS = [
     // 13.7 kB at the split; 14.3 kB with the JVM wake-ups and the shared Lua libraries; 14.8 kB
     // with `restoreReadWriteLockLease`; 14.2 kB with short names for the shipped scripts'
     // locals (lua/gen.mjs renameLocals).
-    budget: 14.5,
+    budget: 15.0,
     target: 10,
   },
   {
@@ -87,7 +92,7 @@ export const SCENARIOS = [
     base: REDIS,
     // 10.9 kB, 10.8 kB without the fair lock's second channel in the wait loop; 10.3 kB with
     // short names for the shipped scripts' locals (lua/gen.mjs renameLocals).
-    budget: 10.65,
+    budget: 11.1,
     target: 10,
   },
   {
@@ -97,7 +102,7 @@ export const SCENARIOS = [
     // 14.6 kB at the split; 15.2 kB with edgelock's own permit record (JVM wake-ups); 15.7 kB
     // with `restorePermitLease`; 14.5 kB with short names for the shipped scripts' locals
     // (lua/gen.mjs renameLocals).
-    budget: 14.85,
+    budget: 15.9,
     target: 10,
   },
   {
@@ -126,7 +131,7 @@ export const SCENARIOS = [
     name: "edgelock/idempotency",
     entries: ["edgelock/idempotency"],
     base: REDIS,
-    budget: 11.35,
+    budget: 12.0,
     target: 10,
   },
   // A Hono app's `withLock` with the lock entry's client, over Hono: 26.0 kB with EdgeLock.
@@ -137,7 +142,7 @@ export const SCENARIOS = [
     base: HONO,
     // 13.4 kB at the split, 13.8 kB with the JVM wake-ups, 13.75 kB with the lock's; 13.4 kB
     // with short names for the shipped scripts' locals (lua/gen.mjs renameLocals).
-    budget: 13.7,
+    budget: 14.6,
     target: 9,
   },
   // Both Vercel helpers (`lockWebhook`: an idempotency key, `lockCron`: a lock) with the lock
@@ -149,7 +154,7 @@ export const SCENARIOS = [
     entries: ["edgelock/vercel", "edgelock/lock"],
     pick: { "edgelock/vercel": ["lockWebhook", "lockCron"], "edgelock/lock": ["EdgeLockClient"] },
     base: REDIS,
-    budget: 14.75,
+    budget: 15.6,
     target: 9,
   },
   // The LeaseKeeper with the renewals of every kind of lease (src/renewers.ts) and the cron
@@ -162,7 +167,7 @@ export const SCENARIOS = [
     name: "edgelock/cloudflare",
     entries: ["edgelock/cloudflare"],
     base: REDIS,
-    budget: 13.9,
+    budget: 14.7,
     target: 9,
   },
 ];
