@@ -11,7 +11,7 @@
 -- and, for the scripts that delete the lock or write records, lib/replay.lua's replayKey and
 -- windowMs and their own request id `id` ('' for none).
 -- Includes lib/hold.lua (extend, id_epoch), lib/replay.lua and lib/wake.lua. Provides epochKey,
--- rw_parse, rw_extend, rw_gone, rw_delete, timeout_key, is_writer, rw_drop, rw_live, rw_settle.
+-- rw_parse, rw_extend, rw_gone, rw_delete, timeout_key, is_writer, rw_drop, rw_live, rw_freed, rw_settle.
 -- What edgelock keeps of the lock lives beside the hash, same hash slot, in one STRING that every
 -- script reads together with its replay record (one MGET):
 --   "edgelock_epoch:{<name>}"  the request id of the acquire that created this incarnation of
@@ -127,6 +127,23 @@ local function rw_live()
   return longest, writer
 end
 
+-- The lock held in `mode` is gone: Redisson's message on its channel, 1 = a writer left (wake
+-- all: readers may all get in), 0 = the last reader left (wake one: only writers wait behind
+-- readers), and our registered waiters likewise when `waiters` says some may be registered.
+local function rw_freed(mode, waiters)
+  if mode == 'write' then
+    redis.call('publish', channel, 1)
+    if waiters then
+      wake_all()
+    end
+  else
+    redis.call('publish', channel, 0)
+    if waiters then
+      wake_one()
+    end
+  end
+end
+
 -- After a hold was taken away from the incarnation `by` created: the lock stays write-held, goes
 -- back to read mode (the writer also held reads: a downgrade, which lets waiting readers in),
 -- keeps a TTL as long as its longest live read hold, or is freed. Every change that lets a waiter
@@ -155,17 +172,5 @@ local function rw_settle(by, waiters)
     return
   end
   rw_delete(by)
-  -- Redisson's messages: 1 = a writer left (wake all: readers may all get in), 0 = the last
-  -- reader left (wake one: only writers wait behind readers).
-  if mode == 'write' then
-    redis.call('publish', channel, 1)
-    if waiters then
-      wake_all()
-    end
-  else
-    redis.call('publish', channel, 0)
-    if waiters then
-      wake_one()
-    end
-  end
+  rw_freed(mode, waiters)
 end

@@ -65,17 +65,7 @@ end
 if count <= 1 and not others then
   -- The last hold: the lock goes, with its epoch key and the hold's timeout key, in one DEL.
   rw_delete(by, read and timeout_key(owner, count) or nil)
-  if mode == 'write' then
-    redis.call('publish', channel, 1)
-    if waiters then
-      wake_all()
-    end
-  else
-    redis.call('publish', channel, 0)
-    if waiters then
-      wake_one()
-    end
-  end
+  rw_freed(mode, waiters)
   replay_set(id, 'R1')
   return 1
 end
