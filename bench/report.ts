@@ -195,7 +195,7 @@ function whyMissed(r: BenchResults): string[] {
     out.push(
       `- **Uncontended cycle.** p50 ${f(u.p50Ms, 3)} ms against 2 × PING p50 = ${f(u.limitMs, 3)} ms${up ? `; @upstash/lock, on the same bridge, takes ${f(up.p50Ms, 3)} ms (${f(up.ratioToLimit)})` : ""}. ${
         up
-          ? `edgelock's cycle costs ${f((u.cpuMicrosPerCycle ?? 0) - (up.cpuMicrosPerCycle ?? 0), 0)} µs more client CPU and ${f((u.bridgeCpuMicrosPerCycle ?? 0) - (up.bridgeCpuMicrosPerCycle ?? 0), 0)} µs more bridge CPU than @upstash/lock's: two EVALSHAs with 2–3 keys and an array reply instead of a SET and one EVAL, a replay record written by each script, and per acquisition a request id, option checks and a Lease with its AbortController. On 2 cores shared by the client, the bridge and Redis, CPU is latency. `
+          ? `edgelock's cycle costs ${f((u.cpuMicrosPerCycle ?? 0) - (up.cpuMicrosPerCycle ?? 0), 0)} µs more client CPU and ${f((u.bridgeCpuMicrosPerCycle ?? 0) - (up.bridgeCpuMicrosPerCycle ?? 0), 0)} µs more bridge CPU than @upstash/lock's: two EVALSHAs with 5–6 keys and an array reply instead of a SET and one EVAL, and per acquisition a request id, option checks and a Lease with its AbortController (the scripts' calls inside Redis are not the gap: section 2's billed column). On 2 cores shared by the client, the bridge and Redis, CPU is latency. `
           : ""
       }A bare EVALSHA of a one-line script takes ${f(r.limit?.evalshaP50Ms, 3)} ms p50 (PING: ${f(ping, 3)} ms), so most of the gap is the work each of edgelock's requests does, not the EVALSHA path itself.`,
     );
@@ -576,7 +576,7 @@ function footprint(r: BenchResults): string[] {
   return [
     "## 3c. Footprint of replay safety",
     "",
-    "What stays in Redis right after N acquire/release cycles (16 clients, every lock released): the locks are gone, and what is left is replay records, which expire on their own. Before: one latch key `edgelock_latch:{<name>}:<id>` per acquisition, kept 10 minutes. Now: two hashes per name (`edgelock_replay:{<name>}` and `…:old`, rotated by server time), one field per request id, kept one to about three `replayWindow`s (default 30 s = max(30 000, 10 × `requestTimeout` 3 000): a request abandoned after `requestTimeout`, plus `@upstash/redis`'s own resends over ~4.3 s of backoff, cannot land later than 6 × 3 s + 4.3 s).",
+    "What stays in Redis right after N acquire/release cycles (16 clients, every lock released): the locks are gone, and what is left is replay records, which expire on their own. Before: one latch key `edgelock_latch:{<name>}:<id>` per acquisition, kept 10 minutes. Now: a lock's HASH is its creating acquire's record while it lives, and a STRING `edgelock_replay:{<name>}:<request id>` is written only where it cannot tell (here: the answer of each release that freed a lock), kept exactly one `replayWindow` (default 30 s = max(30 000, 10 × `requestTimeout` 3 000): a request abandoned after `requestTimeout`, plus `@upstash/redis`'s own resends over ~4.3 s of backoff, cannot land later than 6 × 3 s + 4.3 s).",
     "",
     table(
       [
@@ -597,7 +597,7 @@ function footprint(r: BenchResults): string[] {
       ],
     ),
     "",
-    `"Before" rows: measured once on this machine (2026-11-24) with the same driver against the earlier commit; "now" rows: this run${r.config.quick ? " (quick: fewer cycles, so compare per cycle)" : ""}. Within one window every record is still there; the difference over time is the lifetime (30 s instead of 10 minutes) and the key count (two per name instead of one per acquisition), which is what Redis's active expiry has to walk.`,
+    `"Before" rows: measured once on this machine (2026-11-24) with the same driver against the earlier commit; "now" rows: this run${r.config.quick ? " (quick: fewer cycles, so compare per cycle)" : ""}. Within one window every record is still there; the difference over time is the lifetime (30 s instead of 10 minutes), which is what Redis's active expiry has to walk.`,
     "",
   ];
 }
@@ -700,7 +700,7 @@ function scale(r: BenchResults): string[] {
       ]),
     ),
     "",
-    "edgelock keeps a replay record per acquisition and per release (so that an HTTP retry is applied once) in two hashes per name, for one to about three `replayWindow`s (default 30 s): that is what stays after release, and it expires on its own (section 3c).",
+    "edgelock keeps a replay record for each release that frees a lock (so that an HTTP retry is applied once; a held lock is its own acquire's record), one STRING for one `replayWindow` (default 30 s): that is what stays after release, and it expires on its own (section 3c).",
     "",
     `The issue also asks for fair-lock acquire with 1 → 1 000 queued waiters and the permit-expirable semaphore with 1 → 10 000 permits. ${
       prim.fairLock || prim.permitExpirableSemaphore
