@@ -15,7 +15,7 @@
 -- Redisson's channel), with no record of edgelock's own permits to keep up to date, and a
 -- release by id can tell the acquire that took the permit that it went (lib/replay.lua).
 -- Provides NON_EXPIRABLE, permit_members, permit_mine, permit_acquire_id, permits_held,
--- permits_live_scan, waiters_mark, reclaim, give_back.
+-- permits_live_scan, reclaim, give_back.
 -- @include lib/wake.lua
 
 -- Redisson's score for a permit without a lease (about the year 31197): never expires.
@@ -88,14 +88,6 @@ local function permits_live_scan(now)
       return false, next
     end
     offset = offset + SCAN_PAGE
-  end
-end
-
--- Waiter registrations just made (lib/wake.lua, waiting_add) last `ms`: the marker lives at
--- least as long.
-local function waiters_mark(ms)
-  if not redis.call('set', marker, 1, 'px', ms, 'nx') then
-    redis.call('pexpire', marker, ms, 'gt')
   end
 end
 

@@ -52,10 +52,17 @@ local function hold_create(extra, suffix, waited)
 end
 
 -- The lock HASH's fields this request needs, in one HMGET: hold count of `owner`, epoch, the
--- creating request, a pending hand-off and the creating acquire's fencing token.
+-- creating request, a pending hand-off, the creating acquire's fencing token and WAITERS.
 local function hold_state()
-  local s = redis.call('hmget', name, owner, EPOCH, BY, GRANT, TOKEN)
-  return {count = tonumber(s[1]), epoch = s[2] or '', by = s[3], grant = s[4], token = s[5]}
+  local s = redis.call('hmget', name, owner, EPOCH, BY, GRANT, TOKEN, WAITERS)
+  return {
+    count = tonumber(s[1]),
+    epoch = s[2] or '',
+    by = s[3],
+    grant = s[4],
+    token = s[5],
+    waiters = s[6],
+  }
 end
 
 -- The hold count of an applied acquire being replayed, whose record names incarnation `made`
@@ -91,8 +98,10 @@ local function hold_acquire(s, grant, suffix)
   if not s.count then
     if waiter ~= '' and s.epoch ~= '' then
       waiting_add(waiter, tonumber(waitMs), grant and (leaseMs .. '|' .. owner) or nil)
-      waiting_mark()
-      redis.call('hset', name, WAITERS, 1)
+      waiting_mark(tonumber(waitMs))
+      if not s.waiters then
+        redis.call('hset', name, WAITERS, 1)
+      end
     end
     return nil, redis.call('pttl', name), s.epoch == '' and 1 or 0
   end

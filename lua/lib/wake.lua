@@ -47,12 +47,13 @@ local function waiting_mark_key()
   return waiting .. ':any'
 end
 
--- Marks the registry as possibly holding a registration, for as long as the ZSET lives. Call
--- after waiting_add.
-local function waiting_mark()
-  local ttl = redis.call('pttl', waiting)
-  if ttl > 0 then
-    redis.call('set', waiting_mark_key(), 1, 'px', ttl)
+-- Marks the registry as possibly holding a registration for `ms` more, the length of the one
+-- waiting_add just made: like the ZSET's TTL, the mark's only grows (SET NX, else PEXPIRE GT),
+-- so it lives as long as the last registration.
+local function waiting_mark(ms)
+  local mark = waiting_mark_key()
+  if not redis.call('set', mark, 1, 'px', ms, 'nx') then
+    redis.call('pexpire', mark, ms, 'gt')
   end
 end
 

@@ -72,7 +72,7 @@ if available < count then
     if waiter ~= '' then
       if not foreign then
         waiting_add(waiter, waitMs)
-        waiters_mark(waitMs)
+        waiting_mark(waitMs)
       elseif waiters then
         waiting_remove(waiter)
       end
