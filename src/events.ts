@@ -11,6 +11,13 @@ interface EventBase {
   name: string;
   /** HTTP requests the operation made (EVALSHA, plus EVAL after NOSCRIPT, plus retries). */
   requests: number;
+  /**
+   * Commands Upstash bills for the operation's answered requests, as the scripts themselves
+   * count them: each script's EVAL/EVALSHA plus every call inside it, and 1 per confirmed
+   * subscription (SUBSCRIBE). A request that got no answer may be billed as well and is not
+   * counted. Summed over every event, it is the bill (see docs/cost.md).
+   */
+  billed: number;
   /** Wall-clock duration of the operation in ms. */
   durationMs: number;
 }
@@ -78,6 +85,41 @@ export interface ErrorEvent extends EventBase {
   error: EdgeLockError;
 }
 
+/**
+ * The calls a `call` event reports: every call that sends a request and is neither an acquire,
+ * a renewal nor a lease's release.
+ * - `"inspect"`: a read-only query (`inspect`, `isLocked`, `remainTimeToLive`, `getHoldCount`,
+ *   `getToken`, `getCount`, `availablePermits`, …);
+ * - `"renew"`: a `LeaseKeeper` alarm's batched renewal of many leases (one event per batch;
+ *   `name` is its first lease's);
+ * - `"release"`: a release by name or id rather than by lease (`semaphore.release(n)`,
+ *   `permitExpirableSemaphore.tryRelease(id)` and `release(id)`);
+ * - the others: the method of that name.
+ */
+export type CallOperation =
+  | "inspect"
+  | "renew"
+  | "release"
+  | "forceUnlock"
+  | "delete"
+  | "trySetCount"
+  | "countDown"
+  | "await"
+  | "trySetPermits"
+  | "addPermits"
+  | "drainPermits";
+
+/**
+ * A call other than an acquire, a renewal or a lease's release finished, answered or not (it
+ * threw when `failed`). With the other events, every request the library sends is reported once,
+ * so that the `billed` of all events sums to the bill.
+ */
+export interface CallEvent extends EventBase {
+  type: "call";
+  operation: CallOperation;
+  failed: boolean;
+}
+
 /** The calls that resend their request until Redis answers (see `definiteWithin`). */
 export type DefiniteOperation =
   | "release"
@@ -119,7 +161,8 @@ export type LockEvent =
   | LostEvent
   | SkipEvent
   | ErrorEvent
-  | SettleEvent;
+  | SettleEvent
+  | CallEvent;
 
 /** Listener for {@link LockEvent}s. It must not throw; if it does, the error is ignored. */
 export type LockEventListener = (event: LockEvent) => void;

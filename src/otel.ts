@@ -7,7 +7,8 @@
  * Spans: `edgelock.acquire` (one per acquire call, from its start to its answer) and
  * `edgelock.hold` (from an acquire that got the lock to the release that gave it back, or the
  * loss of the lease). Metrics: `edgelock.acquire.wait` (histogram, ms), `edgelock.acquire.contended`,
- * `edgelock.lease.lost`, `edgelock.renew.failures` and `edgelock.requests` (counters).
+ * `edgelock.lease.lost`, `edgelock.renew.failures`, `edgelock.requests` and `edgelock.billed`
+ * (counters).
  * @module
  */
 
@@ -54,6 +55,7 @@ export const OTEL_ATTRIBUTES = {
   waitMs: "edgelock.wait_ms",
   attempts: "edgelock.attempts",
   requests: "edgelock.requests",
+  billed: "edgelock.billed",
   operation: "edgelock.operation",
 } as const;
 
@@ -63,6 +65,7 @@ interface Instruments {
   lost: Counter;
   renewFailures: Counter;
   requests: Counter;
+  billed: Counter;
 }
 
 /**
@@ -73,7 +76,8 @@ interface Instruments {
  * ```
  *
  * - `edgelock.acquire` span, per acquire call: `edgelock.name`, `edgelock.wait_ms` (the call's
- *   duration), `edgelock.attempts`, `edgelock.requests` (HTTP requests, each billed),
+ *   duration), `edgelock.attempts`, `edgelock.requests` (HTTP requests), `edgelock.billed`
+ *   (commands billed, as the scripts count them: see `LockEvent.billed`),
  *   `edgelock.outcome` (`"acquired"` or `"busy"`), and `edgelock.kind` when the event names one.
  * - `edgelock.hold` span, from an acquire that got the lock to its release (`edgelock.outcome`:
  *   the release result) or to the lease's loss (`"lost"`, status error). Holds are matched to
@@ -82,7 +86,8 @@ interface Instruments {
  *   counter (acquires that had to wait or gave up); `edgelock.lease.lost`;
  *   `edgelock.renew.failures` (a renewal that found the lease gone, or a background renewal that
  *   failed); `edgelock.requests` (HTTP requests, by `edgelock.operation`: acquire, wait, renew,
- *   release, skip, or the failed background operation).
+ *   release, skip, or the failed background operation); `edgelock.billed` (commands Upstash bills,
+ *   every call inside a script included, by `edgelock.operation`: sum it for the bill).
  *
  * The listener never throws (an instrument's failure is swallowed, as `onEvent` requires).
  * @throws TypeError / RangeError for bad options, when called.
@@ -124,6 +129,10 @@ export function otelEvents(options: OtelOptions = {}): LockEventListener {
     requests: meter.createCounter("edgelock.requests", {
       description: "HTTP requests to Redis, by operation",
     }),
+    billed: meter.createCounter("edgelock.billed", {
+      description:
+        "Commands billed (each script's EVAL/EVALSHA plus every call inside), by operation",
+    }),
   };
   const holds = new OpenHolds(maxOpenHolds);
 
@@ -152,6 +161,9 @@ function record(
   if (event.requests > 0) {
     m.requests.add(event.requests, { [OTEL_ATTRIBUTES.operation]: operation });
   }
+  if (event.billed > 0) {
+    m.billed.add(event.billed, { [OTEL_ATTRIBUTES.operation]: operation });
+  }
   switch (event.type) {
     case "acquire": {
       const outcome = event.acquired ? "acquired" : "busy";
@@ -163,6 +175,7 @@ function record(
           [OTEL_ATTRIBUTES.waitMs]: event.durationMs,
           [OTEL_ATTRIBUTES.attempts]: event.attempts,
           [OTEL_ATTRIBUTES.requests]: event.requests,
+          [OTEL_ATTRIBUTES.billed]: event.billed,
         },
       });
       span.end(now);

@@ -7,6 +7,7 @@ import { contextOf, type EdgeLockClient } from "./core.js";
 import type { KeeperLeaseKind } from "./keeper.js";
 import { type LeaseToRenew, renewLeases } from "./locks/lock/index.js";
 import { renewPermitHolds } from "./locks/permit-expirable-semaphore/index.js";
+import { reportCall, reportRenew } from "./locks/protocol.js";
 import { renewReadWriteHold } from "./locks/read-write-lock/index.js";
 import { checkMs, checkName, checkOwner } from "./validate.js";
 
@@ -43,9 +44,16 @@ export async function renewLeaseOf(
       );
     case "permit":
       if (!lease.permitIds?.length) throw new TypeError("a permit lease needs `permitIds`");
-      return (
-        (await renewPermitHolds(ctx, name, lease.permitIds, leaseTime)) === lease.permitIds.length
-      );
+      {
+        const ids = lease.permitIds;
+        return reportRenew(
+          ctx,
+          name,
+          "timer",
+          async (counter) =>
+            (await renewPermitHolds(ctx, name, ids, leaseTime, undefined, counter)) === ids.length,
+        );
+      }
   }
 }
 
@@ -65,5 +73,9 @@ export async function renewLeasesOf(
     checkOwner(l.owner, "lease.owner");
     checkMs(l.leaseTime, "lease.leaseTime", 1);
   }
-  return renewLeases(contextOf(edgelock), leases, { requests: 0 });
+  const ctx = contextOf(edgelock);
+  // One event for the whole batch: its requests renew many leases at once.
+  return reportCall(ctx, leases[0]?.name ?? "", "renew", (counter) =>
+    renewLeases(ctx, leases, counter),
+  );
 }

@@ -25,6 +25,8 @@ export async function endQuietly(
       type: "error",
       name,
       requests: 1,
+      // Unanswered: whether it was billed is not known.
+      billed: 0,
       durationMs: Date.now() - started,
       operation: "release",
       error,

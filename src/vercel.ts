@@ -233,6 +233,7 @@ export function lockWebhook<A extends unknown[] = []>(
         reason: claim.status === "locked" ? "overlap" : "duplicate",
         // The claim's acquire event already counted its request.
         requests: 0,
+        billed: 0,
         durationMs: Date.now() - started,
         ...(holderTtl === undefined ? {} : { holderTtl }),
       });
@@ -409,6 +410,7 @@ export function lockCron<A extends unknown[] = []>(
         reason: "overlap",
         // The acquire event already counted the request.
         requests: 0,
+        billed: 0,
         durationMs: Date.now() - started,
         holderTtl,
       });

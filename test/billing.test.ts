@@ -17,6 +17,8 @@ let redis: RedisServer;
 let bridge: Awaited<ReturnType<typeof startBridge>>;
 let meter: BillMeter;
 let edgelock: EdgeLock;
+/** Commands billed, as the events report them (LockEvent.billed), summed. */
+let reported = 0;
 let n = 0;
 const fresh = (what: string) => `bill:${what}:${n++}`;
 
@@ -24,7 +26,12 @@ beforeAll(async () => {
   redis = await startRedisServer();
   bridge = await startBridge({ redisUrl: redis.url, token: "bill-token" });
   meter = await billMeter(redis.url);
-  edgelock = new EdgeLock({ redis: bridgeRedis({}, { url: bridge.url, token: "bill-token" }) });
+  edgelock = new EdgeLock({
+    redis: bridgeRedis({}, { url: bridge.url, token: "bill-token" }),
+    onEvent: (event) => {
+      reported += event.billed;
+    },
+  });
 });
 
 afterAll(async () => {
@@ -40,10 +47,20 @@ afterAll(() => {
   }
 });
 
+/**
+ * Fails above `budget`, and when the events' `billed` over the same runs is not exactly what
+ * Redis counted: what users see of their bill is the bill.
+ */
 async function expectBill(op: string, budget: number, fn: () => Promise<unknown>): Promise<void> {
-  const bill = await billPerRun(meter, fn);
+  let seen = 0;
+  const bill = await billPerRun(meter, async () => {
+    const before = reported;
+    await fn();
+    seen = reported - before;
+  });
   bills[op] = bill;
   expect(bill.total, `${op}: ${JSON.stringify(bill.commands)}`).toBeLessThanOrEqual(budget);
+  expect(seen, `${op}: billed as the events report it`).toBe(bill.total);
 }
 
 describe("billed commands per operation", () => {

@@ -7,6 +7,7 @@ import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { compact, expand, localNames, pruneUnused, renameLocals } from "../lua/gen.mjs";
 import * as scripts from "../src/lua.gen.js";
+import { sentSource, splitBilled } from "../src/transport/billed.js";
 import { sha1Of } from "../src/transport/sha1.js";
 import { useRawRedis } from "./support/env.js";
 import { replayKeys } from "./support/locks.js";
@@ -47,7 +48,44 @@ describe("lua scripts", () => {
   it("every script's SHA1 as the transport computes it equals SCRIPT LOAD's", async () => {
     expect(all.length).toBeGreaterThanOrEqual(6);
     for (const script of all) {
-      expect(String(await raw.scriptLoad(script.source)), script.name).toBe(await sha1Of(script));
+      expect(String(await raw.scriptLoad(sentSource(script))), script.name).toBe(
+        await sha1Of(script),
+      );
+    }
+  });
+
+  it("the sent wrapper answers {billed, reply}: the calls made, every reply shape, errors as they are", async () => {
+    const wrapped = (source: string) => sentSource({ name: "probe", source });
+    // This client answers bulk strings as Buffers.
+    const plain = (r: unknown): unknown =>
+      Array.isArray(r) ? r.map(plain) : Buffer.isBuffer(r) ? r.toString() : r;
+    const run = async (source: string, keys: string[] = [], args: string[] = []) =>
+      plain(await raw.eval(wrapped(source), { keys, arguments: args }));
+    const key = `${replayKeys("billed")[0]}:probe`;
+    // The EVAL itself counts 1; every call, pcall included, one more, whatever the path.
+    expect(await run("return 7")).toEqual([1, 7]);
+    expect(
+      await run(
+        "redis.call('SET', KEYS[1], 'x') local v = redis.call('GET', KEYS[1]) redis.pcall('INCR', KEYS[1]) return v",
+        [key],
+      ),
+    ).toEqual([4, "x"]);
+    // nil and false both come back as nil; tables and status replies nest.
+    expect(splitBilled(await run("return nil"))).toEqual({ billed: 1, reply: null });
+    expect(splitBilled(await run("return false"))).toEqual({ billed: 1, reply: null });
+    expect(await run("return {1, 'a', {2}}")).toEqual([1, [1, "a", [2]]]);
+    expect(await run("return redis.status_reply('OK')")).toEqual([1, "OK"]);
+    // What the real redis table offers besides call and pcall reads through.
+    expect(await run("return redis.sha1hex('')")).toEqual([
+      1,
+      "da39a3ee5e6b4b0d3255bfef95601890afd80709",
+    ]);
+    // An error reply stays an error (Redis answers it as one; it carries no count).
+    await expect(run("return redis.error_reply('ERR probe')")).rejects.toThrow("ERR probe");
+    await expect(run("redis.call('NOPE')")).rejects.toThrow();
+    // A reply that is not a wrapped script's is refused.
+    for (const reply of [7, [], [0, 1], ["x", 1], [1, 2, 3], null]) {
+      expect(splitBilled(reply), JSON.stringify(reply)).toBeUndefined();
     }
   });
 

@@ -99,6 +99,18 @@ describe("edgelock/otel", () => {
       "acquire",
       "release",
     ]);
+    // The billed counter adds what the events carry: the scripts' own count, by operation.
+    const billed = await t.points("edgelock.billed");
+    expect(billed.map((p) => p.attributes["edgelock.operation"]).sort()).toEqual([
+      "acquire",
+      "release",
+    ]);
+    const carried = t.events.reduce((sum, e) => sum + e.billed, 0);
+    expect(carried).toBeGreaterThanOrEqual(4); // two scripts, each at least one call inside
+    expect(await t.sum("edgelock.billed")).toBe(carried);
+    expect(acquire?.attributes["edgelock.billed"]).toBe(
+      t.events.find((e) => e.type === "acquire")?.billed,
+    );
     expect(await t.sum("edgelock.acquire.contended")).toBe(0);
   });
 

@@ -157,6 +157,7 @@ export function guardScheduled<Env>(
         reason,
         // The acquire event already counted the request; summing events stays exact.
         requests: 0,
+        billed: 0,
         durationMs: Date.now() - started,
         ...(reason === "overlap" ? { holderTtl } : {}),
       });

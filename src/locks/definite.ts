@@ -203,6 +203,7 @@ function resendInBackground<T>(
       type: "settle",
       name,
       requests: counter.requests,
+      billed: counter.billed ?? 0,
       durationMs: Date.now() - started,
       operation,
       outcome: error === undefined ? "answered" : isAmbiguous(error) ? "unknown" : "refused",

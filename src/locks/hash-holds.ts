@@ -19,6 +19,7 @@ import {
   type HoldRef,
   type HoldSettings,
   inBackground,
+  reportCall,
   reportRenew,
 } from "./protocol.js";
 
@@ -83,15 +84,14 @@ export abstract class HashHolds<I extends Inspection> implements HoldProtocol {
    * by `decode`); `more`: keys after the name whose values the script also returns.
    */
   protected readHolders<T>(more: string[], decode: (reply: unknown) => T | undefined): Promise<T> {
-    return this.ctx.runner.run(
-      {
-        script: lockHolders,
-        name: this.name,
-        keys: [this.name, ...more],
-        args: [MAX_INSPECT_HOLDERS],
-      },
-      decode,
-      { requests: 0 },
+    const call = {
+      script: lockHolders,
+      name: this.name,
+      keys: [this.name, ...more],
+      args: [MAX_INSPECT_HOLDERS],
+    };
+    return reportCall(this.ctx, this.name, "inspect", (counter) =>
+      this.ctx.runner.run(call, decode, counter),
     );
   }
 
@@ -102,7 +102,10 @@ export abstract class HashHolds<I extends Inspection> implements HoldProtocol {
     args: (string | number)[],
   ): Promise<boolean> {
     const call = { script, name: this.name, keys: scriptKeys, args };
-    return (await this.ctx.runner.run(call, asInteger, { requests: 0 })) === 1;
+    const deleted = await reportCall(this.ctx, this.name, "forceUnlock", (counter) =>
+      this.ctx.runner.run(call, asInteger, counter),
+    );
+    return deleted === 1;
   }
 
   /**

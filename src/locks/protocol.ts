@@ -19,6 +19,7 @@
  * @module
  */
 import { TransportError } from "../errors.js";
+import type { CallOperation } from "../events.js";
 import { randomHex } from "../ids.js";
 import type { Inspection } from "../inspect.js";
 import {
@@ -292,6 +293,7 @@ export function emitAcquire(
     type: "acquire",
     name,
     requests: counter.requests,
+    billed: counter.billed ?? 0,
     durationMs: Date.now() - started,
     acquired,
     attempts,
@@ -362,9 +364,10 @@ export function hostFor(ctx: LockContext, protocol: HoldProtocol): LeaseHost {
     kind: protocol.kind,
     renew: (lease, leaseTime, by, timeout) => protocol.renew(lease.owner, leaseTime, by, timeout),
     release: (lease) => protocol.release(lease),
-    lost: () => ctx.emit({ type: "lost", name: protocol.name, requests: 0, durationMs: 0 }),
+    lost: () =>
+      ctx.emit({ type: "lost", name: protocol.name, requests: 0, billed: 0, durationMs: 0 }),
     backgroundError: (_lease, operation, error) =>
-      reportError(ctx, protocol.name, operation, error, 0, 0),
+      reportError(ctx, protocol.name, operation, error, { requests: 0 }, 0),
   };
 }
 
@@ -388,13 +391,14 @@ export async function runRelease(
   call: ScriptCall,
   decode: (reply: unknown) => ReleaseResult | undefined = decodeRelease,
 ): Promise<ReleaseResult> {
-  const counter = { requests: 0 };
+  const counter: RequestCounter = { requests: 0 };
   const started = Date.now();
   const result = await runDefinite(ctx, "release", call, decode, counter);
   ctx.emit({
     type: "release",
     name: call.name,
     requests: counter.requests,
+    billed: counter.billed ?? 0,
     durationMs: Date.now() - started,
     result,
   });
@@ -411,18 +415,49 @@ export async function reportRenew(
   by: "call" | "timer",
   renew: (counter: RequestCounter) => Promise<boolean>,
 ): Promise<boolean> {
-  const counter = { requests: 0 };
+  const counter: RequestCounter = { requests: 0 };
   const started = Date.now();
   const renewed = await renew(counter);
   ctx.emit({
     type: "renew",
     name,
     requests: counter.requests,
+    billed: counter.billed ?? 0,
     durationMs: Date.now() - started,
     renewed,
     by,
   });
   return renewed;
+}
+
+/**
+ * Runs `run` (which counts its HTTP requests in the counter it is given) and reports it as a
+ * `call` event, whether it answered or threw.
+ */
+export async function reportCall<T>(
+  ctx: LockContext,
+  name: string,
+  operation: CallOperation,
+  run: (counter: RequestCounter) => Promise<T>,
+): Promise<T> {
+  const counter: RequestCounter = { requests: 0 };
+  const started = Date.now();
+  let failed = true;
+  try {
+    const result = await run(counter);
+    failed = false;
+    return result;
+  } finally {
+    ctx.emit({
+      type: "call",
+      name,
+      requests: counter.requests,
+      billed: counter.billed ?? 0,
+      durationMs: Date.now() - started,
+      operation,
+      failed,
+    });
+  }
 }
 
 /**
@@ -436,11 +471,11 @@ export function inBackground(
   operation: "cancel",
   task: (counter: RequestCounter) => Promise<unknown>,
 ): void {
-  const counter = { requests: 0 };
+  const counter: RequestCounter = { requests: 0 };
   const started = Date.now();
   ctx.background(
     resendUntilAnswered(ctx, () => task(counter)).catch((error: unknown) =>
-      reportError(ctx, name, operation, error, counter.requests, started),
+      reportError(ctx, name, operation, error, counter, started),
     ),
   );
 }
@@ -494,14 +529,15 @@ export function reportError(
   name: string,
   operation: "cancel" | "renew" | "keeper",
   error: unknown,
-  requests: number,
+  counter: RequestCounter,
   started: number,
 ): void {
   if (!(error instanceof TransportError)) return;
   ctx.emit({
     type: "error",
     name,
-    requests,
+    requests: counter.requests,
+    billed: counter.billed ?? 0,
     durationMs: started ? Date.now() - started : 0,
     operation,
     error,

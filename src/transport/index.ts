@@ -10,6 +10,7 @@
 import { raceAbort, sleep } from "../abort.js";
 import { TransportError } from "../errors.js";
 import type { LuaScript } from "../lua/script.js";
+import { sentSource, splitBilled } from "./billed.js";
 import type { RedisLike } from "./redis.js";
 import {
   type DetachedClient,
@@ -47,6 +48,12 @@ export interface ScriptCall {
 /** Counts the HTTP requests of one operation; {@link ScriptRunner.run} adds to it. */
 export interface RequestCounter {
   requests: number;
+  /**
+   * Commands billed for the answered requests, as the scripts report them (each: its
+   * EVAL/EVALSHA plus every call inside; a confirmed subscription: its SUBSCRIBE). A request
+   * without an answer may be billed too and is not counted. Absent until something is billed.
+   */
+  billed?: number;
 }
 
 /** Runs the project's Lua scripts over one `@upstash/redis` client. */
@@ -99,8 +106,10 @@ export class ScriptRunner {
     const timer = setTimeout(() => deadline.abort(timedOut(name, limit)), limit);
     const until = Date.now() + limit;
     try {
-      const reply = await this.#sendWithResend(call, counter, deadline.signal, until);
-      const decoded = decode(reply);
+      const split = splitBilled(await this.#sendWithResend(call, counter, deadline.signal, until));
+      if (split === undefined) throw malformedReply(name, script.name);
+      counter.billed = (counter.billed ?? 0) + split.billed;
+      const decoded = decode(split.reply);
       if (decoded === undefined) throw malformedReply(name, script.name);
       return decoded;
     } catch (error) {
@@ -143,7 +152,7 @@ export class ScriptRunner {
       this.#loaded.add(script);
       return reply;
     };
-    const evalSource = () => sent(() => redis.eval(script.source, keys, args));
+    const evalSource = () => sent(() => redis.eval(sentSource(script), keys, args));
     // Once Redis has shown an empty script cache, a script this client has not run yet is
     // sent with EVAL straight away instead of paying a NOSCRIPT round trip of its own.
     if (this.#cacheMissSeen && !this.#loaded.has(script)) return evalSource();
@@ -233,6 +242,7 @@ export class ScriptRunner {
       };
     });
     subscriber.on("subscribe", () => {
+      if (!confirmed) counter.billed = (counter.billed ?? 0) + 1;
       confirmed = true;
       settle?.();
     });

@@ -5,15 +5,16 @@
  * @module
  */
 import type { LuaScript } from "../lua/script.js";
+import { sentSource } from "./billed.js";
 
 const digests = new WeakMap<LuaScript, Promise<string>>();
 
-/** Lowercase hex SHA1 of `script.source`, as SCRIPT LOAD returns it. */
+/** Lowercase hex SHA1 of the text sent for `script` (billed.ts), as SCRIPT LOAD returns it. */
 export function sha1Of(script: LuaScript): Promise<string> {
   let digest = digests.get(script);
   if (!digest) {
     digest = crypto.subtle
-      .digest("SHA-1", new TextEncoder().encode(script.source))
+      .digest("SHA-1", new TextEncoder().encode(sentSource(script)))
       .then((bytes) =>
         [...new Uint8Array(bytes)].map((b) => b.toString(16).padStart(2, "0")).join(""),
       );

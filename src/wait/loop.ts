@@ -252,6 +252,7 @@ class Waker {
       type: "wait-strategy",
       name: this.#name,
       requests: 0,
+      billed: 0,
       durationMs: 0,
       strategy,
       ...(reason ? { reason } : {}),
@@ -325,7 +326,14 @@ export async function waitFor<T>(
         blockCap: LOCK_WAITER_SLOT_MS / 2,
         // Every sleep or wait is reported as a `wait` event before it starts.
         onSleep: (delayMs, attempt) =>
-          ctx.emit({ type: "wait", name: spec.name, requests: 0, durationMs: delayMs, attempt }),
+          ctx.emit({
+            type: "wait",
+            name: spec.name,
+            requests: 0,
+            billed: 0,
+            durationMs: delayMs,
+            attempt,
+          }),
       },
     );
     settled = true;

@@ -25,7 +25,7 @@ import type { AttemptOutcome } from "../../wait/backoff.js";
 import { waitFor } from "../../wait/loop.js";
 import { keys, type LockContext } from "../context.js";
 import { runAttempt, runDefinite } from "../definite.js";
-import { leaveCall, waiterExits } from "../protocol.js";
+import { leaveCall, reportCall, waiterExits } from "../protocol.js";
 
 /** Options of {@link CountDownLatch.await}. Times in integer ms. */
 export interface CountDownLatchAwaitOptions {
@@ -156,17 +156,14 @@ export class CountDownLatch implements Inspectable<CountDownLatchInspection> {
    */
   async trySetCount(count: number): Promise<boolean> {
     checkCount(count);
-    return runDefinite(
-      this.#ctx,
-      "trySetCount",
-      {
-        script: countDownLatchTrySetCount,
-        name: this.name,
-        keys: [this.name, latchChannel(this.name), ...this.#replayKeys()],
-        args: [count, this.#ctx.replayWindow, randomHex()],
-      },
-      decodeFlag,
-      { requests: 0 },
+    const call = {
+      script: countDownLatchTrySetCount,
+      name: this.name,
+      keys: [this.name, latchChannel(this.name), ...this.#replayKeys()],
+      args: [count, this.#ctx.replayWindow, randomHex()],
+    };
+    return reportCall(this.#ctx, this.name, "trySetCount", (counter) =>
+      runDefinite(this.#ctx, "trySetCount", call, decodeFlag, counter),
     );
   }
 
@@ -198,17 +195,14 @@ export class CountDownLatch implements Inspectable<CountDownLatchInspection> {
     const o = checkOptions(options, "countDown", ["idempotencyKey"]);
     const requestId =
       o.idempotencyKey === undefined ? randomHex() : `k:${checkIdempotencyKey(o.idempotencyKey)}`;
-    return runDefinite(
-      this.#ctx,
-      "countDown",
-      {
-        script: countDownLatchCountDown,
-        name: this.name,
-        keys: [this.name, latchChannel(this.name), ...this.#replayKeys(), ...this.#wakeKeys()],
-        args: [this.#ctx.replayWindow, requestId],
-      },
-      decodeCount,
-      { requests: 0 },
+    const call = {
+      script: countDownLatchCountDown,
+      name: this.name,
+      keys: [this.name, latchChannel(this.name), ...this.#replayKeys(), ...this.#wakeKeys()],
+      args: [this.#ctx.replayWindow, requestId],
+    };
+    return reportCall(this.#ctx, this.name, "countDown", (counter) =>
+      runDefinite(this.#ctx, "countDown", call, decodeCount, counter),
     );
   }
 
@@ -245,7 +239,15 @@ export class CountDownLatch implements Inspectable<CountDownLatchInspection> {
     const signal = checkSignal(o.signal);
     signal?.throwIfAborted();
     const ctx = this.#ctx;
-    const counter: RequestCounter = { requests: 0 };
+    return reportCall(ctx, this.name, "await", (counter) => this.#await(waitTime, signal, counter));
+  }
+
+  async #await(
+    waitTime: number | undefined,
+    signal: AbortSignal | undefined,
+    counter: RequestCounter,
+  ): Promise<boolean> {
+    const ctx = this.#ctx;
     const polled = await waitFor(ctx, {
       name: this.name,
       wakeKey: keys.wake(this.name),
@@ -288,15 +290,14 @@ export class CountDownLatch implements Inspectable<CountDownLatchInspection> {
    * @throws {TransportError} when Redis could not be reached.
    */
   async delete(): Promise<boolean> {
-    return this.#ctx.runner.run(
-      {
-        script: countDownLatchDelete,
-        name: this.name,
-        keys: [this.name, latchChannel(this.name), ...this.#replayKeys(), ...this.#wakeKeys()],
-        args: [this.#ctx.replayWindow, randomHex()],
-      },
-      decodeFlag,
-      { requests: 0 },
+    const call = {
+      script: countDownLatchDelete,
+      name: this.name,
+      keys: [this.name, latchChannel(this.name), ...this.#replayKeys(), ...this.#wakeKeys()],
+      args: [this.#ctx.replayWindow, randomHex()],
+    };
+    return reportCall(this.#ctx, this.name, "delete", (counter) =>
+      this.#ctx.runner.run(call, decodeFlag, counter),
     );
   }
 
@@ -315,15 +316,14 @@ export class CountDownLatch implements Inspectable<CountDownLatchInspection> {
 
   /** `[count, pttl, live waiters]` in one read-only request (inspect.lua). */
   #inspect(): Promise<[number, number, number]> {
-    return this.#ctx.runner.run(
-      {
-        script: countDownLatchInspect,
-        name: this.name,
-        keys: [this.name, keys.waiting(this.name)],
-        args: [],
-      },
-      decodeInspect,
-      { requests: 0 },
+    const call = {
+      script: countDownLatchInspect,
+      name: this.name,
+      keys: [this.name, keys.waiting(this.name)],
+      args: [],
+    };
+    return reportCall(this.#ctx, this.name, "inspect", (counter) =>
+      this.#ctx.runner.run(call, decodeInspect, counter),
     );
   }
 

@@ -12,7 +12,7 @@ import { asInteger } from "../../transport/index.js";
 import type { LockContext } from "../context.js";
 import { HashLock, type LockOptions, type TryLockOptions } from "../lock/base.js";
 import type { FencedLockInspection } from "../lock/inspect.js";
-import { type AcquireResult, acquire, type HoldSettings } from "../protocol.js";
+import { type AcquireResult, acquire, type HoldSettings, reportCall } from "../protocol.js";
 import { FencedLockHolds, tokenKey } from "./hold.js";
 
 export type { FencedLockInspection } from "../lock/inspect.js";
@@ -67,10 +67,14 @@ export class FencedLock extends HashLock<FencedLockInspection> {
    * @throws {TransportError} when Redis could not be reached.
    */
   async getToken(): Promise<number> {
-    return this.ctx.runner.run(
-      { script: fencedLockToken, name: this.name, keys: [tokenKey(this.name)], args: [] },
-      asInteger,
-      { requests: 0 },
+    const call = {
+      script: fencedLockToken,
+      name: this.name,
+      keys: [tokenKey(this.name)],
+      args: [],
+    };
+    return reportCall(this.ctx, this.name, "inspect", (counter) =>
+      this.ctx.runner.run(call, asInteger, counter),
     );
   }
 }

@@ -16,6 +16,7 @@ import {
   type HoldSettings,
   holdSettings,
   type LeaseOptions,
+  reportCall,
   restoredLease,
   TRY_LOCK_KEYS,
 } from "../protocol.js";
@@ -175,10 +176,9 @@ export abstract class HashLock<I extends Inspection> implements Inspectable<I> {
    * EXISTS, PTTL, HGET). A kind with another layout overrides it.
    */
   protected async status(owner: string): Promise<[number, number, number]> {
-    return this.ctx.runner.run(
-      { script: lockInspect, name: this.name, keys: [this.name], args: [owner] },
-      decodeInspect,
-      { requests: 0 },
+    const call = { script: lockInspect, name: this.name, keys: [this.name], args: [owner] };
+    return reportCall(this.ctx, this.name, "inspect", (counter) =>
+      this.ctx.runner.run(call, decodeInspect, counter),
     );
   }
 }

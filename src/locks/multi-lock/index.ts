@@ -143,9 +143,9 @@ export class MultiLock {
         expiresAt: Math.min(...taken.map((m) => m.expiresAt)),
         members: taken,
         renew: (_lease, leaseTime) => renewAll(taken, leaseTime),
-        lost: () => this.#ctx.emit({ type: "lost", name, requests: 0, durationMs: 0 }),
+        lost: () => this.#ctx.emit({ type: "lost", name, requests: 0, billed: 0, durationMs: 0 }),
         backgroundError: (_lease, operation, error) =>
-          reportError(this.#ctx, name, operation, error, 0, 0),
+          reportError(this.#ctx, name, operation, error, { requests: 0 }, 0),
       });
       // A member found lost (its own expiry passed, a renewal found it gone) loses them all.
       for (const member of taken) {

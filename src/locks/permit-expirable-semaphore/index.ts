@@ -37,6 +37,7 @@ import {
   inBackground,
   keepAliveOrGiveBack,
   type LeaseOptions,
+  reportCall,
   reportError,
   reportRenew,
   runRelease,
@@ -184,7 +185,10 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
    */
   async tryRelease(id: string): Promise<boolean> {
     const call = this.#releaseCall(randomHex(), [checkPermitId(id)], true);
-    return (await runDefinite(this.#ctx, "release", call, asInteger, { requests: 0 })) === 1;
+    const released = await reportCall(this.#ctx, this.name, "release", (counter) =>
+      runDefinite(this.#ctx, "release", call, asInteger, counter),
+    );
+    return released === 1;
   }
 
   /**
@@ -209,7 +213,12 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
   async updateLeaseTime(id: string, leaseTime: number): Promise<boolean> {
     const permit = checkPermitId(id);
     const ms = checkMs(leaseTime, "leaseTime", 1);
-    return (await this.#renew([permit], ms)) === 1;
+    return reportRenew(
+      this.#ctx,
+      this.name,
+      "call",
+      async (counter) => (await this.#renew([permit], ms, undefined, counter)) === 1,
+    );
   }
 
   /**
@@ -237,15 +246,14 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
    * @throws {TransportError} when Redis could not be reached.
    */
   async delete(): Promise<boolean> {
-    const existed = await this.#ctx.runner.run(
-      {
-        script: permitExpirableSemaphoreDelete,
-        name: this.name,
-        keys: [this.name, timeoutsKey(this.name), limitKey(this.name), keys.replay(this.name)],
-        args: [this.#ctx.replayWindow],
-      },
-      asInteger,
-      { requests: 0 },
+    const call = {
+      script: permitExpirableSemaphoreDelete,
+      name: this.name,
+      keys: [this.name, timeoutsKey(this.name), limitKey(this.name), keys.replay(this.name)],
+      args: [this.#ctx.replayWindow],
+    };
+    const existed = await reportCall(this.#ctx, this.name, "delete", (counter) =>
+      this.#ctx.runner.run(call, asInteger, counter),
     );
     return existed === 1;
   }
@@ -382,9 +390,10 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
             return released === ids.length ? "released" : "expired";
           },
         ),
-      lost: () => this.#ctx.emit({ type: "lost", name: this.name, requests: 0, durationMs: 0 }),
+      lost: () =>
+        this.#ctx.emit({ type: "lost", name: this.name, requests: 0, billed: 0, durationMs: 0 }),
       backgroundError: (_lease, operation, error) =>
-        reportError(this.#ctx, this.name, operation, error, 0, 0),
+        reportError(this.#ctx, this.name, operation, error, { requests: 0 }, 0),
     };
     return new Lease({
       host,
@@ -437,15 +446,14 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
   }
 
   async #inspect(listed: number): Promise<PermitExpirableSemaphoreInspection> {
-    const reply = await this.#ctx.runner.run(
-      {
-        script: permitExpirableSemaphoreInspect,
-        name: this.name,
-        keys: [this.name, timeoutsKey(this.name), limitKey(this.name), keys.waiting(this.name)],
-        args: [listed],
-      },
-      decodeInspect,
-      { requests: 0 },
+    const call = {
+      script: permitExpirableSemaphoreInspect,
+      name: this.name,
+      keys: [this.name, timeoutsKey(this.name), limitKey(this.name), keys.waiting(this.name)],
+      args: [listed],
+    };
+    const reply = await reportCall(this.#ctx, this.name, "inspect", (counter) =>
+      this.#ctx.runner.run(call, decodeInspect, counter),
     );
     return { kind: "permit-expirable-semaphore", name: this.name, ...reply };
   }

@@ -26,6 +26,7 @@ import {
   type HoldRef,
   type HoldSettings,
   leaveCall,
+  reportCall,
   runRelease,
 } from "../protocol.js";
 import type { ReadWriteLockInspection } from "./inspect.js";
@@ -181,15 +182,14 @@ export class ReadWriteHolds extends HashHolds<ReadWriteLockInspection> {
 
   /** `[locked 0|1, pttl, hold count of owner on this side]` (status.lua). */
   status(owner: string): Promise<[number, number, number]> {
-    return this.ctx.runner.run(
-      {
-        script: readWriteLockStatus,
-        name: this.name,
-        keys: [this.name],
-        args: [this.side, owner === "" ? "" : this.field(owner)],
-      },
-      decode3,
-      { requests: 0 },
+    const call = {
+      script: readWriteLockStatus,
+      name: this.name,
+      keys: [this.name],
+      args: [this.side, owner === "" ? "" : this.field(owner)],
+    };
+    return reportCall(this.ctx, this.name, "inspect", (counter) =>
+      this.ctx.runner.run(call, decode3, counter),
     );
   }
 

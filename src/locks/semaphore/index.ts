@@ -8,7 +8,7 @@
  * @module
  */
 import { OverReleaseError } from "../../errors.js";
-import type { DefiniteOperation } from "../../events.js";
+import type { CallOperation, DefiniteOperation } from "../../events.js";
 import { randomHex } from "../../ids.js";
 import type { Inspectable, Inspection } from "../../inspect.js";
 import { LOCK_WAITER_SLOT_MS, MAX_PERMITS } from "../../limits.js";
@@ -28,7 +28,7 @@ import { checkOptions, checkSignal, tryWithin, untilAcquired } from "../../valid
 import { waitFor } from "../../wait/loop.js";
 import { keys, type LockContext } from "../context.js";
 import { runAttempt, runDefinite } from "../definite.js";
-import { emitAcquire, inBackground, leaveCall, waiterExits } from "../protocol.js";
+import { emitAcquire, inBackground, leaveCall, reportCall, waiterExits } from "../protocol.js";
 
 /** Options of {@link Semaphore.tryAcquire}. */
 export interface SemaphoreAcquireOptions {
@@ -195,17 +195,50 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
    */
   async release(permits = 1, options?: SemaphoreReleaseOptions): Promise<number> {
     checkPermits(permits, "permits", 1);
-    return this.#release(permits, checkOverRelease(options), randomHex());
+    const overRelease = checkOverRelease(options);
+    return reportCall(this.#ctx, this.name, "release", (counter) =>
+      this.#release(permits, overRelease, randomHex(), counter),
+    );
+  }
+
+  /**
+   * A handle's release (SemaphorePermits#release), reported as a `release` event like a lease's,
+   * so that the `edgelock.hold` span its acquire opened ends.
+   */
+  async #releaseHandle(permits: number, overRelease: boolean, requestId: string) {
+    const counter: RequestCounter = { requests: 0 };
+    const started = Date.now();
+    const available = await this.#release(permits, overRelease, requestId, counter);
+    this.#ctx.emit({
+      type: "release",
+      name: this.name,
+      requests: counter.requests,
+      billed: counter.billed ?? 0,
+      durationMs: Date.now() - started,
+      result: "released",
+    });
+    return available;
   }
 
   /** One release under `requestId` (release.lua), resent until Redis answers. */
-  async #release(permits: number, overRelease: boolean, requestId: string): Promise<number> {
-    const reply = await this.#runDefinite(
+  async #release(
+    permits: number,
+    overRelease: boolean,
+    requestId: string,
+    counter: RequestCounter,
+  ): Promise<number> {
+    const call = {
+      script: semaphoreRelease,
+      name: this.name,
+      keys: [...this.#writeKeys(), takenKey(this.name)],
+      args: [permits, overRelease ? 1 : 0, this.#ctx.replayWindow, requestId],
+    };
+    const reply = await runDefinite(
+      this.#ctx,
       "release",
-      semaphoreRelease,
-      [permits, overRelease ? 1 : 0, this.#ctx.replayWindow, requestId],
+      call,
       (r) => asIntegers(r, 2) ?? asIntegers(r, 3),
-      [...this.#writeKeys(), takenKey(this.name)],
+      counter,
     );
     const [status = 0, available = 0, limit = -1] = reply;
     if (status !== 1) {
@@ -231,6 +264,7 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
    */
   async drainPermits(): Promise<number> {
     return this.#run(
+      "drainPermits",
       semaphoreDrain,
       [...this.#replayKeys(), takenKey(this.name)],
       [this.#ctx.replayWindow, randomHex()],
@@ -251,6 +285,7 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
    */
   async delete(): Promise<boolean> {
     const reply = await this.#run(
+      "delete",
       semaphoreDelete,
       [
         this.name,
@@ -271,6 +306,7 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
    */
   async inspect(): Promise<SemaphoreInspection> {
     const [available = 0, permits = -1, ttl = -2, waiters = 0, exists = 0] = await this.#run(
+      "inspect",
       semaphoreInspect,
       [this.name, limitKey(this.name), keys.waiting(this.name)],
       [],
@@ -313,7 +349,9 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
       acquired = requestId !== null;
       return requestId === null
         ? null
-        : new SemaphorePermits(this.name, permits, (o) => this.#release(permits, o, requestId));
+        : new SemaphorePermits(this.name, permits, (o) =>
+            this.#releaseHandle(permits, o, requestId),
+          );
     } finally {
       emitAcquire(this.#ctx, this.name, started, counter, acquired, attempts);
     }
@@ -401,18 +439,23 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
     scriptKeys: string[] = this.#writeKeys(),
   ): Promise<T> {
     const call = { script, name: this.name, keys: scriptKeys, args };
-    return runDefinite(this.#ctx, operation, call, decode, { requests: 0 });
+    return reportCall(this.#ctx, this.name, operation, (counter) =>
+      runDefinite(this.#ctx, operation, call, decode, counter),
+    );
   }
 
+  /** A call sent once, reported as a `call` event for `operation`. */
   #run<T>(
+    operation: CallOperation,
     script: LuaScript,
     scriptKeys: string[],
     args: (string | number)[],
     decode: (reply: unknown) => T | undefined,
   ): Promise<T> {
-    return this.#ctx.runner.run({ script, name: this.name, keys: scriptKeys, args }, decode, {
-      requests: 0,
-    });
+    const call = { script, name: this.name, keys: scriptKeys, args };
+    return reportCall(this.#ctx, this.name, operation, (counter) =>
+      this.#ctx.runner.run(call, decode, counter),
+    );
   }
 }
 

@@ -15,6 +15,7 @@ import {
   countDownLatchTrySetCount,
   lockLeave,
 } from "../../../src/lua.gen.js";
+import { sentSource } from "../../../src/transport/billed.js";
 import {
   REDISSON_LATCH_COUNT_DOWN,
   REDISSON_LATCH_TRY_SET_COUNT,
@@ -42,7 +43,7 @@ beforeAll(async () => {
     countDownLatchTrySetCount,
     lockLeave,
   ]) {
-    await raw.scriptLoad(script.source);
+    await raw.scriptLoad(sentSource(script));
   }
 });
 

@@ -1,0 +1,50 @@
+/**
+ * What a script costs on the bill, reported by the script itself. Upstash bills a script as the
+ * EVAL/EVALSHA plus every `redis.call` (and `redis.pcall`) made inside it (its own cost table for
+ * `@upstash/ratelimit`: "EVAL, INCR, PEXPIRE" = 3). Each script is sent inside a wrapper that
+ * counts those calls in Lua, where they happen, and answers `{billed, reply}`: the count costs no
+ * command of its own, and the client learns the exact figure of every path a script took.
+ *
+ * The wrapper shadows `redis` with a table whose `call`/`pcall` count and forward (every other
+ * field reads through to the real `redis`), and runs the script's body as a function so that its
+ * `return` becomes the reply's second element. A `redis.error_reply(...)` answer passes through
+ * unwrapped (Redis answers it as an error, which carries no count).
+ * @module
+ */
+import type { LuaScript } from "../lua/script.js";
+
+// `__r`, `__n` and `__v` cannot clash with a script's locals: lua/gen.mjs shortens those to
+// names that start with a letter.
+const PRELUDE =
+  "local __r=redis local __n=1 " +
+  "local redis=setmetatable({" +
+  "call=function(...) __n=__n+1 return __r.call(...) end," +
+  "pcall=function(...) __n=__n+1 return __r.pcall(...) end" +
+  "},{__index=__r}) " +
+  "local __v=(function()\n";
+const EPILOGUE =
+  "\nend)() if type(__v)=='table' and __v.err then return __v end return {__n,__v}\n";
+
+const wrapped = new WeakMap<LuaScript, string>();
+
+/** The text sent to Redis for `script`: its source inside the counting wrapper. */
+export function sentSource(script: LuaScript): string {
+  let text = wrapped.get(script);
+  if (text === undefined) {
+    text = PRELUDE + script.source + EPILOGUE;
+    wrapped.set(script, text);
+  }
+  return text;
+}
+
+/**
+ * Splits a wrapped script's reply into the commands it was billed for and the script's own
+ * reply (`null` for Lua's nil or false: Redis drops a trailing nil from an array and answers
+ * false as nil). `undefined` when the reply is not a wrapped script's.
+ */
+export function splitBilled(reply: unknown): { billed: number; reply: unknown } | undefined {
+  if (!Array.isArray(reply) || reply.length < 1 || reply.length > 2) return undefined;
+  const billed = typeof reply[0] === "string" ? Number(reply[0]) : reply[0];
+  if (typeof billed !== "number" || !Number.isSafeInteger(billed) || billed < 1) return undefined;
+  return { billed, reply: reply.length === 2 ? (reply[1] ?? null) : null };
+}
