@@ -13,17 +13,14 @@
  */
 import type { LuaScript } from "../lua/script.js";
 
-// `__r`, `__n` and `__v` cannot clash with a script's locals: lua/gen.mjs shortens those to
-// names that start with a letter.
+// `_R`, `_N` and `_V` cannot clash with a script's locals: lua/gen.mjs shortens those to names
+// that start with a letter. No space Lua does not need: the text ships in every bundle.
 const PRELUDE =
-  "local __r=redis local __n=1 " +
-  "local redis=setmetatable({" +
-  "call=function(...) __n=__n+1 return __r.call(...) end," +
-  "pcall=function(...) __n=__n+1 return __r.pcall(...) end" +
-  "},{__index=__r}) " +
-  "local __v=(function()\n";
-const EPILOGUE =
-  "\nend)() if type(__v)=='table' and __v.err then return __v end return {__n,__v}\n";
+  "local _R,_N=redis,1 local redis=setmetatable({" +
+  "call=function(...)_N=_N+1 return _R.call(...)end," +
+  "pcall=function(...)_N=_N+1 return _R.pcall(...)end},{__index=_R})" +
+  "local _V=(function()\n";
+const EPILOGUE = "\nend)()if type(_V)=='table'and _V.err then return _V end return{_N,_V}\n";
 
 const wrapped = new WeakMap<LuaScript, string>();
 
