@@ -83,11 +83,14 @@ export class Lease {
    * characters each, as `semaphore.release(id)` and `updateLeaseTime(id, ms)` take them.
    */
   readonly permitIds: readonly string[] | undefined;
-  /** Aborts with {@link LeaseLostError} when the lease is found lost or is released. */
-  readonly signal: AbortSignal;
-
   readonly #host: LeaseHost;
-  readonly #controller = new AbortController();
+  /**
+   * Made when `signal` is first read: most leases are released without anyone reading it, and
+   * a controller plus the error it aborts with (a stack trace) cost a cycle tens of µs.
+   */
+  #controller: AbortController | undefined;
+  /** How the lease ended (released, or found lost); `undefined` while it has not. */
+  #endedAs: LeaseLostError["reason"] | undefined;
   #release: Promise<ReleaseResult> | undefined;
   #stopKeepAlive: StopKeepAlive | undefined;
   /** Fires at `expiresAt`: a lease nobody renewed in time is lost, whatever the network did. */
@@ -105,7 +108,6 @@ export class Lease {
     this.#expiresAt = init.expiresAt;
     this.fencingToken = init.fencingToken;
     this.permitIds = init.permitIds;
-    this.signal = this.#controller.signal;
     this.#armExpiry();
   }
 
@@ -124,9 +126,18 @@ export class Lease {
     return this.#expiresAt;
   }
 
+  /** Aborts with {@link LeaseLostError} when the lease is found lost or is released. */
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.#endedAs !== undefined) this.#controller.abort(this.#reason(this.#endedAs));
+    }
+    return this.#controller.signal;
+  }
+
   /** True once the lease was released or found lost. */
   get ended(): boolean {
-    return this.#controller.signal.aborted;
+    return this.#endedAs !== undefined;
   }
 
   /**
@@ -176,7 +187,7 @@ export class Lease {
     const release = (async () => {
       await this.#stop();
       const result = await run(this);
-      this.#end(new LeaseLostError(this.name, "released"));
+      this.#end("released");
       return result;
     })();
     this.#release = release;
@@ -248,7 +259,7 @@ export class Lease {
   /** Internal: marks the lease lost (aborts `signal`) and stops its keep-alive. */
   markLost(): void {
     if (this.ended) return;
-    this.#end(new LeaseLostError(this.name));
+    this.#end("lost");
     this.#host.lost(this);
     this.#stop().catch(() => {});
   }
@@ -298,9 +309,15 @@ export class Lease {
     await stop?.();
   }
 
-  #end(reason: LeaseLostError): void {
+  #end(how: LeaseLostError["reason"]): void {
     clearTimeout(this.#expiryTimer);
-    if (!this.#controller.signal.aborted) this.#controller.abort(reason);
+    if (this.#endedAs !== undefined) return;
+    this.#endedAs = how;
+    this.#controller?.abort(this.#reason(how));
+  }
+
+  #reason(how: LeaseLostError["reason"]): LeaseLostError {
+    return new LeaseLostError(this.name, how);
   }
 }
 

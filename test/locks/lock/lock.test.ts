@@ -143,6 +143,32 @@ describe("reentrant lock", () => {
     expect(await lock.forceUnlock()).toBe(false);
   });
 
+  it("lease.signal read only after the loss or the release is already aborted, with the reason", async () => {
+    const { edgelock } = recordingEdgeLock();
+    const lock = edgelock.getLock(`${prefix}late-signal`);
+    const lost = await lock.tryLock({ leaseTime: 10_000 });
+    if (!lost) throw new Error("not acquired");
+    expect(await lock.forceUnlock()).toBe(true);
+    // The renewal finds the lease gone; nobody has read its signal yet.
+    const error = await lost.renew().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LeaseLostError);
+    expect((error as LeaseLostError).reason).toBe("lost");
+    expect(lost.ended).toBe(true);
+    expect(lost.signal.aborted).toBe(true);
+    expect((lost.signal.reason as LeaseLostError).reason).toBe("lost");
+    expect(lost.signal.reason).toBe(error); // one reason, whoever asks
+
+    const released = await lock.tryLock({ leaseTime: 10_000 });
+    if (!released) throw new Error("not acquired");
+    expect(released.ended).toBe(false);
+    expect(await released.release()).toBe("released");
+    expect(released.ended).toBe(true);
+    expect((released.signal.reason as LeaseLostError).reason).toBe("released");
+    // A second release answers the first release's answer; the reason stays.
+    expect(await released.release()).toBe("released");
+    expect((released.signal.reason as LeaseLostError).reason).toBe("released");
+  });
+
   it("unlock(owner) throws LockNotHeldError for a non-owner and after expiry", async () => {
     const { edgelock } = recordingEdgeLock();
     const lock = edgelock.getLock(`${prefix}unlock`);
