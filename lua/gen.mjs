@@ -7,11 +7,12 @@
 // Code shared by several scripts lives in lua/lib/ and is pasted in where a script says
 // `-- @include lib/<file>.lua` (Redis runs each script alone: there is no `require`); a library
 // includes the libraries it needs the same way (expand). What ships is compacted: no comments,
-// no spaces Lua does not need (compact), and short names for the locals (renameLocals); the
-// readable script stays in lua/.
+// no spaces Lua does not need (compact), and short names for the locals (renameLocals, which
+// reads each script with a Lua parser, luaparse); the readable script stays in lua/.
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
+import luaparse from "luaparse";
 
 const luaDir = dirname(fileURLToPath(import.meta.url));
 const srcDir = join(luaDir, "..", "src");
@@ -178,76 +179,30 @@ const GLOBALS = new Set(
 );
 
 /**
- * The tokens of a compacted script: string literals, numbers, names (with whether each one is a
- * variable: not a field after `.` or `:` nor a table constructor's key) and everything else.
- * Throws on what it does not read safely: labels (`::`), long brackets, a function inside a
- * table constructor (whose assignments would read as keys), an unclosed string.
+ * Every name of a script as Lua 5.1 reads it (luaparse, with scopes): `local` is true for a
+ * local variable, where it is declared (a local, a local function, a parameter, a loop
+ * variable) and where it is used; false for a global; a field after `.` or `:` and a table
+ * constructor's key are not variables and are listed with `local` undefined. `range` is where
+ * the name is in `source`. Throws luaparse's error (with line and column) on a script it cannot
+ * parse.
  */
-function tokens(source) {
-  const out = [];
-  const open = [];
-  let i = 0;
-  while (i < source.length) {
-    const rest = source.slice(i);
-    const text =
-      /^'(?:[^'\\\n]|\\.)*'|^"(?:[^"\\\n]|\\.)*"/.exec(rest)?.[0] ??
-      /^(?:0[xX][0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)/.exec(
-        rest,
-      )?.[0];
-    if (text) {
-      out.push({ text });
-      i += text.length;
-      continue;
-    }
-    const name = /^[A-Za-z_][A-Za-z0-9_]*/.exec(rest)?.[0];
-    if (name) {
-      const before = source.slice(0, i);
-      const field = /(?:^|[^.])\.$/.test(before) || /(?:^|[^:]):$/.test(before);
-      const key = open.at(-1) === "{" && /^=(?!=)/.test(source.slice(i + name.length));
-      if (name === "function" && open.includes("{")) {
-        throw new Error("lua: cannot rename inside a function in a table constructor");
-      }
-      out.push({ text: name, variable: !field && !key && !KEYWORDS.has(name) });
-      i += name.length;
-      continue;
-    }
-    if (
-      rest.startsWith("::") ||
-      rest.startsWith("[[") ||
-      rest.startsWith("[=") ||
-      /^['"]/.test(rest)
-    ) {
-      throw new Error(
-        `lua: cannot rename \`${rest.split("\n")[0]}\` (a label, long string or unclosed quote)`,
-      );
-    }
-    const ch = source[i];
-    if ("({[".includes(ch)) open.push(ch);
-    if (")}]".includes(ch)) open.pop();
-    out.push({ text: ch });
-    i += 1;
-  }
-  return out;
+function identifiers(source) {
+  const nodes = [];
+  luaparse.parse(source, {
+    scope: true,
+    ranges: true,
+    luaVersion: "5.1",
+    onCreateNode: (node) => {
+      if (node.type === "Identifier") nodes.push(node);
+    },
+  });
+  // `isLocal` is settled once the whole chunk is read.
+  return nodes.map((node) => ({ name: node.name, local: node.isLocal, range: node.range }));
 }
 
-/** The names a script declares: its locals, local functions, parameters and loop variables. */
-function declared(source) {
-  const names = new Set();
-  const lists = [
-    /\blocal function ([A-Za-z_]\w*)/g,
-    /\blocal ((?!function\b)[A-Za-z_]\w*(?:,[A-Za-z_]\w*)*)/g,
-    /\bfunction(?: [A-Za-z_]\w*)?\(([\w,]*)\)/g,
-    /\bfor ([A-Za-z_]\w*(?:,[A-Za-z_]\w*)*)(?:=| in )/g,
-  ];
-  // Strings may hold anything that looks like a declaration: they go first.
-  const code = tokens(source)
-    .map((t) => (/^['"]/.test(t.text) ? "''" : t.text))
-    .join("");
-  for (const re of lists) {
-    for (const m of code.matchAll(re)) for (const n of m[1].split(",")) if (n) names.add(n);
-  }
-  for (const n of GLOBALS) names.delete(n);
-  return names;
+/** The local names a script declares and uses, but those that are also a global's name. */
+function locals(source) {
+  return identifiers(source).filter((n) => n.local === true && !GLOBALS.has(n.name));
 }
 
 /** `a` ... `Z`, then `a0` ... `Z_`: the n-th short name. */
@@ -269,35 +224,39 @@ export function localNames(sources) {
   const counts = new Map();
   const taken = new Set([...KEYWORDS, ...GLOBALS]);
   for (const source of sources) {
-    const own = declared(source);
-    for (const t of tokens(source)) {
-      if (!/^[A-Za-z_]/.test(t.text)) continue;
-      if (t.variable && own.has(t.text)) counts.set(t.text, (counts.get(t.text) ?? 0) + 1);
-      else taken.add(t.text);
+    for (const n of identifiers(source)) {
+      if (n.local === true && !GLOBALS.has(n.name)) {
+        counts.set(n.name, (counts.get(n.name) ?? 0) + 1);
+      } else {
+        taken.add(n.name);
+      }
     }
   }
-  const names = new Map();
+  const short = new Map();
   const order = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
   let n = 0;
   for (const [name] of order) {
-    let short = shortName(n++);
-    while (taken.has(short)) short = shortName(n++);
-    names.set(name, short);
+    let next = shortName(n++);
+    while (taken.has(next)) next = shortName(n++);
+    short.set(name, next);
   }
-  return names;
+  return short;
 }
 
 /**
- * The script with each name it declares (a local, a local function, a parameter or a loop
- * variable) replaced by its short name in `names` (localNames): Redis never sees the readable
- * names, and every EVAL and bundle carries a few hundred bytes less. Strings, fields, table
- * keys and globals are left as they are; the readable script stays in lua/.
+ * The script with each local name (where it is declared and where it is used) replaced by its
+ * short name in `short` (localNames): Redis never sees the readable names, and every EVAL and
+ * bundle carries a few hundred bytes less. Strings, fields, table keys and globals are left as
+ * they are, as luaparse reads them; the readable script stays in lua/.
  */
-export function renameLocals(source, names) {
-  const own = declared(source);
-  return tokens(source)
-    .map((t) => (t.variable && own.has(t.text) ? (names.get(t.text) ?? t.text) : t.text))
-    .join("");
+export function renameLocals(source, short) {
+  let out = "";
+  let at = 0;
+  for (const n of locals(source).sort((a, b) => a.range[0] - b.range[0])) {
+    out += source.slice(at, n.range[0]) + (short.get(n.name) ?? n.name);
+    at = n.range[1];
+  }
+  return out + source.slice(at);
 }
 
 const HEADER = "// Generated by lua/gen.mjs from lua/**/*.lua. Do not edit: run `npm run gen`.";
@@ -309,7 +268,7 @@ function render() {
     const rel = relative(luaDir, file).split(sep).join("/");
     try {
       const source = compact(pruneUnused(expand(readFileSync(file, "utf8"))));
-      declared(source); // reads it as renameLocals will, so that what it refuses names the script
+      identifiers(source); // parses it as renameLocals will, so that a parse error names the script
       scripts.push({ rel, source });
     } catch (e) {
       throw new Error(`lua/${rel}: ${e.message}`);
