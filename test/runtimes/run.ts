@@ -3,7 +3,8 @@
  * through tsx), Node 22 and 24, Bun and Deno (each with its own TypeScript support), and the
  * webhook helper under Vercel's Edge runtime (`edge-runtime`), all against one throwaway
  * redis-server behind the REST bridge on free loopback ports. The runtimes come from the npm
- * registry through `test/runtimes/kit/` (installed here with `npm ci` when missing).
+ * registry through `test/runtimes/kit/` (installed here with `npm ci` when missing). Last, a
+ * dry run of JSR's publisher over `jsr.json`.
  *
  * `-- --only node22,deno` runs some of them. Prints a table; exits 1 if any runtime failed.
  * Needs the built package (`npm run build`).
@@ -123,7 +124,52 @@ const runtimes: Runtime[] = [
     },
     run: (env) => edgeWebhook(env),
   },
+  {
+    // Not a runtime: JSR's publisher (jsr.json) reads the TypeScript sources as Deno would, and
+    // refuses what JSR would (slow types, unresolvable imports). Its own Deno download is
+    // replaced by the kit's.
+    name: "jsr",
+    version: () => `jsr ${versionOf(bin(".bin/jsr"))}, dry run`,
+    run: async (env) => {
+      const drift = jsrDrift();
+      if (drift) return { code: 1, output: drift };
+      const { code, output } = await spawnSuite(
+        bin(".bin/jsr"),
+        ["publish", "--dry-run", "--allow-dirty"],
+        { ...env, DENO_BIN_PATH: bin(".bin/deno"), DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" },
+      );
+      // One line per published file: counted, not printed.
+      const lines = output.split("\n");
+      const files = lines.filter((l) => /^\s+file:\/\//.test(l)).length;
+      const rest = lines.filter((l) => !/^\s+file:\/\//.test(l) && l.trim() !== "");
+      return { code, output: [...rest, `(${files} files)`].join("\n") };
+    },
+  },
 ];
+
+/**
+ * What jsr.json says differently from package.json: the version, or an entry point (JSR has no
+ * `./bridge`, a Node server, nor `./cloudflare`, whose `cloudflare:workers` import JSR cannot
+ * resolve). Undefined when they agree.
+ */
+function jsrDrift(): string | undefined {
+  const read = (file: string) =>
+    JSON.parse(readFileSync(join(root, file), "utf8")) as {
+      version: string;
+      exports: Record<string, unknown>;
+    };
+  const npm = read("package.json");
+  const jsr = read("jsr.json");
+  if (npm.version !== jsr.version) {
+    return `jsr.json has version ${jsr.version}, package.json ${npm.version}`;
+  }
+  const notOnJsr = new Set(["./bridge", "./cloudflare", "./package.json"]);
+  const expected = Object.keys(npm.exports).filter((k) => !notOnJsr.has(k));
+  const missing = expected.filter((k) => !(k in jsr.exports));
+  const extra = Object.keys(jsr.exports).filter((k) => !expected.includes(k));
+  if (missing.length + extra.length === 0) return undefined;
+  return `jsr.json exports differ from package.json: missing ${missing.join(", ") || "none"}, extra ${extra.join(", ") || "none"}`;
+}
 
 /**
  * The demo's webhook sequence against `lockWebhook` inside an EdgeRuntime: 5 concurrent
