@@ -12,7 +12,7 @@
 
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -48,6 +48,18 @@ type EdgeRuntimeClass = new (options: {
 }) => EdgeRuntimeLike;
 
 const bin = (path: string) => join(kit, "node_modules", path);
+
+/**
+ * Bun's executable: its postinstall script moves it from the platform package into
+ * `bun/bin/bun.exe`, over a placeholder; where npm did not run the script it is still in the
+ * platform package.
+ */
+function bunBinary(): string {
+  const candidates = [bin("@oven/bun-linux-x64/bin/bun"), bin("bun/bin/bun.exe")];
+  const found = candidates.find((path) => existsSync(path) && statSync(path).size > 1_000_000);
+  if (!found) throw new Error(`no Bun executable in ${candidates.join(" or ")}`);
+  return found;
+}
 
 function spawnSuite(
   command: string,
@@ -101,8 +113,8 @@ const runtimes: Runtime[] = [
   nodeAt("node24", bin("node24/bin/node")),
   {
     name: "bun",
-    version: () => `bun ${versionOf(bin(".bin/bun"))}`,
-    run: (env) => spawnSuite(bin(".bin/bun"), ["run", smoke], env),
+    version: () => `bun ${versionOf(bunBinary())}`,
+    run: (env) => spawnSuite(bunBinary(), ["run", smoke], env),
   },
   {
     name: "deno",
