@@ -33,6 +33,14 @@ const app = join(root, "examples/next");
 const SEQUENCE_TIMEOUT_MS = 30_000;
 const START_TIMEOUT_MS = 60_000;
 
+/** What an interrupted run must still stop: the processes it started would outlive it. */
+const stops = new Set<() => Promise<unknown>>();
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    void Promise.allSettled([...stops].map((stop) => stop())).finally(() => process.exit(130));
+  });
+}
+
 /** A promise with its resolve function outside. */
 function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
   let resolve: (value: T) => void = () => {};
@@ -145,8 +153,19 @@ const npm = (args: string[], cwd: string) =>
 
 /** Runs `command` in the app to its end, printing its output; throws on a non-zero exit. */
 async function run(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<void> {
-  const child = spawn(command, args, { cwd: app, env, stdio: ["ignore", "inherit", "inherit"] });
+  // A process group of its own, so that an interrupted check also ends the build's workers.
+  const child = spawn(command, args, {
+    cwd: app,
+    env,
+    stdio: ["ignore", "inherit", "inherit"],
+    detached: true,
+  });
+  const stop = async () => {
+    if (child.pid !== undefined && child.exitCode === null) process.kill(-child.pid, "SIGKILL");
+  };
+  stops.add(stop);
   const [code] = (await once(child, "exit")) as [number | null];
+  stops.delete(stop);
   if (code !== 0) throw new Error(`${command} ${args.join(" ")} exited with ${code}`);
 }
 
@@ -308,6 +327,7 @@ async function main(): Promise<number> {
   }
 
   const redis = await startRedisServer();
+  stops.add(redis.stop);
   const token = randomBytes(16).toString("hex");
   const bridge = await startBridge({ redisUrl: redis.url, token });
   const downstream = startDownstream();
@@ -326,6 +346,7 @@ async function main(): Promise<number> {
     await timed("next build", () => run(join(app, "node_modules/.bin/next"), ["build"], env));
     const port = await freePort();
     server = await timed("next start (until ready)", () => nextStart(port, env));
+    stops.add(server.stop);
     const base = `http://127.0.0.1:${port}`;
     const scenarios: [string, () => Promise<Finding>][] = [
       ["webhook, Node runtime (/api/webhook)", () => webhook(base, "/api/webhook", downstream)],

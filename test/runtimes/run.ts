@@ -26,6 +26,14 @@ const smoke = "test/runtimes/smoke.ts";
 /** A runtime that has not finished the suite by then is stuck: 11 checks of at most 20 s. */
 const RUNTIME_TIMEOUT_MS = 120_000;
 
+/** What an interrupted run must still stop: the processes it started would outlive it. */
+const stops = new Set<() => Promise<unknown>>();
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    void Promise.allSettled([...stops].map((stop) => stop())).finally(() => process.exit(130));
+  });
+}
+
 /** One runtime the suite runs under. */
 interface Runtime {
   name: string;
@@ -77,6 +85,11 @@ function spawnSuite(
   };
   child.stdout?.on("data", collect);
   child.stderr?.on("data", collect);
+  const stop = async () => {
+    child.kill("SIGKILL");
+  };
+  stops.add(stop);
+  child.once("close", () => stops.delete(stop));
   return new Promise((resolve) => {
     const timer = setTimeout(() => {
       output += `\n(killed after ${RUNTIME_TIMEOUT_MS} ms)`;
@@ -296,6 +309,7 @@ async function main(): Promise<number> {
   ensureKit();
 
   const redis = await startRedisServer();
+  stops.add(redis.stop);
   const token = randomBytes(16).toString("hex");
   const bridge = await startBridge({ redisUrl: redis.url, token });
   const rows: { name: string; version: string; ok: boolean; ms: number }[] = [];
