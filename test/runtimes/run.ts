@@ -1,7 +1,7 @@
 /**
  * `npm run check:runtimes`: runs `test/runtimes/smoke.ts` under Node 20 (this process's Node,
  * through tsx), Node 22 and 24, Bun and Deno (each with its own TypeScript support), and the
- * webhook helper under Vercel's Edge runtime (`edge-runtime`), all against one throwaway
+ * webhook helper and a push wake-up under Vercel's Edge runtime (`edge-runtime`), all against one throwaway
  * redis-server behind the REST bridge on free loopback ports. The runtimes come from the npm
  * registry through `test/runtimes/kit/` (installed here with `npm ci` when missing). Last, a
  * dry run of JSR's publisher over `jsr.json`.
@@ -147,7 +147,7 @@ const runtimes: Runtime[] = [
       };
       return `edge-runtime ${pkg.version}`;
     },
-    run: (env) => edgeWebhook(env),
+    run: (env) => edge(env),
   },
   {
     // Not a runtime: JSR's publisher (jsr.json) reads the TypeScript sources as Deno would, and
@@ -196,13 +196,29 @@ function jsrDrift(): string | undefined {
   return `jsr.json exports differ from package.json: missing ${missing.join(", ") || "none"}, extra ${extra.join(", ") || "none"}`;
 }
 
+/** Rejects after `ms` unless `work` settles first. */
+async function within<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      work,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
- * The demo's webhook sequence against `lockWebhook` inside an EdgeRuntime: 5 concurrent
- * deliveries (1×200 + 4×409), then 2 redeliveries (200 duplicate).
+ * `test/runtimes/edge.ts` inside an EdgeRuntime: the demo's webhook sequence against
+ * `lockWebhook` (5 concurrent deliveries: 1×200 + 4×409; then 2 redeliveries: 200 duplicate),
+ * and a subscribed waiter woken by a release.
  */
-async function edgeWebhook(env: NodeJS.ProcessEnv): Promise<{ code: number; output: string }> {
+async function edge(env: NodeJS.ProcessEnv): Promise<{ code: number; output: string }> {
   const bundle = await build({
-    entryPoints: [join(root, "test/runtimes/edge-webhook.ts")],
+    entryPoints: [join(root, "test/runtimes/edge.ts")],
     bundle: true,
     write: false,
     format: "iife",
@@ -222,54 +238,83 @@ async function edgeWebhook(env: NodeJS.ProcessEnv): Promise<{ code: number; outp
     token: env.UPSTASH_REDIS_REST_TOKEN,
     prefix: env.EDGELOCK_SMOKE_PREFIX,
   };
+  // The isolate's console goes into the report of a failed run only: the waiter's subscription
+  // stays open for its idle second after the check, and the bridge's shutdown then ends it with
+  // an error that `@upstash/redis` logs.
+  const logged: string[] = [];
+  const log = (...values: unknown[]) => {
+    logged.push(values.map((v) => (v instanceof Error ? v.message : String(v))).join(" "));
+  };
+  const isolateConsole = { log, info: log, warn: log, error: log, debug: log };
   const runtime = new EdgeRuntime({
     initialCode,
-    extend: (context) => Object.assign(context, { SMOKE: smokeConfig }),
+    extend: (context) => Object.assign(context, { SMOKE: smokeConfig, console: isolateConsole }),
   });
-  const id = `evt_${randomBytes(4).toString("hex")}`;
-  const deliver = async () => {
-    const response = await runtime.dispatchFetch("http://127.0.0.1/api/webhook", {
+  const post = async <T>(path: string, body?: unknown) => {
+    const response = await runtime.dispatchFetch(`http://127.0.0.1${path}`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ id, type: "invoice.paid" }),
+      body: JSON.stringify(body ?? {}),
     });
-    const body = (await response.json()) as { duplicate?: boolean; processed?: string };
+    const json = (await response.json()) as T;
     await response.waitUntil();
-    return { status: response.status, body, runtime: response.headers.get("x-runtime") };
+    return { status: response.status, body: json, runtime: response.headers.get("x-runtime") };
   };
   const lines: string[] = [];
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let failed = 0;
+  const report = (ok: boolean, line: string) => {
+    if (!ok) failed += 1;
+    lines.push(`${ok ? "ok  " : "FAIL"} ${line}`);
+  };
   try {
-    const sequence = async () => {
-      const concurrent = await Promise.all(Array.from({ length: 5 }, deliver));
-      const later = [await deliver(), await deliver()];
-      return { concurrent, later };
-    };
-    const { concurrent, later } = await Promise.race([
-      sequence(),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error("no answer within 20 s")), 20_000);
-      }),
-    ]);
+    const id = `evt_${randomBytes(4).toString("hex")}`;
+    const deliver = () =>
+      post<{ duplicate?: boolean; processed?: string }>("/api/webhook", {
+        id,
+        type: "invoice.paid",
+      });
+    const { concurrent, later } = await within(
+      20_000,
+      "webhook",
+      (async () => {
+        const concurrent = await Promise.all(Array.from({ length: 5 }, deliver));
+        return { concurrent, later: [await deliver(), await deliver()] };
+      })(),
+    );
     const statuses = concurrent.map((r) => r.status).sort();
     const first = concurrent.filter((r) => r.status === 200 && r.body.processed === id).length;
     const duplicates = later.filter((r) => r.status === 200 && r.body.duplicate === true).length;
-    const where = [...concurrent, ...later].map((r) => r.runtime);
-    const ok =
+    const where = [...new Set([...concurrent, ...later].map((r) => r.runtime))];
+    report(
       statuses.join(",") === "200,409,409,409,409" &&
-      first === 1 &&
-      duplicates === 2 &&
-      where.every((w) => w === "edge-runtime");
-    lines.push(
-      `${ok ? "ok  " : "FAIL"} webhook (edgelock/vercel) in EdgeRuntime: 5 concurrent: ${statuses.join(",")}; 2 later: ${duplicates}x200 duplicate; EdgeRuntime=${[...new Set(where)].join(",")}`,
+        first === 1 &&
+        duplicates === 2 &&
+        where.join(",") === "edge-runtime",
+      `webhook (edgelock/vercel): 5 concurrent: ${statuses.join(",")}; 2 later: ${duplicates}x200 duplicate; EdgeRuntime=${where.join(",")}`,
     );
-    return { code: ok ? 0 : 1, output: lines.join("\n") };
+
+    const woken = await within(
+      20_000,
+      "wake-up",
+      post<{ release?: string; acquired?: boolean; wokenMs?: number; strategies?: string[] }>(
+        "/api/wake",
+      ),
+    );
+    const { release, acquired, wokenMs = Number.NaN, strategies = [] } = woken.body;
+    // The holder's lease had 30 s left and the wait 15 s: only the release's message is this fast.
+    report(
+      woken.status === 200 &&
+        release === "released" &&
+        acquired === true &&
+        wokenMs < 3_000 &&
+        strategies.join(",") === "subscribe",
+      `lock: a waiter subscribed over SSE, woken ${wokenMs} ms after the release (wait strategies: ${strategies.join(",") || "none"})`,
+    );
   } catch (error) {
-    lines.push(`FAIL webhook in EdgeRuntime: ${error instanceof Error ? error.message : error}`);
-    return { code: 1, output: lines.join("\n") };
-  } finally {
-    clearTimeout(timer);
+    report(false, error instanceof Error ? error.message : String(error));
   }
+  if (failed > 0 && logged.length > 0) lines.push("console:", ...logged);
+  return { code: failed === 0 ? 0 : 1, output: lines.join("\n") };
 }
 
 /** Installs the kit when a runtime is missing or not at the version its package.json pins. */
