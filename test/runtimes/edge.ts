@@ -22,6 +22,8 @@ const client = (onEvent?: (event: LockEvent) => void) =>
   new EdgeLock({
     redis: new Redis({ url: SMOKE.url, token: SMOKE.token }),
     wait: "subscribe",
+    // A wait that polled instead of being woken would sleep at least 5 s: past the check's bound.
+    backoff: { initialDelay: 10_000, maxDelay: 10_000 },
     ...(onEvent ? { onEvent } : {}),
   });
 

@@ -45,8 +45,11 @@ function recorder(options: Partial<EdgeLockOptions> = {}): Recorder {
   const edgelock = new EdgeLock({
     redis: new Redis({ url: url as string, token: token as string }),
     // Push only: a client that could not subscribe here fails at construction, and a wait that
-    // fell back to polling shows as a `wait-strategy` event the checks refuse.
+    // fell back to polling shows as a `wait-strategy` event the checks refuse. A wait that polls
+    // without saying so (a latch's, on Redisson's channel) sleeps at least 5 s with this backoff,
+    // which the checks' 3 s bound on a wake-up refuses.
     wait: "subscribe",
+    backoff: { initialDelay: 10_000, maxDelay: 10_000 },
     onEvent: (event) => {
       events.push(event);
       for (const listener of [...listeners]) listener();
