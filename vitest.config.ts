@@ -17,7 +17,8 @@ export default defineConfig({
           // share the 2 cores with the 16-client contention test.
           sequence: { groupOrder: 0 },
           include: ["test/**/*.test.ts"],
-          exclude: ["test/worker/**", "node_modules/**"],
+          // test/runtimes/kit/ holds the runtimes check:runtimes fetches, with packages of their own.
+          exclude: ["test/worker/**", "**/node_modules/**"],
           testTimeout: 20000,
           hookTimeout: 30000,
         },

@@ -75,7 +75,12 @@ export abstract class HashHolds<I extends Inspection> implements HoldProtocol {
    * Makes the lock's TTL at least `leaseTime` if `owner` still holds it (lua/lock/renew.lua),
    * within `timeout` ms when given (default: the EdgeLock's `requestTimeout`).
    */
-  renew(owner: string, leaseTime: number, by: "call" | "timer", timeout?: number) {
+  renew(
+    owner: string,
+    leaseTime: number,
+    by: "call" | "timer",
+    timeout?: number,
+  ): Promise<boolean> {
     return renewHold(this.ctx, this.name, owner, leaseTime, by, timeout);
   }
 

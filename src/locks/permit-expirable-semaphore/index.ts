@@ -271,7 +271,11 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
    * Internal (the `LeaseKeeper` alarm): renews the permits of one lease, within `timeout` ms.
    * @returns true when every permit was still held (and is renewed).
    */
-  async renewPermits(permitIds: readonly string[], leaseTime: number, timeout?: number) {
+  async renewPermits(
+    permitIds: readonly string[],
+    leaseTime: number,
+    timeout?: number,
+  ): Promise<boolean> {
     return (await this.#renew(permitIds, leaseTime, timeout)) === permitIds.length;
   }
 

@@ -150,7 +150,12 @@ export class ReadWriteHolds extends HashHolds<ReadWriteLockInspection> {
    * The hold's side of the owner gets at least `leaseTime` (renew.lua of this folder): every
    * read hold of the owner, or the writer's field; the hash and the epoch with it.
    */
-  override renew(owner: string, leaseTime: number, by: "call" | "timer", timeout?: number) {
+  override renew(
+    owner: string,
+    leaseTime: number,
+    by: "call" | "timer",
+    timeout?: number,
+  ): Promise<boolean> {
     return renewSide(this.ctx, this.name, this.side, owner, leaseTime, by, timeout);
   }
 
