@@ -169,6 +169,58 @@ describe("billed commands per operation", () => {
     });
   });
 
+  it("every other call is reported once: the events' billed sum is the bill", async () => {
+    const name = fresh("calls");
+    const before = reported;
+    const bill = await meter.measure(async () => {
+      const lock = edgelock.getLock(`${name}:lock`);
+      const lease = await lock.tryLock();
+      if (!lease) throw new Error("not acquired");
+      await lock.isLocked();
+      await lock.isHeldBy(lease.owner);
+      await lock.getHoldCount(lease.owner);
+      await lock.remainTimeToLive();
+      await lock.inspect();
+      await lock.unlock(lease.owner);
+      await lock.tryLock();
+      await lock.forceUnlock();
+      const fenced = edgelock.getFencedLock(`${name}:fenced`);
+      await fenced.getToken();
+      const rw = edgelock.getReadWriteLock(`${name}:rw`);
+      await rw.readLock().isLocked();
+      await rw.writeLock().inspect();
+      await rw.writeLock().forceUnlock();
+      const sem = edgelock.getSemaphore(`${name}:sem`);
+      await sem.trySetPermits(3);
+      await sem.addPermits(1);
+      await sem.tryAcquire();
+      await sem.release(1);
+      await sem.availablePermits();
+      await sem.drainPermits();
+      await sem.inspect();
+      await sem.delete();
+      const pes = edgelock.getPermitExpirableSemaphore(`${name}:pes`);
+      await pes.trySetPermits(2);
+      const permit = await pes.tryAcquire();
+      const id = permit?.permitIds?.[0];
+      if (!id) throw new Error("no permit");
+      await pes.updateLeaseTime(id, 20_000);
+      await pes.tryRelease(id);
+      await pes.availablePermits();
+      await pes.acquiredPermits();
+      await pes.delete();
+      const latch = edgelock.getCountDownLatch(`${name}:latch`);
+      await latch.trySetCount(1);
+      await latch.getCount();
+      await latch.countDown();
+      await latch.await();
+      await latch.inspect();
+      await latch.delete();
+    });
+    expect(bill.total).toBeGreaterThan(40);
+    expect(reported - before, JSON.stringify(bill.commands)).toBe(bill.total);
+  });
+
   it("the LeaseKeeper's batched renewal, per lease", async () => {
     const leases = [];
     for (let i = 0; i < 10; i++) {
