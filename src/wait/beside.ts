@@ -47,13 +47,17 @@ export interface Beside {
  */
 export function listenBeside(join: JoinForeign, signal: AbortSignal | undefined): Beside {
   let slot: WakeSlot | undefined;
+  // A foreign stream that ended soon after it opened is not opened again (no spin): the wait
+  // goes on with its own channel and its bound.
+  let off = false;
   return {
     async before(own, foreign, ms) {
       if (slot?.lost) {
+        off ||= !slot.renewable;
         slot.leave();
         slot = undefined;
       }
-      if (!foreign || !own || slot) return undefined;
+      if (!foreign || !own || slot || off) return undefined;
       // Subscribe beside the own channel, then the caller attempts again at once (Redisson's
       // order). When it cannot, the wait goes on with its own channel and its bound.
       const joined = await join(ms);
