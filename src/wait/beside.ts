@@ -9,6 +9,9 @@
  */
 import type { WakeSlot } from "./wakes.js";
 
+/** How often a wait polls for a JVM release that it cannot hear, in ms. */
+const FOREIGN_POLL_MS = 1_000;
+
 /** A place on the foreign channel: see `WakeHub#joinBroadcast`. */
 export type JoinForeign = (ms: number) => Promise<WakeSlot | "unavailable" | "pending">;
 
@@ -63,7 +66,9 @@ export function listenBeside(join: JoinForeign, signal: AbortSignal | undefined)
       const joined = await join(ms);
       if (typeof joined === "string") {
         if (joined === "pending") return { again: true };
-        const outcome = await own.next(ms, signal);
+        // No place there (a name that a REST path cannot carry in Redisson's channel, or every
+        // subscription taken): a JVM release is heard by polling, once a second at most.
+        const outcome = await own.next(Math.min(ms, FOREIGN_POLL_MS), signal);
         return outcome.woke ? { again: true, payload: outcome.payload } : { again: true };
       }
       joined.relayTo(own);
