@@ -31,6 +31,12 @@ const HONO = `${REDIS}\nexport { Hono } from "hono";`;
  * bytes go.
  */
 export const SCENARIOS = [
+  // Every waiting kind's budget was raised to its measured size by issue "Waiting at the hand-off
+  // limit" (items 4 and 5): the subscription streams are read with eventsource-parser (1.4 kB
+  // gzip) and src/transport/sse.ts, so that a stream's end is known at once, and every script
+  // that wakes waiters names a name's channel by digest when a REST path cannot carry it
+  // (lua/lib/channel.lua): +2.1 to +2.6 kB per waiting entry (Lua +0.1 to +0.4 kB), +0.1 kB for
+  // edgelock/cloudflare (which never waits: it only bundles the scripts).
   // Every budget over its earlier value was raised once by the billed-commands work (issue "Every
   // operation at Redisson's price on the bill"): the scripts now keep the replay state with the
   // hold, skip the waiter registry when nobody is registered, and answer replays from the hold
@@ -45,7 +51,7 @@ export const SCENARIOS = [
   // SHA-1s (1.6 kB of hex that gzip cannot shrink) are computed at first run
   // (src/transport/sha1.ts) instead of shipped: the target is met. 24.9 kB since the shipped
   // scripts' locals have short names (lua/gen.mjs renameLocals: Lua 6.8 -> 5.9 kB).
-  { name: "edgelock", entries: ["edgelock"], base: REDIS, budget: 27.5, target: 27 },
+  { name: "edgelock", entries: ["edgelock"], base: REDIS, budget: 29.6, target: 27 },
   // 13.1 kB measured at the split, 13.6 kB after the JVM wake-ups, the shared Lua libraries and
   // the awaited leave of a waiter that gives up: 2.0 kB Lua, 11.6 kB JS, of which ~8 kB the core
   // client and the lease (the multi-lock entry). 14.1 kB with `restoreLockLease` (every entry that
@@ -55,7 +61,7 @@ export const SCENARIOS = [
   // locals have short names (lua/gen.mjs renameLocals). 13.8 kB (Lua 2.0 kB) since a waiter
   // that ends gives back a hand-off it missed (lua/lock/decline.lua) and passes on a wake-up it
   // missed (lib/wake.lua waiting_leave): 0.1-0.3 kB in every entry with waiters.
-  { name: "edgelock/lock", entries: ["edgelock/lock"], base: REDIS, budget: 14.7, target: 8 },
+  { name: "edgelock/lock", entries: ["edgelock/lock"], base: REDIS, budget: 17.11, target: 8 },
   {
     name: "edgelock/fair-lock",
     entries: ["edgelock/fair-lock"],
@@ -63,7 +69,7 @@ export const SCENARIOS = [
     // 12.7 kB at the split; 13.5 kB with the JVM wake-ups on Redisson's per-waiter channel;
     // 14.0 kB with `restoreFairLockLease`; 13.6 kB with short names for the shipped scripts'
     // locals (lua/gen.mjs renameLocals).
-    budget: 13.95,
+    budget: 16.23,
     target: 10,
   },
   {
@@ -73,7 +79,7 @@ export const SCENARIOS = [
     // 13.3 kB at the split; 13.8 kB with its own holds over the shared reentrant acquire;
     // 14.3 kB with `restoreFencedLockLease`; 13.7 kB with short names for the shipped scripts'
     // locals (lua/gen.mjs renameLocals).
-    budget: 14.8,
+    budget: 17.2,
     target: 10,
   },
   {
@@ -83,7 +89,7 @@ export const SCENARIOS = [
     // 13.7 kB at the split; 14.3 kB with the JVM wake-ups and the shared Lua libraries; 14.8 kB
     // with `restoreReadWriteLockLease`; 14.2 kB with short names for the shipped scripts'
     // locals (lua/gen.mjs renameLocals).
-    budget: 15.0,
+    budget: 17.14,
     target: 10,
   },
   {
@@ -92,7 +98,7 @@ export const SCENARIOS = [
     base: REDIS,
     // 10.9 kB, 10.8 kB without the fair lock's second channel in the wait loop; 10.3 kB with
     // short names for the shipped scripts' locals (lua/gen.mjs renameLocals).
-    budget: 11.1,
+    budget: 13.3,
     target: 10,
   },
   {
@@ -102,7 +108,7 @@ export const SCENARIOS = [
     // 14.6 kB at the split; 15.2 kB with edgelock's own permit record (JVM wake-ups); 15.7 kB
     // with `restorePermitLease`; 14.5 kB with short names for the shipped scripts' locals
     // (lua/gen.mjs renameLocals).
-    budget: 15.9,
+    budget: 18.12,
     target: 10,
   },
   {
@@ -111,7 +117,7 @@ export const SCENARIOS = [
     base: REDIS,
     // 9.6 kB, 9.5 kB without the fair lock's second channel in the wait loop; 9.2 kB with short
     // names for the shipped scripts' locals (lua/gen.mjs renameLocals).
-    budget: 9.5,
+    budget: 11.61,
     target: 10,
   },
   {
@@ -131,7 +137,7 @@ export const SCENARIOS = [
     name: "edgelock/idempotency",
     entries: ["edgelock/idempotency"],
     base: REDIS,
-    budget: 12.0,
+    budget: 12.1,
     target: 10,
   },
   // A Hono app's `withLock` with the lock entry's client, over Hono: 26.0 kB with EdgeLock.
@@ -142,7 +148,7 @@ export const SCENARIOS = [
     base: HONO,
     // 13.4 kB at the split, 13.8 kB with the JVM wake-ups, 13.75 kB with the lock's; 13.4 kB
     // with short names for the shipped scripts' locals (lua/gen.mjs renameLocals).
-    budget: 14.6,
+    budget: 16.85,
     target: 9,
   },
   // Both Vercel helpers (`lockWebhook`: an idempotency key, `lockCron`: a lock) with the lock
@@ -154,7 +160,7 @@ export const SCENARIOS = [
     entries: ["edgelock/vercel", "edgelock/lock"],
     pick: { "edgelock/vercel": ["lockWebhook", "lockCron"], "edgelock/lock": ["EdgeLockClient"] },
     base: REDIS,
-    budget: 15.6,
+    budget: 17.92,
     target: 9,
   },
   // The LeaseKeeper with the renewals of every kind of lease (src/renewers.ts) and the cron
@@ -167,7 +173,7 @@ export const SCENARIOS = [
     name: "edgelock/cloudflare",
     entries: ["edgelock/cloudflare"],
     base: REDIS,
-    budget: 14.7,
+    budget: 14.8,
     target: 9,
   },
 ];

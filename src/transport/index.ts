@@ -27,7 +27,7 @@ import {
   toTransportError,
 } from "./scrub.js";
 import { sha1Of } from "./sha1.js";
-import { openStream, type StreamEndpoint, streamEndpointOf } from "./sse.js";
+import type { DirectStreams, StreamEndpoint } from "./sse.js";
 
 export type { RedisLike, SubscriberLike } from "./redis.js";
 export { isNoScriptError } from "./scrub.js";
@@ -199,9 +199,10 @@ export class ScriptRunner {
    * resolves once the REST API confirmed the subscription, so a PUBLISH from then on reaches
    * `onMessage`; it rejects with a {@link TransportError} when the subscription fails or is not
    * confirmed within `requestTimeout`. `onLost` is called once if the stream fails or ends after
-   * that. An `@upstash/redis` client's stream is read here (./sse.ts), so that its end is known
-   * at once and nothing is logged; any other client's `subscribe()` is used as it is (a stream
-   * it ends without an error is then not reported: waits on it are bounded as every wait is).
+   * that. With `direct` (./sse.ts, passed by the code that waits, so that nothing else bundles
+   * it), an `@upstash/redis` client's stream is read here, so that its end is known at once and
+   * nothing is logged; any other client's `subscribe()` is used as it is (a stream it ends
+   * without an error is then not reported: waits on it are bounded as every wait is).
    * @throws {TransportError} when the client cannot subscribe (see `canSubscribe`).
    */
   subscribe(
@@ -210,6 +211,7 @@ export class ScriptRunner {
     onMessage: (message: string) => void,
     onLost: (error: TransportError) => void,
     counter: RequestCounter,
+    direct?: DirectStreams,
   ): { ready: Promise<void>; close(): void } {
     const subscribe = this.#redis.subscribe;
     if (typeof subscribe !== "function") {
@@ -245,9 +247,9 @@ export class ScriptRunner {
       else settle?.(failure);
     };
     let end: () => void;
-    this.#stream ??= streamEndpointOf(this.#redis) ?? null;
-    if (this.#stream) {
-      end = openStream(this.#stream, channel, {
+    if (direct && this.#stream === undefined) this.#stream = direct.endpointOf(this.#redis) ?? null;
+    if (direct && this.#stream) {
+      end = direct.open(this.#stream, channel, {
         onData: (data) => {
           if (closed) return;
           const comma = data.indexOf(",");

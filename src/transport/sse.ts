@@ -157,3 +157,12 @@ async function errorText(response: Response): Promise<string> {
     return "";
   }
 }
+
+/** What `ScriptRunner#subscribe` needs to read streams itself (see the module documentation). */
+export interface DirectStreams {
+  endpointOf(redis: RedisLike): StreamEndpoint | undefined;
+  open(endpoint: StreamEndpoint, channel: string, handlers: StreamHandlers): () => void;
+}
+
+/** Reading streams with {@link streamEndpointOf} and {@link openStream}. */
+export const directStreams: DirectStreams = { endpointOf: streamEndpointOf, open: openStream };

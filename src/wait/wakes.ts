@@ -20,6 +20,7 @@ import { randomHex } from "../ids.js";
 import type { LockContext } from "../locks/context.js";
 import type { RequestCounter, ScriptRunner } from "../transport/index.js";
 import { sha1Hex } from "../transport/sha1.js";
+import { directStreams } from "../transport/sse.js";
 
 /**
  * Whether the REST API's `/subscribe/<channel>` path carries `text` as it is: the channel goes
@@ -368,6 +369,7 @@ export class WakeHub {
       },
       lose,
       counter,
+      directStreams,
     );
     const shared: Shared = {
       channel,
