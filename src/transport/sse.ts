@@ -70,7 +70,8 @@ export class StreamRefusedError extends Error {
     readonly status: number,
     detail: string,
   ) {
-    super(`HTTP ${status}${detail ? `: ${detail}` : ""}`);
+    // The service's own text first, so that an auth failure is told apart (./scrub.ts).
+    super(detail || `HTTP ${status}`);
     this.name = "UpstashError";
   }
 }
