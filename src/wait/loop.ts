@@ -155,8 +155,9 @@ class Waker {
    * first when not yet (then the caller attempts again at once, so a release between its last
    * attempt and the subscription is not missed).
    * @returns `{ again: true, payload? }` to attempt at once (woken, timed out, just subscribed,
-   * or the subscription was lost: a wake-up may have gone with it), `{ again: false }` when the
-   * caller must sleep its backoff instead (polling).
+   * subscribed again after its stream ended, or the stream ended too soon to subscribe again: a
+   * wake-up may have gone with it), `{ again: false }` when the caller must sleep its backoff
+   * instead (polling).
    * @throws signal.reason when aborted.
    */
   async wait(ms: number, foreign = false): Promise<Round> {
