@@ -1021,6 +1021,38 @@ describe("pub/sub over Server-Sent Events (Upstash's REST format)", () => {
     await first.body?.cancel();
   });
 
+  test.each([
+    ["end", "the response finishes"],
+    ["cut", "the connection is destroyed"],
+  ] as const)(
+    "streamLifetimeMs with streamEnd %s: each stream ends that long after its confirmation (%s)",
+    async (end, _how) => {
+      bridge = await startPrivateBridge({ streamLifetimeMs: 300, streamEnd: end });
+      const response = await fetch(`${bridge.url}/subscribe/${key("lifetime")}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${bridge.token}` },
+      });
+      const started = Date.now();
+      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+      let ended: "end" | "cut" | undefined;
+      while (!ended) {
+        try {
+          if ((await reader.read()).done) ended = "end";
+        } catch {
+          ended = "cut";
+        }
+      }
+      expect(ended).toBe(end);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+      await expect.poll(() => bridge?.bridge.stats().subscriptions.open).toBe(0);
+      // A config that a JSON body could carry, which the type does not allow.
+      const bad = JSON.parse('{"streamEnd":"close"}') as Parameters<
+        typeof bridge.bridge.setFaults
+      >[0];
+      await expect(bridge.control.setFaults(bad)).rejects.toThrow(/400.*streamEnd must be/);
+    },
+  );
+
   test("dropSubscriptions ends every stream, as a lost connection would", async () => {
     bridge = await startPrivateBridge();
     const response = await fetch(`${bridge.url}/subscribe/${key("drop")}`, {
