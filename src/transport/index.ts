@@ -201,8 +201,9 @@ export class ScriptRunner {
    * confirmed within `requestTimeout`. `onLost` is called once if the stream fails or ends after
    * that. With `direct` (./sse.ts, passed by the code that waits, so that nothing else bundles
    * it), an `@upstash/redis` client's stream is read here, so that its end is known at once and
-   * nothing is logged; any other client's `subscribe()` is used as it is (a stream it ends
-   * without an error is then not reported: waits on it are bounded as every wait is).
+   * nothing is logged; any other client's `subscribe()` is used as it is (a stream that the
+   * server ends without an error is then not reported: waits on it are bounded as every wait
+   * is).
    * @throws {TransportError} when the client cannot subscribe (see `canSubscribe`).
    */
   subscribe(
@@ -252,8 +253,7 @@ export class ScriptRunner {
       end = direct.open(this.#stream, channel, {
         onData: (data) => {
           if (closed) return;
-          const comma = data.indexOf(",");
-          const type = data.slice(0, comma);
+          const type = data.slice(0, Math.max(0, data.indexOf(",")));
           if (type === "subscribe") confirm();
           else if (type === "message") onMessage(messageOf(data, channel));
         },

@@ -202,8 +202,6 @@ export class WakeHub {
   readonly #runner: ScriptRunner;
   readonly #max: number;
   readonly #shared = new Map<string, Shared>();
-  /** Wake key -> its channel base ({@link wakeChannel}), computed once per name. */
-  readonly #bases = new Map<string, string>();
 
   constructor(runner: ScriptRunner, max: number) {
     this.#runner = runner;
@@ -286,12 +284,9 @@ export class WakeHub {
     if (!this.enabled) return "unavailable";
     let channel = key;
     if (prefix !== undefined) {
-      let base = this.#bases.get(prefix);
-      if (base === undefined) {
-        base = await wakeChannel(prefix);
-        this.#bases.set(prefix, base);
-      }
-      channel = `${base}:${this.id}`;
+      // Computed at each join (a digest takes microseconds), so that nothing here grows with
+      // the number of names a long-lived client waits on.
+      channel = `${await wakeChannel(prefix)}:${this.id}`;
     } else if (!carried(channel, false)) {
       return "unavailable";
     }
