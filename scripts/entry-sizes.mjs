@@ -31,6 +31,12 @@ const HONO = `${REDIS}\nexport { Hono } from "hono";`;
  * bytes go.
  */
 export const SCENARIOS = [
+  // Every waiting kind's budget was raised to its measured size by issue "Waiting at the hand-off
+  // limit" (items 4 and 5): the subscription streams are read with eventsource-parser (1.4 kB
+  // gzip) and src/transport/sse.ts, so that a stream's end is known at once, and every script
+  // that wakes waiters names a name's channel by digest when a REST path cannot carry it
+  // (lua/lib/channel.lua): +2.1 to +2.6 kB per waiting entry (Lua +0.1 to +0.4 kB), +0.1 kB for
+  // edgelock/cloudflare (which never waits: it only bundles the scripts).
   // Every budget over its earlier value was raised once by the billed-commands work (issue "Every
   // operation at Redisson's price on the bill"): the scripts now keep the replay state with the
   // hold, skip the waiter registry when nobody is registered, and answer replays from the hold
@@ -38,7 +44,8 @@ export const SCENARIOS = [
   // billed commands instead of 27. Budgets are the sizes measured then plus 0.3 kB. Then 0.1 to
   // 0.3 kB more per entry (measured; budgets raised to measured + 0.2 kB) for the bill in every
   // event: the counting wrapper every script is sent in (src/transport/billed.ts) and the `call`
-  // event of the calls no other event reported.
+  // event of the calls no other event reported. With the stream reader (eventsource-parser) and
+  // the digest wake channels as well: budgets at the measured size + 0.15 kB, rounded up.
   // 27.0 kB before the split (every primitive hung on EdgeLock), 27.1 kB measured after the Lua
   // libraries were shared (one clock, one cancel-or-undo, one reentrant acquire: their call
   // wrappers cost gzip ~0.15 kB that repeated text did not) and the repeated TypeScript was
@@ -48,7 +55,7 @@ export const SCENARIOS = [
   // SHA-1s (1.6 kB of hex that gzip cannot shrink) are computed at first run
   // (src/transport/sha1.ts) instead of shipped: the target is met. 24.9 kB since the shipped
   // scripts' locals have short names (lua/gen.mjs renameLocals: Lua 6.8 -> 5.9 kB).
-  { name: "edgelock", entries: ["edgelock"], base: REDIS, budget: 28.0, target: 27 },
+  { name: "edgelock", entries: ["edgelock"], base: REDIS, budget: 30.35, target: 27 },
   // 13.1 kB measured at the split, 13.6 kB after the JVM wake-ups, the shared Lua libraries and
   // the awaited leave of a waiter that gives up: 2.0 kB Lua, 11.6 kB JS, of which ~8 kB the core
   // client and the lease (the multi-lock entry). 14.1 kB with `restoreLockLease` (every entry that
@@ -58,7 +65,7 @@ export const SCENARIOS = [
   // locals have short names (lua/gen.mjs renameLocals). 13.8 kB (Lua 2.0 kB) since a waiter
   // that ends gives back a hand-off it missed (lua/lock/decline.lua) and passes on a wake-up it
   // missed (lib/wake.lua waiting_leave): 0.1-0.3 kB in every entry with waiters.
-  { name: "edgelock/lock", entries: ["edgelock/lock"], base: REDIS, budget: 15.0, target: 8 },
+  { name: "edgelock/lock", entries: ["edgelock/lock"], base: REDIS, budget: 17.65, target: 8 },
   {
     name: "edgelock/fair-lock",
     entries: ["edgelock/fair-lock"],
@@ -66,7 +73,7 @@ export const SCENARIOS = [
     // 12.7 kB at the split; 13.5 kB with the JVM wake-ups on Redisson's per-waiter channel;
     // 14.0 kB with `restoreFairLockLease`; 13.6 kB with short names for the shipped scripts'
     // locals (lua/gen.mjs renameLocals).
-    budget: 14.4,
+    budget: 16.75,
     target: 10,
   },
   {
@@ -76,7 +83,7 @@ export const SCENARIOS = [
     // 13.3 kB at the split; 13.8 kB with its own holds over the shared reentrant acquire;
     // 14.3 kB with `restoreFencedLockLease`; 13.7 kB with short names for the shipped scripts'
     // locals (lua/gen.mjs renameLocals).
-    budget: 15.1,
+    budget: 17.65,
     target: 10,
   },
   {
@@ -86,7 +93,7 @@ export const SCENARIOS = [
     // 13.7 kB at the split; 14.3 kB with the JVM wake-ups and the shared Lua libraries; 14.8 kB
     // with `restoreReadWriteLockLease`; 14.2 kB with short names for the shipped scripts'
     // locals (lua/gen.mjs renameLocals).
-    budget: 15.3,
+    budget: 17.65,
     target: 10,
   },
   {
@@ -95,7 +102,7 @@ export const SCENARIOS = [
     base: REDIS,
     // 10.9 kB, 10.8 kB without the fair lock's second channel in the wait loop; 10.3 kB with
     // short names for the shipped scripts' locals (lua/gen.mjs renameLocals).
-    budget: 11.4,
+    budget: 13.85,
     target: 10,
   },
   {
@@ -105,7 +112,7 @@ export const SCENARIOS = [
     // 14.6 kB at the split; 15.2 kB with edgelock's own permit record (JVM wake-ups); 15.7 kB
     // with `restorePermitLease`; 14.5 kB with short names for the shipped scripts' locals
     // (lua/gen.mjs renameLocals).
-    budget: 16.3,
+    budget: 18.75,
     target: 10,
   },
   {
@@ -114,7 +121,7 @@ export const SCENARIOS = [
     base: REDIS,
     // 9.6 kB, 9.5 kB without the fair lock's second channel in the wait loop; 9.2 kB with short
     // names for the shipped scripts' locals (lua/gen.mjs renameLocals).
-    budget: 9.9,
+    budget: 12.15,
     target: 10,
   },
   {
@@ -123,7 +130,7 @@ export const SCENARIOS = [
     base: REDIS,
     // 8.1 kB: the core client and the lease, no script of its own; 7.3 kB since the wake-up
     // hub is made at a client's first wait, not in the core.
-    budget: 7.7,
+    budget: 8.05,
     target: 10,
   },
   { name: "edgelock/redlock", entries: ["edgelock/redlock"], base: REDIS, budget: 10, target: 10 },
@@ -134,7 +141,7 @@ export const SCENARIOS = [
     name: "edgelock/idempotency",
     entries: ["edgelock/idempotency"],
     base: REDIS,
-    budget: 12.3,
+    budget: 12.65,
     target: 10,
   },
   // A Hono app's `withLock` with the lock entry's client, over Hono: 26.0 kB with EdgeLock.
@@ -145,7 +152,7 @@ export const SCENARIOS = [
     base: HONO,
     // 13.4 kB at the split, 13.8 kB with the JVM wake-ups, 13.75 kB with the lock's; 13.4 kB
     // with short names for the shipped scripts' locals (lua/gen.mjs renameLocals).
-    budget: 14.9,
+    budget: 17.35,
     target: 9,
   },
   // Both Vercel helpers (`lockWebhook`: an idempotency key, `lockCron`: a lock) with the lock
@@ -157,7 +164,7 @@ export const SCENARIOS = [
     entries: ["edgelock/vercel", "edgelock/lock"],
     pick: { "edgelock/vercel": ["lockWebhook", "lockCron"], "edgelock/lock": ["EdgeLockClient"] },
     base: REDIS,
-    budget: 15.9,
+    budget: 18.45,
     target: 9,
   },
   // The LeaseKeeper with the renewals of every kind of lease (src/renewers.ts) and the cron
@@ -170,7 +177,7 @@ export const SCENARIOS = [
     name: "edgelock/cloudflare",
     entries: ["edgelock/cloudflare"],
     base: REDIS,
-    budget: 15.0,
+    budget: 15.35,
     target: 9,
   },
 ];

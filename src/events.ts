@@ -36,11 +36,12 @@ export interface WaitEvent extends EventBase {
   attempt: number;
 }
 /**
- * A waiter changed how it waits, once per wait at most: `strategy` is what it does from now on.
+ * A waiter changed how it waits: `strategy` is what it does from now on.
  * `"subscribe"`: it subscribed (one request, counted in its `acquire` event) and waits for a
- * release's message;
+ * release's message; again after a stream that the server ended or that failed;
  * `"poll"`: it sleeps with backoff, because its client cannot subscribe, `maxSubscriptions`
- * are open, or the subscription failed or was not confirmed (`reason`).
+ * are open, the subscription failed or was not confirmed, or its stream ended within a second
+ * of opening (`reason`). Once it polls, it polls until the wait ends.
  */
 export interface WaitStrategyEvent extends EventBase {
   type: "wait-strategy";

@@ -8,11 +8,12 @@
 --   channel   "redisson_lock__channel:{<name>}" prefix of Redisson's per-waiter channels (KEYS)
 --   claimMs   how long a hand-off waits for its waiter to confirm, in ms (ARGV)
 -- Our waiter "<client>:<wait>" listens on its client's wake channel "edgelock_wake:{<name>}:<client>"
--- (lib/wake.lua). Redisson waiters in the same queue are woken on their channel instead, and
+-- (lib/channel.lua: a digest of the name for a name a REST path cannot carry). Redisson waiters in the same queue are woken on their channel instead, and
 -- take the lock with their own script.
 -- Provides fair_wake_channel, leave, waiter_of, alive, first_live, queue_up, hand_off;
--- includes lib/hold.lua (GRANT, EPOCH, and the clock with it).
+-- includes lib/hold.lua (GRANT, EPOCH, and the clock with it) and lib/channel.lua.
 -- @include lib/hold.lua
+-- @include lib/channel.lua
 
 -- Redisson's default fairLockWaitTimeout (Config#fairLockWaitTimeout, 5 minutes). Every
 -- Redisson acquire that takes the lock from the queue lowers every queued score by its wait
@@ -21,7 +22,7 @@
 local REDISSON_WAIT = 300000
 
 local function fair_wake_channel(waiter)
-  return 'edgelock_wake:{' .. name .. '}:' .. (string.match(waiter, '^([^:]*):') or waiter)
+  return wake_channel_of(name, waiter)
 end
 
 -- Takes `owner` out of the queue, wherever it stands.

@@ -2,20 +2,22 @@
 -- to attempt again now. Included by scripts, which define first:
 --   waiting  "edgelock_waiting:{<name>}"  ZSET waiter id -> server-time ms its registration
 --            lapses (KEYS); a waiter registers with each busy attempt and comes back well before
---   wake     "edgelock_wake:{<name>}"     prefix of the clients' wake channels (KEYS, for the
+--   wake     "edgelock_wake:{<name>}"     the name of the clients' wake channels (KEYS, for the
 --            hash slot): waiter "<client>:<wait>" listens on "edgelock_wake:{<name>}:<client>"
+--            or, for a name a REST path cannot carry, a digest of it (lib/channel.lua)
 -- A woken waiter leaves the ZSET (its next busy attempt registers it again), so each release
 -- wakes waiters that are still waiting. A PUBLISH that no subscriber received (the waiter's
 -- client died, or its stream was closed) wakes the next waiter instead.
 -- Provides wake_channel, waiting_grants, waiting_add, waiting_mark_key, waiting_mark,
 -- waiting_remove, waiting_live, wake_up_to, wake_one,
 -- waiting_leave, wake_all, wake_n, and hand_off_one (which also needs lib/hold.lua, included first by its
--- script); includes lib/clock.lua.
+-- script); includes lib/clock.lua and lib/channel.lua.
 -- @include lib/clock.lua
+-- @include lib/channel.lua
 
--- The channel waiter `id` listens on.
+-- The channel waiter `id` listens on ("edgelock_wake:{" is 15 characters).
 local function wake_channel(id)
-  return wake .. ':' .. (string.match(id, '^([^:]*):') or id)
+  return wake_channel_of(string.sub(wake, 16, -2), id)
 end
 
 -- The grants registered lock waiters asked for: HASH waiter id -> "<leaseMs>|<owner>", beside the

@@ -53,6 +53,17 @@ export interface FaultConfig {
    * of requests give the same faults. Default: `1`.
    */
   seed?: number;
+  /**
+   * Ends every subscription stream opened from now on this many milliseconds after its
+   * confirmation, as hosts end long responses (Upstash Realtime renews its own streams every
+   * 300 s). Default: never.
+   */
+  streamLifetimeMs?: number;
+  /**
+   * How {@link streamLifetimeMs} ends a stream: `"end"` finishes the response, `"cut"` destroys
+   * its connection mid-response. Default: `"end"`.
+   */
+  streamEnd?: "end" | "cut";
 }
 
 /** What to do with one request, as decided by {@link FaultInjector.decide}. */
@@ -94,6 +105,15 @@ export function parseFaultConfig(input: unknown): FaultConfig {
       throw new TypeError("seed must be an integer");
     }
     config.seed = input.seed;
+  }
+  if (input.streamLifetimeMs !== undefined) {
+    config.streamLifetimeMs = nonNegative(input.streamLifetimeMs, "streamLifetimeMs");
+  }
+  if (input.streamEnd !== undefined) {
+    if (input.streamEnd !== "end" && input.streamEnd !== "cut") {
+      throw new TypeError('streamEnd must be "end" or "cut"');
+    }
+    config.streamEnd = input.streamEnd;
   }
   if (input.rules !== undefined) {
     if (!Array.isArray(input.rules)) throw new TypeError("rules must be an array");
@@ -174,6 +194,12 @@ export class FaultInjector {
   /** Latency in milliseconds to add before processing a data request. */
   get delayMs(): number {
     return this.#config.delayMs ?? 0;
+  }
+
+  /** How a new subscription stream is ended (see {@link FaultConfig.streamLifetimeMs}). */
+  get streamLifetime(): { ms: number; end: "end" | "cut" } | undefined {
+    const ms = this.#config.streamLifetimeMs;
+    return ms === undefined ? undefined : { ms, end: this.#config.streamEnd ?? "end" };
   }
 
   /** Number of faults injected since creation or the last {@link FaultInjector.resetCount}. */

@@ -128,11 +128,9 @@ export function createBridgeApp(state: BridgeState): Hono<BridgeEnv> {
   app.post("/publish/:channel/:message", async (c) => {
     state.stats.request("publish");
     state.stats.commands(["publish"]);
-    const reply = await state.redis.single([
-      "PUBLISH",
-      c.req.param("channel"),
-      c.req.param("message"),
-    ]);
+    const [channel, message] = pathArguments(c, 2);
+    if (channel === undefined || message === undefined) return c.json(BAD_ESCAPE, 400);
+    const reply = await state.redis.single(["PUBLISH", channel, message]);
     if (isErrorReply(reply)) return c.json({ error: reply.message }, 400);
     return c.json({ result: toJsonReply(reply, { base64: false }) });
   });
@@ -262,7 +260,8 @@ async function handleSubscribe(
 ): Promise<Response> {
   state.stats.request(kind === "subscribe" ? "subscribe" : "psubscribe");
   state.stats.commands([kind]);
-  const target = c.req.param(kind === "subscribe" ? "channel" : "pattern") ?? "";
+  const [target] = pathArguments(c, 1);
+  if (target === undefined) return c.json(BAD_ESCAPE, 400);
   const queue: string[] = [];
   let wakeUp: (() => void) | undefined;
   let ended = false;
@@ -301,10 +300,19 @@ async function handleSubscribe(
     notify();
   };
   request.addEventListener("abort", leave, { once: true });
+  const lifetime = state.faults.streamLifetime;
+  let expiry: ReturnType<typeof setTimeout> | undefined;
   return streamSSE(c, async (stream) => {
     stream.onAbort(leave);
     try {
       await stream.writeSSE({ data: `${kind},${target},1` });
+      if (lifetime) {
+        const socket = c.env.incoming.socket;
+        expiry = setTimeout(() => {
+          if (lifetime.end === "cut") socket.destroy();
+          leave();
+        }, lifetime.ms);
+      }
       while (!ended && !stream.aborted) {
         while (queue.length > 0) await stream.writeSSE({ data: queue.shift() as string });
         if (ended) break;
@@ -313,8 +321,31 @@ async function handleSubscribe(
         });
       }
     } finally {
+      clearTimeout(expiry);
       request.removeEventListener("abort", leave);
       subscription.close();
+    }
+  });
+}
+
+const BAD_ESCAPE = { error: "ERR bridge: malformed percent-escape in the request path" };
+
+/**
+ * The last `count` segments of the request's path, percent-decoded strictly, as an HTTP server
+ * that parses its request target does: a `%` not followed by two hex digits, or escapes that do
+ * not decode to UTF-8, make the request malformed (`undefined` entries: answer 400), where a
+ * lenient router would pass them on undecoded. fetch sends a space, a non-ASCII character, `{`
+ * or `}` of a channel escaped and `/ ? # %` as they are, so a channel holding one of those never
+ * arrives here whole.
+ */
+function pathArguments(c: BridgeContext, count: number): (string | undefined)[] {
+  const segments = new URL(c.req.url).pathname.split("/").slice(-count);
+  return segments.map((segment) => {
+    if (/%(?![0-9A-Fa-f]{2})/.test(segment)) return undefined;
+    try {
+      return decodeURIComponent(segment);
+    } catch {
+      return undefined;
     }
   });
 }

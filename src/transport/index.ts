@@ -28,6 +28,7 @@ import {
   toTransportError,
 } from "./scrub.js";
 import { sha1Of } from "./sha1.js";
+import type { DirectStreams, StreamEndpoint } from "./sse.js";
 
 export type { RedisLike, SubscriberLike } from "./redis.js";
 export { isNoScriptError } from "./scrub.js";
@@ -67,6 +68,8 @@ export class ScriptRunner {
   readonly #loaded = new Set<LuaScript>();
   /** Whether Redis has answered NOSCRIPT to this runner (its cache was empty or flushed). */
   #cacheMissSeen = false;
+  /** Where subscriptions are read directly (./sse.ts); `null`: through `subscribe()`. */
+  #stream: StreamEndpoint | null | undefined;
 
   constructor(redis: RedisLike, requestTimeout: number) {
     this.#redis = redis;
@@ -204,9 +207,12 @@ export class ScriptRunner {
    * Subscribes to `channel` (one long-lived HTTP request, counted in `counter`). `ready`
    * resolves once the REST API confirmed the subscription, so a PUBLISH from then on reaches
    * `onMessage`; it rejects with a {@link TransportError} when the subscription fails or is not
-   * confirmed within `requestTimeout`. `onLost` is called once if the request fails after that.
-   * (A stream that the server ends without an error is not reported by `@upstash/redis`: waits
-   * on it are bounded as every wait is.)
+   * confirmed within `requestTimeout`. `onLost` is called once if the stream fails or ends after
+   * that. With `direct` (./sse.ts, passed by the code that waits, so that nothing else bundles
+   * it), an `@upstash/redis` client's stream is read here, so that its end is known at once and
+   * nothing is logged; any other client's `subscribe()` is used as it is (a stream that the
+   * server ends without an error is then not reported: waits on it are bounded as every wait
+   * is).
    * @throws {TransportError} when the client cannot subscribe (see `canSubscribe`).
    */
   subscribe(
@@ -215,6 +221,7 @@ export class ScriptRunner {
     onMessage: (message: string) => void,
     onLost: (error: TransportError) => void,
     counter: RequestCounter,
+    direct?: DirectStreams,
   ): { ready: Promise<void>; close(): void } {
     const subscribe = this.#redis.subscribe;
     if (typeof subscribe !== "function") {
@@ -225,7 +232,6 @@ export class ScriptRunner {
       );
     }
     counter.requests += 1;
-    const subscriber = subscribe.call(this.#redis, [channel]);
     let confirmed = false;
     let closed = false;
     let settle: ((error?: TransportError) => void) | undefined;
@@ -241,25 +247,48 @@ export class ScriptRunner {
         else resolve();
       };
     });
-    subscriber.on("subscribe", () => {
+    const confirm = () => {
+      // The SUBSCRIBE is billed once, when the server has run it.
       if (!confirmed) counter.billed = (counter.billed ?? 0) + 1;
       confirmed = true;
       settle?.();
-    });
-    subscriber.on("message", (data) => {
-      if (!closed) onMessage(String((data as { message?: unknown } | undefined)?.message));
-    });
-    subscriber.on("error", (error) => {
+    };
+    const fail = (failure: TransportError) => {
       if (closed) return;
-      const failure = toTransportError(error, name, []);
       if (confirmed) onLost(failure);
       else settle?.(failure);
-    });
+    };
+    let end: () => void;
+    if (direct && this.#stream === undefined) this.#stream = direct.endpointOf(this.#redis) ?? null;
+    if (direct && this.#stream) {
+      end = direct.open(this.#stream, channel, {
+        onData: (data) => {
+          if (closed) return;
+          const type = data.slice(0, Math.max(0, data.indexOf(",")));
+          if (type === "subscribe") confirm();
+          else if (type === "message") onMessage(messageOf(data, channel));
+        },
+        onEnd: (error) =>
+          fail(
+            error === undefined
+              ? new TransportError(name, "the subscription's stream ended", true)
+              : toTransportError(error, name, [channel]),
+          ),
+      });
+    } else {
+      const subscriber = subscribe.call(this.#redis, [channel]);
+      subscriber.on("subscribe", confirm);
+      subscriber.on("message", (data) => {
+        if (!closed) onMessage(String((data as { message?: unknown } | undefined)?.message));
+      });
+      subscriber.on("error", (error) => fail(toTransportError(error, name, [])));
+      end = () => void subscriber.unsubscribe().catch(() => undefined);
+    }
     const close = () => {
       if (closed) return;
       closed = true;
       settle?.(new TransportError(name, "subscription closed", false));
-      subscriber.unsubscribe().catch(() => undefined);
+      end();
     };
     ready.catch(close);
     return { ready, close };
@@ -273,6 +302,17 @@ export class ScriptRunner {
     }
     return toTransportError(error, call.name, secrets);
   }
+}
+
+/**
+ * The message of a `message,<channel>,<message>` event: what follows the channel, which may hold
+ * commas itself (`@upstash/redis` splits at the second comma, so it cannot).
+ */
+function messageOf(data: string, channel: string): string {
+  const head = `message,${channel},`;
+  if (data.startsWith(head)) return data.slice(head.length);
+  const second = data.indexOf(",", data.indexOf(",") + 1);
+  return second < 0 ? "" : data.slice(second + 1);
 }
 
 /** Pause before resending a script after an HTTP 5xx, in ms. */

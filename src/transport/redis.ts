@@ -14,7 +14,9 @@ export interface RedisLike {
   exec?(args: [string, ...(string | number)[]]): Promise<unknown>;
   /**
    * SUBSCRIBE over Server-Sent Events (`@upstash/redis` ≥ 1.35): one long-lived HTTP request per
-   * channel, on which releases wake waiters. Without it, waiters poll.
+   * channel, on which releases wake waiters. Without it, waiters poll. When it is the client's
+   * own, edgelock makes the same request itself (with the client's URL, token and headers), so
+   * that it knows at once when the stream ends (./sse.ts).
    */
   subscribe?(channels: string[]): SubscriberLike;
 }

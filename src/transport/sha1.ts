@@ -13,12 +13,14 @@ const digests = new WeakMap<LuaScript, Promise<string>>();
 export function sha1Of(script: LuaScript): Promise<string> {
   let digest = digests.get(script);
   if (!digest) {
-    digest = crypto.subtle
-      .digest("SHA-1", new TextEncoder().encode(sentSource(script)))
-      .then((bytes) =>
-        [...new Uint8Array(bytes)].map((b) => b.toString(16).padStart(2, "0")).join(""),
-      );
+    digest = sha1Hex(sentSource(script));
     digests.set(script, digest);
   }
   return digest;
+}
+
+/** Lowercase hex SHA1 of the UTF-8 bytes of `text`, as a script's `redis.sha1hex` gives it. */
+export async function sha1Hex(text: string): Promise<string> {
+  const bytes = await crypto.subtle.digest("SHA-1", new TextEncoder().encode(text));
+  return [...new Uint8Array(bytes)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }

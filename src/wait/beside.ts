@@ -9,6 +9,9 @@
  */
 import type { WakeSlot } from "./wakes.js";
 
+/** How often a wait polls for a JVM release that it cannot hear, in ms. */
+const FOREIGN_POLL_MS = 1_000;
+
 /** A place on the foreign channel: see `WakeHub#joinBroadcast`. */
 export type JoinForeign = (ms: number) => Promise<WakeSlot | "unavailable" | "pending">;
 
@@ -47,19 +50,25 @@ export interface Beside {
  */
 export function listenBeside(join: JoinForeign, signal: AbortSignal | undefined): Beside {
   let slot: WakeSlot | undefined;
+  // A foreign stream that ended soon after it opened is not opened again (no spin): the wait
+  // goes on with its own channel and its bound.
+  let off = false;
   return {
     async before(own, foreign, ms) {
       if (slot?.lost) {
+        off ||= !slot.renewable;
         slot.leave();
         slot = undefined;
       }
-      if (!foreign || !own || slot) return undefined;
+      if (!foreign || !own || slot || off) return undefined;
       // Subscribe beside the own channel, then the caller attempts again at once (Redisson's
       // order). When it cannot, the wait goes on with its own channel and its bound.
       const joined = await join(ms);
       if (typeof joined === "string") {
         if (joined === "pending") return { again: true };
-        const outcome = await own.next(ms, signal);
+        // No place there (a name that a REST path cannot carry in Redisson's channel, or every
+        // subscription taken): a JVM release is heard by polling, once a second at most.
+        const outcome = await own.next(Math.min(ms, FOREIGN_POLL_MS), signal);
         return outcome.woke ? { again: true, payload: outcome.payload } : { again: true };
       }
       joined.relayTo(own);

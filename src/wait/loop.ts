@@ -155,12 +155,14 @@ class Waker {
    * first when not yet (then the caller attempts again at once, so a release between its last
    * attempt and the subscription is not missed).
    * @returns `{ again: true, payload? }` to attempt at once (woken, timed out, just subscribed,
-   * or the subscription was lost: a wake-up may have gone with it), `{ again: false }` when the
-   * caller must sleep its backoff instead (polling).
+   * subscribed again after its stream ended, or the stream ended too soon to subscribe again: a
+   * wake-up may have gone with it), `{ again: false }` when the caller must sleep its backoff
+   * instead (polling).
    * @throws signal.reason when aborted.
    */
   async wait(ms: number, foreign = false): Promise<Round> {
     if (this.#polling || this.#prefix === undefined) return { again: false };
+    const started = Date.now();
     if (this.#beside) {
       const round = await this.#beside.before(this.#slot, foreign, ms);
       if (round) return round;
@@ -193,9 +195,19 @@ class Waker {
     }
     const outcome = await this.#slot.next(ms, this.#signal);
     if (outcome.woke) return { again: true, payload: outcome.payload };
-    // A lost subscription may have taken a wake-up with it: attempt at once, then poll.
-    if (outcome.lost) this.#poll("lost");
-    return { again: true };
+    if (!outcome.lost) return { again: true };
+    // The stream ended or failed (hosts end long responses): nothing wakes this wait until it
+    // subscribes again, and a release meanwhile reached nobody here. Subscribe again, in
+    // Redisson's order (the attempt after the confirmation finds a release of the gap); after a
+    // stream that ended soon after it opened, attempt at once and poll from then on.
+    const renewable = this.#slot.renewable;
+    this.#slot.leave();
+    this.#slot = undefined;
+    if (!renewable) {
+      this.#poll("lost");
+      return { again: true };
+    }
+    return this.wait(Math.max(0, ms - (Date.now() - started)), foreign);
   }
 
   /**
@@ -213,8 +225,12 @@ class Waker {
     }
     const outcome = await this.#foreignSlot.next(ms, this.#signal);
     if (!outcome.woke && outcome.lost) {
+      // Subscribed again at the next round; after a stream that ended soon after it opened,
+      // only once this round's backoff sleep is over.
+      const renewable = this.#foreignSlot.renewable;
       this.#foreignSlot.leave();
       this.#foreignSlot = undefined;
+      return { again: renewable };
     }
     return { again: true };
   }

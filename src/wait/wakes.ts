@@ -2,7 +2,9 @@
  * Wake-ups over pub/sub (SUBSCRIBE served as Server-Sent Events by the REST API), Redisson's
  * wake path (RedissonLock#tryLock with LockPubSub) with one change: a release wakes exactly one
  * waiter, not every subscriber. Each client has one subscription per primitive name, on its own
- * channel `edgelock_wake:{<name>}:<hub id>`, shared by all its waits on that name; a busy attempt
+ * channel `edgelock_wake:{<name>}:<hub id>` (`edgelock_wake:<SHA1 of the name>:<hub id>` for a
+ * name that a REST path cannot carry: {@link wakeChannel}), shared by all its waits on that
+ * name; a busy attempt
  * registers the wait's id `<hub id>:<wait>` (lua/lib/wake.lua), and the script that frees what
  * it waits for publishes that id (with a payload after `|`, e.g. a fair lock's epoch) on that
  * channel. Messages are dispatched locally by id; anything else on the channel is ignored.
@@ -17,19 +19,46 @@ import { raceAbort } from "../abort.js";
 import { randomHex } from "../ids.js";
 import type { LockContext } from "../locks/context.js";
 import type { RequestCounter, ScriptRunner } from "../transport/index.js";
+import { sha1Hex } from "../transport/sha1.js";
+import { directStreams } from "../transport/sse.js";
 
 /**
- * Channels the REST API's `/subscribe/<channel>` path can carry as they are: `@upstash/redis`
- * puts the channel in the URL path unencoded, so a name holding `/`, `?`, `#`, `%`, `\` or a
- * control character would subscribe to another channel, or to none; its waits poll.
+ * Whether the REST API's `/subscribe/<channel>` path carries `text` as it is: the channel goes
+ * into the URL path unencoded (by `@upstash/redis` and by ../transport/sse.ts alike), so a `/`,
+ * `?`, `#`, `%`, `\` or a control character would subscribe to another channel, or to none.
+ * With `comma`, a `,` fails too: `@upstash/redis` splits an event at the second comma, so a
+ * message on such a channel would reach nobody (lua/lib/channel.lua tests the same set).
  */
-function pathSafe(channel: string): boolean {
-  for (const ch of channel) {
+function carried(text: string, comma: boolean): boolean {
+  for (const ch of text) {
     const code = ch.codePointAt(0) ?? 0;
-    if (code < 0x20 || code === 0x7f || "/?#%\\".includes(ch)) return false;
+    if (code < 0x20 || code === 0x7f || "/?#%\\".includes(ch) || (comma && ch === ",")) {
+      return false;
+    }
   }
-  return channel.length > 0;
+  return text.length > 0;
 }
+
+const WAKE_PREFIX = "edgelock_wake:{";
+
+/**
+ * The channel base of wake key `edgelock_wake:{<name>}`, as lua/lib/channel.lua builds it: the
+ * key itself, or `edgelock_wake:<SHA1 hex of the name>` when a REST path cannot carry the name,
+ * so that every name's waiters are woken by push. Redisson's channels are never renamed (a JVM
+ * client publishes on them): a wait on one of those that a path cannot carry polls.
+ */
+export async function wakeChannel(prefix: string): Promise<string> {
+  if (!prefix.startsWith(WAKE_PREFIX) || !prefix.endsWith("}")) return prefix;
+  const name = prefix.slice(WAKE_PREFIX.length, -1);
+  return carried(name, true) ? prefix : `edgelock_wake:${await sha1Hex(name)}`;
+}
+
+/**
+ * How long a stream must have been open for a wait to subscribe again when it ends, in ms:
+ * a server that ends every stream at once would otherwise cost a subscription and an attempt
+ * per round trip. A shorter-lived stream turns the wait to polling.
+ */
+export const MIN_STREAM_LIFE_MS = 1_000;
 
 /** How long an unused subscription stays open, in ms. */
 export const SUBSCRIPTION_IDLE_MS = 1_000;
@@ -47,6 +76,9 @@ interface Shared {
   readonly slots: Map<string, WakeSlot>;
   ready: Promise<boolean>;
   confirmed: boolean;
+  /** When the subscription was confirmed, and when it was lost (`Date.now()`; 0: not yet). */
+  confirmedAt: number;
+  lostAt: number;
   lost: boolean;
   idle: ReturnType<typeof setTimeout> | undefined;
   close(): void;
@@ -70,9 +102,18 @@ export class WakeSlot {
     this.#release = release;
   }
 
-  /** Whether the subscription failed: the wait polls from now on. */
+  /** Whether the subscription failed or its stream ended: nothing wakes this slot any more. */
   get lost(): boolean {
     return this.#shared.lost;
+  }
+
+  /**
+   * Whether the stream lived long enough ({@link MIN_STREAM_LIFE_MS}) that a wait may subscribe
+   * again now that it is lost.
+   */
+  get renewable(): boolean {
+    const { confirmedAt, lostAt } = this.#shared;
+    return confirmedAt > 0 && lostAt - confirmedAt >= MIN_STREAM_LIFE_MS;
   }
 
   /**
@@ -99,8 +140,13 @@ export class WakeSlot {
     }
   }
 
-  /** Internal: the subscription failed. */
+  /** Internal: the subscription failed or its stream ended. */
   fail(): void {
+    if (this.#relay) {
+      // The wait on the target learns of it as of a wake-up, and drops this place then.
+      this.#relay.deliver("");
+      return;
+    }
     const waiting = this.#waiting;
     this.#waiting = undefined;
     waiting?.({ woke: false, lost: true });
@@ -177,7 +223,7 @@ export class WakeHub {
    * `undefined` (none open yet: see {@link join}).
    */
   joinOpen(prefix: string, id: string): WakeSlot | undefined {
-    const shared = this.#shared.get(this.#channel(prefix));
+    const shared = this.#shared.get(this.#key(prefix));
     if (!shared?.confirmed || shared.lost) return undefined;
     return this.#slot(shared, id);
   }
@@ -203,7 +249,7 @@ export class WakeHub {
     signal: AbortSignal | undefined,
     withinMs: number,
   ): Promise<WakeSlot | "unavailable" | "pending"> {
-    return this.#join(name, this.#channel(prefix), false, id, counter, signal, withinMs);
+    return this.#join(name, this.#key(prefix), prefix, id, counter, signal, withinMs);
   }
 
   /**
@@ -219,24 +265,36 @@ export class WakeHub {
     signal: AbortSignal | undefined,
     withinMs: number,
   ): Promise<WakeSlot | "unavailable" | "pending"> {
-    return this.#join(name, channel, true, id, counter, signal, withinMs);
+    return this.#join(name, channel, undefined, id, counter, signal, withinMs);
   }
 
+  /**
+   * `key`: the subscription's key here; `prefix`: the wake key of an own channel
+   * (`<prefix>:<hub id>`), `undefined` for a broadcast channel (`key` is the channel).
+   */
   async #join(
     name: string,
-    channel: string,
-    broadcast: boolean,
+    key: string,
+    prefix: string | undefined,
     id: string,
     counter: RequestCounter,
     signal: AbortSignal | undefined,
     withinMs: number,
   ): Promise<WakeSlot | "unavailable" | "pending"> {
-    if (!this.enabled || !pathSafe(channel)) return "unavailable";
-    let shared = this.#shared.get(channel);
+    if (!this.enabled) return "unavailable";
+    let channel = key;
+    if (prefix !== undefined) {
+      // Computed at each join (a digest takes microseconds), so that nothing here grows with
+      // the number of names a long-lived client waits on.
+      channel = `${await wakeChannel(prefix)}:${this.id}`;
+    } else if (!carried(channel, false)) {
+      return "unavailable";
+    }
+    let shared = this.#shared.get(key);
     if (shared?.lost) shared = undefined;
     if (!shared) {
       if (this.#shared.size >= this.#max) return "unavailable";
-      shared = this.#subscribe(name, channel, counter, broadcast);
+      shared = this.#subscribe(name, key, channel, counter, prefix === undefined);
     }
     const slot = this.#slot(shared, id);
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -257,7 +315,7 @@ export class WakeHub {
     return outcome === "pending" ? "pending" : "unavailable";
   }
 
-  #channel(prefix: string): string {
+  #key(prefix: string): string {
     return `${prefix}:${this.id}`;
   }
 
@@ -277,10 +335,18 @@ export class WakeHub {
     return slot;
   }
 
-  #subscribe(name: string, channel: string, counter: RequestCounter, broadcast: boolean): Shared {
+  #subscribe(
+    name: string,
+    key: string,
+    channel: string,
+    counter: RequestCounter,
+    broadcast: boolean,
+  ): Shared {
     const slots = new Map<string, WakeSlot>();
     const lose = () => {
+      if (shared.lost) return;
       shared.lost = true;
+      shared.lostAt = Date.now();
       for (const slot of slots.values()) slot.fail();
       if (slots.size === 0) shared.close();
     };
@@ -298,6 +364,7 @@ export class WakeHub {
       },
       lose,
       counter,
+      directStreams,
     );
     const shared: Shared = {
       channel,
@@ -305,6 +372,7 @@ export class WakeHub {
       ready: sub.ready.then(
         () => {
           shared.confirmed = true;
+          shared.confirmedAt = Date.now();
           return true;
         },
         () => {
@@ -313,15 +381,17 @@ export class WakeHub {
         },
       ),
       confirmed: false,
+      confirmedAt: 0,
+      lostAt: 0,
       lost: false,
       idle: undefined,
       close: () => {
         clearTimeout(shared.idle);
-        if (this.#shared.get(channel) === shared) this.#shared.delete(channel);
+        if (this.#shared.get(key) === shared) this.#shared.delete(key);
         sub.close();
       },
     };
-    this.#shared.set(channel, shared);
+    this.#shared.set(key, shared);
     return shared;
   }
 }

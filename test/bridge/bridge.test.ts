@@ -948,6 +948,33 @@ describe("pub/sub over Server-Sent Events (Upstash's REST format)", () => {
     expect(bridge.bridge.stats().byRoute).toMatchObject({ subscribe: 1, publish: 1 });
   });
 
+  test("a subscription's path is percent-decoded strictly: each escape once, a malformed one refused", async () => {
+    bridge = await startPrivateBridge();
+    const subscribe = (path: string) =>
+      fetch(`${bridge?.url}/subscribe/${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${bridge?.token}`, accept: "text/event-stream" },
+      });
+    const channel = key("esc");
+    // `%2541` is an escaped `%` followed by `41`: decoded once, never twice (to `A`).
+    expect(await readLines(await subscribe(`${channel}%2541`), 1)).toEqual([
+      `data: subscribe,${channel}%41,1`,
+    ]);
+    expect(await readLines(await subscribe(`${channel}%C3%BC%20x`), 1)).toEqual([
+      `data: subscribe,${channel}ü x,1`,
+    ]);
+    for (const bad of ["50%off", "a%zz", "a%", "a%C3%28"]) {
+      const response = await subscribe(`${channel}${bad}`);
+      expect(response.status).toBe(400);
+      expect(await response.json()).toEqual({
+        error: "ERR bridge: malformed percent-escape in the request path",
+      });
+    }
+    // A `/` ends the channel's segment: that is no subscription route.
+    expect((await subscribe(`${channel}a/b`)).status).toBe(404);
+    await expect.poll(() => bridge?.bridge.stats().subscriptions.open).toBe(0);
+  });
+
   test("PSUBSCRIBE streams `pmessage,<pattern>,<channel>,<message>`", async () => {
     bridge = await startPrivateBridge();
     const pattern = `${key("p")}:*`;
@@ -993,6 +1020,38 @@ describe("pub/sub over Server-Sent Events (Upstash's REST format)", () => {
     expect(await second.json()).toEqual({ error: "ERR bridge: all 1 subscriptions are in use" });
     await first.body?.cancel();
   });
+
+  test.each([
+    ["end", "the response finishes"],
+    ["cut", "the connection is destroyed"],
+  ] as const)(
+    "streamLifetimeMs with streamEnd %s: each stream ends that long after its confirmation (%s)",
+    async (end, _how) => {
+      bridge = await startPrivateBridge({ streamLifetimeMs: 300, streamEnd: end });
+      const response = await fetch(`${bridge.url}/subscribe/${key("lifetime")}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${bridge.token}` },
+      });
+      const started = Date.now();
+      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+      let ended: "end" | "cut" | undefined;
+      while (!ended) {
+        try {
+          if ((await reader.read()).done) ended = "end";
+        } catch {
+          ended = "cut";
+        }
+      }
+      expect(ended).toBe(end);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+      await expect.poll(() => bridge?.bridge.stats().subscriptions.open).toBe(0);
+      // A config that a JSON body could carry, which the type does not allow.
+      const bad = JSON.parse('{"streamEnd":"close"}') as Parameters<
+        typeof bridge.bridge.setFaults
+      >[0];
+      await expect(bridge.control.setFaults(bad)).rejects.toThrow(/400.*streamEnd must be/);
+    },
+  );
 
   test("dropSubscriptions ends every stream, as a lost connection would", async () => {
     bridge = await startPrivateBridge();

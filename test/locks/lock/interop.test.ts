@@ -105,4 +105,29 @@ describe("interop with Redisson", () => {
     expect(waiter.requests("acquire")).toBe(4);
     await lease?.release();
   });
+
+  it("a Redisson holder of a name whose Redisson channel no REST path carries is heard by polling", async () => {
+    // Redisson's channel keeps its name (the JVM client publishes there): with a '/', the REST
+    // API cannot subscribe to it, so the edge waiter polls instead of listening.
+    const name = `${prefix}jvm/polled`;
+    await redissonAcquire(name, 30_000);
+    const waiter = recordingEdgeLock();
+    const pending = waiter.edgelock.getLock(name).tryLock({ waitTime: 20_000, leaseTime: 5_000 });
+    await waiter.waited(4);
+    expect((await raw.pubSubChannels(`redisson_lock__channel:*`)).map(String)).not.toContain(
+      `redisson_lock__channel:{${name}}`,
+    );
+    const unlocked = Date.now();
+    expect(await redissonUnlock(name, 30_000)).toBe(1);
+    const lease = await pending;
+    expect(lease).not.toBeNull();
+    // Its next poll (backoff.maxDelay 1 s at most), not the holder's 30 s.
+    expect(Date.now() - unlocked).toBeLessThan(1_500);
+    // No subscription, and no attempt without a sleep before it.
+    expect(waiter.events.filter((e) => e.type === "wait-strategy")).toEqual([]);
+    expect(waiter.requests("acquire")).toBeLessThanOrEqual(
+      waiter.events.filter((e) => e.type === "wait").length + 1,
+    );
+    await lease?.release();
+  });
 });
