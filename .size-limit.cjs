@@ -42,8 +42,9 @@ const ENTRIES = [
   // Hono in scripts/entry-sizes.mjs, 26.0 kB with EdgeLock before); 14.5 kB measured with the
   // JVM wake-ups, the shared Lua libraries and the awaited leave of a waiter that gives up;
   // 14.0 kB with the SHA-1s computed at first run and the short Lua locals; 15.2 kB (14.85 kB
-  // measured) with the cheaper scripts of the billed-commands work.
-  { name: "edgelock/hono", source: "src/hono.ts", path: "dist/src/hono.js", limit: "15.2 kB" },
+  // measured) with the cheaper scripts of the billed-commands work; 15.4 kB (15.15 kB measured)
+  // since a lease lost while the route ran is thrown to `app.onError`.
+  { name: "edgelock/hono", source: "src/hono.ts", path: "dist/src/hono.js", limit: "15.4 kB" },
   // 2.2 kB while it took its locks from the EdgeLock the app passed (and the app bundled every
   // primitive with it); 15.3 kB measured since it takes them through `getLock` of `edgelock/lock`
   // and `getIdempotencyKey` of `edgelock/idempotency`, the core client included, so an app
@@ -53,8 +54,9 @@ const ENTRIES = [
     name: "edgelock/vercel",
     source: "src/vercel.ts",
     path: "dist/src/vercel.js",
-    // 16 kB (15.68 kB measured) with the cheaper scripts of the billed-commands work.
-    limit: "16 kB",
+    // 16 kB (15.68 kB measured) with the cheaper scripts of the billed-commands work; 16.3 kB
+    // (16.01 kB measured) since the helpers report a lease lost while the handler ran.
+    limit: "16.3 kB",
   },
   // The OpenTelemetry listener alone (it imports only `@opentelemetry/api`, a peer).
   { name: "edgelock/otel", source: "src/otel.ts", path: "dist/src/otel.js", limit: "1.5 kB" },

@@ -54,8 +54,10 @@ export const SCENARIOS = [
   // with the SHA-1s computed at first run, 13.6 kB (Lua 1.8 kB) since the shipped scripts'
   // locals have short names (lua/gen.mjs renameLocals). 13.8 kB (Lua 2.0 kB) since a waiter
   // that ends gives back a hand-off it missed (lua/lock/decline.lua) and passes on a wake-up it
-  // missed (lib/wake.lua waiting_leave): 0.1-0.3 kB in every entry with waiters.
-  { name: "edgelock/lock", entries: ["edgelock/lock"], base: REDIS, budget: 14.7, target: 8 },
+  // missed (lib/wake.lua waiting_leave): 0.1-0.3 kB in every entry with waiters. 15.0 kB since
+  // `withLock` reports a lease lost while its function ran (src/lease/guarded.ts, the error's
+  // outcome fields): 14.5 -> 14.74 kB measured.
+  { name: "edgelock/lock", entries: ["edgelock/lock"], base: REDIS, budget: 15.0, target: 8 },
   {
     name: "edgelock/fair-lock",
     entries: ["edgelock/fair-lock"],
@@ -148,13 +150,14 @@ export const SCENARIOS = [
   // Both Vercel helpers (`lockWebhook`: an idempotency key, `lockCron`: a lock) with the lock
   // entry's client: 15.0 kB measured when they took the core client; 26.8 kB before, when they
   // needed an EdgeLock (what an app importing EdgeLock beside them still pays); 14.4 kB with
-  // short names for the shipped scripts' locals (lua/gen.mjs renameLocals).
+  // short names for the shipped scripts' locals (lua/gen.mjs renameLocals); 15.9 kB since both
+  // report a lease lost while the handler ran (15.4 -> 15.7 kB measured).
   {
     name: "vercel helpers + edgelock/lock",
     entries: ["edgelock/vercel", "edgelock/lock"],
     pick: { "edgelock/vercel": ["lockWebhook", "lockCron"], "edgelock/lock": ["EdgeLockClient"] },
     base: REDIS,
-    budget: 15.6,
+    budget: 15.9,
     target: 9,
   },
   // The LeaseKeeper with the renewals of every kind of lease (src/renewers.ts) and the cron
