@@ -304,10 +304,13 @@ describe("count-down latch (Redisson RCountDownLatch)", () => {
     await latch.trySetCount(3);
     const waiters = [0, 1].map(() => recordingEdgeLock());
     const pending = waiters.map((w) => w.edgelock.getCountDownLatch(name).await());
-    await Promise.all(waiters.map((w) => w.until((e) => e.type === "wait")));
+    // Each subscribed and registered (its second wait): only a wake-up opens it before 15 s.
+    await Promise.all(waiters.map((w) => w.waited(2)));
     const heard = await listen(name);
     expect(await latch.delete()).toBe(true);
+    const deleted = Date.now();
     expect(await Promise.all(pending)).toEqual([true, true]);
+    expect(Date.now() - deleted).toBeLessThan(2_000);
     expect(await latch.delete()).toBe(false);
     // Redisson's delete message, so JVM waiters behave as after Redisson's own delete.
     await expect.poll(() => heard.messages).toEqual(["1"]);
@@ -411,7 +414,8 @@ describe("count-down latch (Redisson RCountDownLatch)", () => {
     await latch.trySetCount(4);
     const waiters = [0, 1].map(() => recordingEdgeLock());
     const pending = waiters.map((w) => w.edgelock.getCountDownLatch(name).await());
-    await Promise.all(waiters.map((w) => w.until((e) => e.type === "wait")));
+    // Each subscribed and registered (its second wait).
+    await Promise.all(waiters.map((w) => w.waited(2)));
     const before = c.total();
     const seen = await latch.inspect();
     expect(c.total() - before).toBe(1);

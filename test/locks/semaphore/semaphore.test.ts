@@ -142,6 +142,7 @@ describe("semaphore", () => {
     let inside = 0;
     let most = 0;
     let turns = 0;
+    const started = Date.now();
     await Promise.all(
       Array.from({ length: 10 }, async () => {
         const s = recordingEdgeLock({}, bridge.redis()).edgelock.getSemaphore(name);
@@ -158,6 +159,9 @@ describe("semaphore", () => {
       }),
     );
     expect(turns).toBe(50);
+    // About 1 s when every release wakes whom it frees a permit for; a lost wake-up leaves a
+    // waiter to its 15 s bound.
+    expect(Date.now() - started).toBeLessThan(12_000);
     expect(most).toBe(3);
     expect(await stored(name)).toBe("3");
     expect(await keysOf(name)).toEqual([limitKey(name), takenKey(name), name].sort());
@@ -172,7 +176,8 @@ describe("semaphore", () => {
     const waiter = recordingEdgeLock();
     const started = Date.now();
     const pending = waiter.edgelock.getSemaphore(name).tryAcquire({ permits: 2, waitTime: 20_000 });
-    await waiter.until((e) => e.type === "wait");
+    // Subscribed and registered (its second wait): only a wake-up lets it in before its bound.
+    await waiter.waited(2);
     expect((await owner.inspect()).waiters).toBe(1);
     await owner.release(1);
     await owner.release(1);
