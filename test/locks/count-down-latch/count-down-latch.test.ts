@@ -460,6 +460,25 @@ describe("replay safety", () => {
     expect(await raw.exists(name)).toBe(0);
   });
 
+  it("countDown with a repeated idempotencyKey counts once and repeats its first answer", async () => {
+    const name = `${prefix}idempotency-key`;
+    const latch = recordingEdgeLock().edgelock.getCountDownLatch(name);
+    await latch.trySetCount(4);
+    // Another client, as a retry after a lost answer would come from.
+    const retrier = recordingEdgeLock().edgelock.getCountDownLatch(name);
+    expect(await latch.countDown({ idempotencyKey: "part-a" })).toBe(3);
+    expect(await retrier.countDown({ idempotencyKey: "part-a" })).toBe(3);
+    expect(await latch.getCount()).toBe(3);
+    expect(await latch.countDown({ idempotencyKey: "part-b" })).toBe(2);
+    // A key repeated after others counted answers what it did then, and counts nothing.
+    expect(await latch.countDown({ idempotencyKey: "part-a" })).toBe(3);
+    expect(await latch.getCount()).toBe(2);
+    // Without a key every call counts.
+    expect(await latch.countDown()).toBe(1);
+    expect(await latch.countDown()).toBe(0);
+    await raw.del(replayKeys(name));
+  });
+
   it("a copy arriving after the latch changed repeats the first answer and changes nothing", async () => {
     const name = `${prefix}late-copy`;
     const keys = [name, channel(name), ...replayKeys(name)];
