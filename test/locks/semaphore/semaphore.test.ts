@@ -334,9 +334,11 @@ describe("semaphore", () => {
     const pending = waiter.edgelock.getSemaphore(name).tryAcquire({ waitTime: 20_000 });
     await waiter.waited(2); // registered
     expect(await stored(takenKey(name))).toBe("1000000000000001"); // 1 taken, the mark
+    const released = Date.now();
     expect(await held?.release()).toBe(1);
     const next = await pending;
     expect(next).not.toBeNull();
+    expect(Date.now() - released).toBeLessThan(2_000); // woken, not back at its 15 s bound
     // The release woke the only registered waiter and, finding nobody left, cleared the mark.
     expect(await stored(takenKey(name))).toBe("1");
     expect(await raw.exists(`edgelock_waiting:{${name}}`)).toBe(0);
