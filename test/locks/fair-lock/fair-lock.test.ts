@@ -107,7 +107,9 @@ describe("fair lock", () => {
       const queued = await queueOf(name);
       expect(await first.release()).toBe("released");
       const outcomes = await Promise.allSettled(calls);
-      return { name, order, queued, middle: outcomes[1] };
+      const middle = outcomes[1];
+      if (!middle) throw new Error("no middle waiter");
+      return { name, order, queued, middle };
     }
 
     it("a waiter whose request was applied but answered by a lost connection keeps its place (the resend is a replay)", async () => {
