@@ -75,8 +75,9 @@ const ENTRIES = [
     // (13.9 kB measured) once the cron guard's one attempt left out the wait loop, the wake-up hub
     // was made at a client's first wait, the SHA-1s at a script's first run and the shipped Lua
     // took short local names; 15.1 kB (14.8 kB measured) with the cheaper scripts of the
-    // billed-commands work.
-    limit: "15.1 kB",
+    // billed-commands work; 15.4 kB (15.14 kB measured) since the cron guard reports a lease
+    // lost while its handler ran.
+    limit: "15.4 kB",
   },
 ];
 

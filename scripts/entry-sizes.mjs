@@ -165,12 +165,13 @@ export const SCENARIOS = [
   // JVM wake-ups, 15.1 kB since the cron guard, which never waits, makes its one attempt
   // without the wait loop (src/locks/lock/once.ts), 13.9 kB since the client makes its wake-up
   // subscriptions' hub at its first wait (wait/wakes.ts: wakeHubOf) instead of in the core,
-  // 13.6 kB since the shipped scripts' locals have short names (lua/gen.mjs renameLocals).
+  // 13.6 kB since the shipped scripts' locals have short names (lua/gen.mjs renameLocals);
+  // 15.0 kB since the cron guard reports a lease lost while its handler ran (14.5 -> 14.7 kB).
   {
     name: "edgelock/cloudflare",
     entries: ["edgelock/cloudflare"],
     base: REDIS,
-    budget: 14.7,
+    budget: 15.0,
     target: 9,
   },
 ];
