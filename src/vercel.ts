@@ -282,7 +282,9 @@ export function lockWebhook<A extends unknown[] = []>(
         waitUntil(task, request, ...args);
         return lost;
       }
-      return lost || releaseFoundLost(await task);
+      // Awaited first: the response must not go out before the completion or release lands.
+      const released = await task;
+      return lost || releaseFoundLost(released);
     };
     let response: Response;
     try {
@@ -470,7 +472,7 @@ export function lockCron<A extends unknown[] = []>(
     let lost = lostBeforeRelease(lease);
     const task = endQuietly(edgelock, name, () => lease.release());
     if (waitUntil) waitUntil(task, request, ...args);
-    else lost ||= releaseFoundLost(await task);
+    else if (releaseFoundLost(await task)) lost = true;
     return answer(name, settled, lost, onLeaseLost);
   };
 }

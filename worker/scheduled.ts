@@ -209,7 +209,8 @@ export function guardScheduled<Env>(
       await endQuietly(edgelock, held.name, () => held.release());
     }
     const lost = lostBeforeRelease(lease);
-    answer(name, settled, lost || releaseFoundLost(await release()), onLeaseLost);
+    const released = await release();
+    answer(name, settled, lost || releaseFoundLost(released), onLeaseLost);
     return { ran: true } as const;
   };
   const guard = async (controller: ScheduledController, env: Env, ctx: ExecutionContext) => {

@@ -265,6 +265,21 @@ describe("lockWebhook", () => {
       expect(await raw.exists(done(`${prefix}evt:lost-throws`))).toBe(0);
     });
 
+    it("a fixed lease that expired while the handler ran: the 2xx is recorded before the call rejects", async () => {
+      const rec = recordingEdgeLock();
+      const webhook = lockWebhook(
+        { edgelock: rec.edgelock, key: eventKey, leaseTime: 100 },
+        async (_r, { lease }) => {
+          await aborted(lease.signal);
+          return Response.json({ received: true });
+        },
+      );
+      await expect(webhook(delivery("lost-expired-2xx"))).rejects.toBeInstanceOf(LeaseLostError);
+      // Awaited, not left running behind the answer.
+      expect(rec.events.filter((e) => e.type === "release")).toHaveLength(1);
+      expect(await raw.exists(done(`${prefix}evt:lost-expired-2xx`))).toBe(1);
+    });
+
     it('with onLeaseLost: "return" answers the handler\'s response', async () => {
       const rec = recordingEdgeLock();
       const webhook = lockWebhook(
@@ -786,6 +801,21 @@ describe("lockCron", () => {
       expect(error).toBeInstanceOf(LeaseLostError);
       expect(error).toMatchObject({ resource: name, outcome: "returned" });
       expect(await ((error as LeaseLostError).result as Response).text()).toBe("ran");
+    });
+
+    it("a loss a keep-alive renewal found: the release is awaited before the call rejects", async () => {
+      const rec = recordingEdgeLock();
+      const name = `${prefix}cron-lost-renewal`;
+      const cron = lockCron(
+        { edgelock: rec.edgelock, name, leaseTime: 100 },
+        async (_r, { lease }) => {
+          await recordingEdgeLock().edgelock.getLock(name).forceUnlock();
+          await aborted(lease.signal);
+          return new Response("ran");
+        },
+      );
+      await expect(cron(cronRequest())).rejects.toBeInstanceOf(LeaseLostError);
+      expect(rec.events.filter((e) => e.type === "release")).toMatchObject([{ result: "expired" }]);
     });
 
     it("with waitUntil, rejects for a loss a keep-alive renewal found, the handler's error attached", async () => {

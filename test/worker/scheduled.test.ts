@@ -186,6 +186,22 @@ describe("guardScheduled", () => {
     expect(runs).toBe(1);
   });
 
+  it("a fixed lease that expired while the handler ran: the release is awaited before the run rejects", async () => {
+    const { edgelock, events } = recordingEdgeLock();
+    const guarded = guardScheduled(
+      { edgelock: () => edgelock, leaseTime: 100 },
+      async (_c, _e, _x, lease) => {
+        if (!lease.signal.aborted) {
+          await new Promise<void>((resolve) =>
+            lease.signal.addEventListener("abort", () => resolve()),
+          );
+        }
+      },
+    );
+    await expect(trigger(guarded, uniqueCron())).rejects.toBeInstanceOf(LeaseLostError);
+    expect(events.filter((e) => e.type === "release" && !e.name.includes("#"))).toHaveLength(1);
+  });
+
   it('a lease lost while the handler threw: its error is the cause; with onLeaseLost: "return" the run just ends', async () => {
     const { edgelock } = recordingEdgeLock();
     const other = recordingEdgeLock().edgelock;
