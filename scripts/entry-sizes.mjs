@@ -55,7 +55,7 @@ export const SCENARIOS = [
   // SHA-1s (1.6 kB of hex that gzip cannot shrink) are computed at first run
   // (src/transport/sha1.ts) instead of shipped: the target is met. 24.9 kB since the shipped
   // scripts' locals have short names (lua/gen.mjs renameLocals: Lua 6.8 -> 5.9 kB).
-  { name: "edgelock", entries: ["edgelock"], base: REDIS, budget: 30.35, target: 27 },
+  { name: "edgelock", entries: ["edgelock"], base: REDIS, budget: 30.55, target: 27 },
   // 13.1 kB measured at the split, 13.6 kB after the JVM wake-ups, the shared Lua libraries and
   // the awaited leave of a waiter that gives up: 2.0 kB Lua, 11.6 kB JS, of which ~8 kB the core
   // client and the lease (the multi-lock entry). 14.1 kB with `restoreLockLease` (every entry that
@@ -65,7 +65,7 @@ export const SCENARIOS = [
   // locals have short names (lua/gen.mjs renameLocals). 13.8 kB (Lua 2.0 kB) since a waiter
   // that ends gives back a hand-off it missed (lua/lock/decline.lua) and passes on a wake-up it
   // missed (lib/wake.lua waiting_leave): 0.1-0.3 kB in every entry with waiters.
-  { name: "edgelock/lock", entries: ["edgelock/lock"], base: REDIS, budget: 17.65, target: 8 },
+  { name: "edgelock/lock", entries: ["edgelock/lock"], base: REDIS, budget: 17.85, target: 8 },
   {
     name: "edgelock/fair-lock",
     entries: ["edgelock/fair-lock"],
@@ -152,19 +152,20 @@ export const SCENARIOS = [
     base: HONO,
     // 13.4 kB at the split, 13.8 kB with the JVM wake-ups, 13.75 kB with the lock's; 13.4 kB
     // with short names for the shipped scripts' locals (lua/gen.mjs renameLocals).
-    budget: 17.35,
+    budget: 17.65,
     target: 9,
   },
   // Both Vercel helpers (`lockWebhook`: an idempotency key, `lockCron`: a lock) with the lock
   // entry's client: 15.0 kB measured when they took the core client; 26.8 kB before, when they
   // needed an EdgeLock (what an app importing EdgeLock beside them still pays); 14.4 kB with
-  // short names for the shipped scripts' locals (lua/gen.mjs renameLocals).
+  // short names for the shipped scripts' locals (lua/gen.mjs renameLocals); 15.9 kB since both
+  // report a lease lost while the handler ran (15.4 -> 15.7 kB measured).
   {
     name: "vercel helpers + edgelock/lock",
     entries: ["edgelock/vercel", "edgelock/lock"],
     pick: { "edgelock/vercel": ["lockWebhook", "lockCron"], "edgelock/lock": ["EdgeLockClient"] },
     base: REDIS,
-    budget: 18.45,
+    budget: 18.75,
     target: 9,
   },
   // The LeaseKeeper with the renewals of every kind of lease (src/renewers.ts) and the cron
@@ -172,12 +173,13 @@ export const SCENARIOS = [
   // JVM wake-ups, 15.1 kB since the cron guard, which never waits, makes its one attempt
   // without the wait loop (src/locks/lock/once.ts), 13.9 kB since the client makes its wake-up
   // subscriptions' hub at its first wait (wait/wakes.ts: wakeHubOf) instead of in the core,
-  // 13.6 kB since the shipped scripts' locals have short names (lua/gen.mjs renameLocals).
+  // 13.6 kB since the shipped scripts' locals have short names (lua/gen.mjs renameLocals);
+  // 15.0 kB since the cron guard reports a lease lost while its handler ran (14.5 -> 14.7 kB).
   {
     name: "edgelock/cloudflare",
     entries: ["edgelock/cloudflare"],
     base: REDIS,
-    budget: 15.35,
+    budget: 15.65,
     target: 9,
   },
 ];

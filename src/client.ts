@@ -143,9 +143,15 @@ export class EdgeLock extends EdgeLockClient {
    * Runs `fn` while holding the lock `name`, then releases it (also when `fn` throws).
    * `fn` receives the lease; its `signal` aborts if the lease is lost. A failed release is
    * reported as an `error` event, not thrown: the lock then expires after its lease.
+   * A lease lost while `fn` ran (its signal aborted for a loss, or the release found the hold
+   * gone) makes the call reject once `fn` has settled, unless `onLeaseLost: "return"`.
    * @returns what `fn` returns.
+   * @throws {LeaseLostError} (`outcome`, `result` or `cause`: how `fn` ended) when the lease was
+   * lost while `fn` ran, unless `onLeaseLost: "return"`.
    * @throws {LockTimeoutError} when the lock stayed busy for `waitTime` (default 10 000 ms).
    * @throws signal.reason when aborted while waiting.
+   * @throws what `fn` throws, when the lease held (or with `onLeaseLost: "return"`).
+   * @throws TypeError / RangeError for a bad name, function or option, before any request.
    */
   withLock<T>(
     name: string,

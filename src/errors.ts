@@ -62,21 +62,40 @@ export class LockNotHeldError extends EdgeLockError {
 /**
  * A lease is no longer held: `lease.renew()` found the owner field gone, or a keep-alive
  * renewal did. Also the reason `lease.signal` aborts with when the lease is lost.
+ *
+ * `withLock` (and the Hono, Vercel and cron wrappers) reject with it after their function
+ * settled when the lease was lost meanwhile (the function may have run unprotected: Redisson's
+ * `unlock()` throws `IllegalMonitorStateException` then). `outcome` then says how the function
+ * ended: `"returned"` with its value in `result`, or `"threw"` with its error in `cause`.
  */
 export class LeaseLostError extends EdgeLockError {
   override readonly name = "LeaseLostError";
   readonly code = "LEASE_LOST" as const;
   /** `"lost"`: found no longer held; `"released"`: this lease was released by its holder. */
   readonly reason: "lost" | "released";
+  /**
+   * Set when a guarded function ran while the lease was lost: `"returned"` (its value is
+   * `result`) or `"threw"` (its error is `cause`). Undefined on the lease's own signal and renew.
+   */
+  readonly outcome: "returned" | "threw" | undefined;
+  /** What the guarded function returned, when `outcome` is `"returned"`; else undefined. */
+  readonly result: unknown;
 
-  constructor(lockName: string, reason: "lost" | "released" = "lost") {
+  constructor(
+    lockName: string,
+    reason: "lost" | "released" = "lost",
+    settled?: { outcome: "returned"; result: unknown } | { outcome: "threw"; error: unknown },
+  ) {
     super(
       reason === "released"
         ? `lease on lock "${lockName}" was released`
         : `lease on lock "${lockName}" was lost: it expired or another owner took the lock`,
       lockName,
+      settled && "error" in settled ? { cause: settled.error } : undefined,
     );
     this.reason = reason;
+    this.outcome = settled?.outcome;
+    this.result = settled && "result" in settled ? settled.result : undefined;
   }
 }
 

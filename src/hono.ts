@@ -8,7 +8,14 @@
 import type { Context, Env, MiddlewareHandler } from "hono";
 import { createMiddleware } from "hono/factory";
 import { EdgeLockClient } from "./core.js";
-import { checkKeepAlive, type KeepAlive, type Lease } from "./lease/lease.js";
+import { LeaseLostError } from "./errors.js";
+import {
+  checkOnLeaseLost,
+  lostBeforeRelease,
+  type OnLeaseLost,
+  releaseFoundLost,
+} from "./lease/guarded.js";
+import { checkKeepAlive, type KeepAlive, type Lease, type ReleaseResult } from "./lease/lease.js";
 import { getLock } from "./locks/lock/entry.js";
 import {
   endQuietly,
@@ -64,9 +71,26 @@ export interface LockMiddlewareOptions<E extends Env = Env> {
    * `Retry-After: <retryAfter>` and JSON body `{ "error": "locked", "key", "retryAfter" }`
    */
   onLocked?: (c: Context<E>, info: LockedInfo) => Response | Promise<Response>;
+  /**
+   * What to do when the lease was lost while the route ran (another request may have held the
+   * lock meanwhile): `"throw"` throws {@link LeaseLostError} to `app.onError` in place of the
+   * route's answer (Hono's default answer to it is `500`; map it there, see below), with the
+   * route's `Response` in `error.result` (`outcome: "returned"`) or its error in `error.cause`
+   * (`outcome: "threw"`); `"return"` sends the route's answer as if the lease had held.
+   * @default "throw"
+   */
+  onLeaseLost?: OnLeaseLost;
 }
 
-const OPTION_KEYS = ["edgelock", "key", "waitTime", "leaseTime", "keepAlive", "onLocked"];
+const OPTION_KEYS = [
+  "edgelock",
+  "key",
+  "waitTime",
+  "leaseTime",
+  "keepAlive",
+  "onLocked",
+  "onLeaseLost",
+];
 
 /**
  * Holds the lock `key` while the route runs. The lease is `c.var.lease`.
@@ -82,6 +106,15 @@ const OPTION_KEYS = ["edgelock", "key", "waitTime", "leaseTime", "keepAlive", "o
  *   A failed release is reported as an `error` event; the lock then expires after its lease.
  * - Errors from acquiring (e.g. `TransportError`, or a `key` function returning a bad name)
  *   propagate to `app.onError`.
+ * - Lease lost while the route ran (`onLeaseLost: "throw"`, the default): a
+ *   {@link LeaseLostError} goes to `app.onError` instead of the route's answer, so Hono answers
+ *   `500` unless the app maps it, e.g.
+ *   `app.onError((err, c) => err instanceof LeaseLostError ? c.json({ error: "lease-lost" }, 503) : c.text("Internal Server Error", 500))`.
+ *   Known lost: the lease's signal had aborted for a loss when the route returned (a renewal
+ *   found the hold gone, or a fixed lease's `expiresAt` passed), or, where the release is
+ *   awaited before answering (no execution context and no body to stream), the release found
+ *   the hold gone. A loss while a body streams, or that only a `waitUntil` release finds, comes
+ *   too late to change the answer: it is reported as a `lost` event when a renewal sees it.
  *
  * Requests per guarded request on a warm client: one per acquire attempt, one release, plus
  * renewals of a watchdog lease.
@@ -119,6 +152,7 @@ export function withLock<E extends Env = Env>(
   const leaseTime = checkLeaseTime(o.leaseTime);
   const keepAlive = checkKeepAlive(o.keepAlive);
   const onLocked = checkFunction<LockMiddlewareOptions<E>["onLocked"]>(o.onLocked, "onLocked");
+  const onLeaseLost = checkOnLeaseLost(o.onLeaseLost);
   const edgelockOf = (c: Context<E>): EdgeLockClient =>
     typeof edgelockOption === "function" ? edgelockOption(c) : edgelockOption;
 
@@ -140,19 +174,30 @@ export function withLock<E extends Env = Env>(
     const release = () => endQuietly(edgelock, key, () => lease.release());
     const waitUntil = waitUntilOf(c);
     let releasesWithBody = false;
+    let lost = false;
+    let released: ReleaseResult | undefined;
     try {
       c.set("lease", lease);
       await next();
+      lost = onLeaseLost === "throw" && lostBeforeRelease(lease);
       const body = c.res.body;
-      if (body && !c.error && c.req.method !== "HEAD") {
+      if (body && !lost && !c.error && c.req.method !== "HEAD") {
         c.res = new Response(onBodyEnd(body, deferRelease(release, waitUntil)), c.res);
         releasesWithBody = true;
       }
     } finally {
       if (!releasesWithBody) {
         if (waitUntil) waitUntil(release());
-        else await release();
+        else released = await release();
       }
+    }
+    if (onLeaseLost === "throw" && (lost || releaseFoundLost(released))) {
+      // Thrown, not answered: the app's onError decides the status (Hono's default is 500).
+      throw new LeaseLostError(
+        key,
+        "lost",
+        c.error ? { outcome: "threw", error: c.error } : { outcome: "returned", result: c.res },
+      );
     }
   });
 }
@@ -164,10 +209,10 @@ export function withLock<E extends Env = Env>(
  * lock free.
  */
 function deferRelease(
-  release: () => Promise<void>,
+  release: () => Promise<unknown>,
   waitUntil: ((promise: Promise<unknown>) => void) | undefined,
 ): () => Promise<void> {
-  if (!waitUntil) return release;
+  if (!waitUntil) return async () => void (await release());
   let start: () => void = () => {};
   const started = new Promise<void>((resolve) => {
     start = resolve;

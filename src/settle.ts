@@ -7,20 +7,21 @@ import { type EdgeLockClient, reportEvent } from "./core.js";
 import { TransportError } from "./errors.js";
 
 /**
- * Runs `end` (a release or a completion) without throwing: a transport failure is reported as
- * an `error` event through the EdgeLock's `onEvent`, and the lock then expires after its lease.
+ * Runs `end` (a release or a completion) without throwing and resolves to its answer, or to
+ * undefined when it failed: a transport failure is reported as an `error` event through the
+ * EdgeLock's `onEvent`, and the lock then expires after its lease.
  * An integration must not turn a finished response into an error because the release failed.
  */
-export async function endQuietly(
+export async function endQuietly<R>(
   edgelock: EdgeLockClient,
   name: string,
-  end: () => Promise<unknown>,
-): Promise<void> {
+  end: () => Promise<R>,
+): Promise<R | undefined> {
   const started = Date.now();
   try {
-    await end();
+    return await end();
   } catch (error) {
-    if (!(error instanceof TransportError)) return;
+    if (!(error instanceof TransportError)) return undefined;
     reportEvent(edgelock, {
       type: "error",
       name,
@@ -31,6 +32,7 @@ export async function endQuietly(
       operation: "release",
       error,
     });
+    return undefined;
   }
 }
 

@@ -10,7 +10,15 @@
  * @module
  */
 import { EdgeLockClient, reportEvent } from "./core.js";
-import { checkKeepAlive, type KeepAlive, type Lease } from "./lease/lease.js";
+import {
+  answer,
+  checkOnLeaseLost,
+  lostBeforeRelease,
+  type OnLeaseLost,
+  releaseFoundLost,
+  settleOf,
+} from "./lease/guarded.js";
+import { checkKeepAlive, type KeepAlive, type Lease, type ReleaseResult } from "./lease/lease.js";
 import { getIdempotencyKey, MAX_COMPLETION_TTL_MS } from "./locks/idempotency/entry.js";
 import { getLock } from "./locks/lock/entry.js";
 import { endQuietly, type LockedInfo, lockedResponse, retryAfterSeconds } from "./settle.js";
@@ -110,6 +118,15 @@ export interface LockWebhookOptions<A extends unknown[] = []> {
    * `{ "error": "invalid-key" }`
    */
   onKeyError?: (request: Request, info: KeyErrorInfo, ...args: A) => Response | Promise<Response>;
+  /**
+   * What to do when the lease was lost while the handler ran (a duplicate may have been
+   * processed meanwhile): `"throw"` rejects with `LeaseLostError` after the completion or
+   * release (your framework answers `500`, the sender retries, and a completed delivery is then
+   * acknowledged as a duplicate), the handler's `Response` in `error.result` or its error in
+   * `error.cause`; `"return"` answers the handler's response as if the lease had held.
+   * @default "throw"
+   */
+  onLeaseLost?: OnLeaseLost;
 }
 
 /** What `onKeyError` learns about a delivery without a usable idempotency key. */
@@ -140,6 +157,7 @@ const WEBHOOK_KEYS = [
   "onLocked",
   "onCompleted",
   "onKeyError",
+  "onLeaseLost",
 ];
 
 /**
@@ -156,7 +174,11 @@ const WEBHOOK_KEYS = [
  *    request; any other response (a 4xx such as a bad signature must not block a genuine
  *    delivery with the same id; a 5xx asks the sender to retry) or a thrown error releases the
  *    lock without recording anything, so the sender's retry processes the delivery again.
- *    The error propagates (your framework answers 500).
+ *    The error propagates (your framework answers 500);
+ * 5. when the lease was lost while the handler ran (its signal aborted for a loss, or an awaited
+ *    completion/release found the hold gone), the call rejects with `LeaseLostError`
+ *    after step 4 (a 2xx is still recorded: the work did finish), unless
+ *    `onLeaseLost: "return"`. With `waitUntil`, only a loss the signal saw counts.
  *
  * Completion/release goes to `waitUntil` when given, else it is awaited before returning; a
  * failure there is reported as an `error` event (the lock then expires after its lease, and a
@@ -202,6 +224,7 @@ export function lockWebhook<A extends unknown[] = []>(
     "onCompleted",
   );
   const onKeyError = checkFunction<LockWebhookOptions<A>["onKeyError"]>(o.onKeyError, "onKeyError");
+  const onLeaseLost = checkOnLeaseLost(o.onLeaseLost);
   const badKey = (request: Request, info: KeyErrorInfo, args: A) => {
     if (onKeyError) return onKeyError(request, info, ...args);
     const error = info.reason === "missing" ? "missing-key" : "invalid-key";
@@ -252,10 +275,17 @@ export function lockWebhook<A extends unknown[] = []>(
     }
 
     const lease = claim.lease;
-    const settle = async (end: () => Promise<unknown>) => {
+    // Ends the hold and tells whether the lease was lost while the handler ran.
+    const settle = async (end: () => Promise<ReleaseResult>): Promise<boolean> => {
+      const lost = lostBeforeRelease(lease);
       const task = endQuietly(edgelock, key, end);
-      if (waitUntil) waitUntil(task, request, ...args);
-      else await task;
+      if (waitUntil) {
+        waitUntil(task, request, ...args);
+        return lost;
+      }
+      // Awaited first: the response must not go out before the completion or release lands.
+      const released = await task;
+      return lost || releaseFoundLost(released);
     };
     let response: Response;
     try {
@@ -264,13 +294,14 @@ export function lockWebhook<A extends unknown[] = []>(
         throw new TypeError("lockWebhook: the handler must return a Response");
       }
     } catch (error) {
-      await settle(() => lease.release());
-      throw error;
+      const lost = await settle(() => lease.release());
+      // Throws: the lost-lease error, or the handler's own.
+      return answer<Response>(key, { outcome: "threw", error }, lost, onLeaseLost);
     }
-    await settle(
+    const lost = await settle(
       response.ok ? () => idempotencyKey.complete(lease, completionTtl) : () => lease.release(),
     );
-    return response;
+    return answer(key, { outcome: "returned", result: response }, lost, onLeaseLost);
   };
 }
 
@@ -328,6 +359,13 @@ export interface LockCronOptions<A extends unknown[] = []> {
    * outcome, not a failure (Vercel does not retry cron runs either way)
    */
   onSkip?: (request: Request, info: SkippedInfo, ...args: A) => Response | Promise<Response>;
+  /**
+   * What to do when the lease was lost while the handler ran (another run may have overlapped):
+   * `"throw"` rejects with `LeaseLostError` after the release (the run shows as failed),
+   * the handler's `Response` in `error.result` or its error in `error.cause`; `"return"`
+   * answers the handler's response as if the lease had held. @default "throw"
+   */
+  onLeaseLost?: OnLeaseLost;
 }
 
 /** A cron route handler: the request, the lock name and lease, extra arguments. */
@@ -337,7 +375,15 @@ export type CronHandler<A extends unknown[] = []> = (
   ...args: A
 ) => Response | Promise<Response>;
 
-const CRON_KEYS = ["edgelock", "name", "cronSecret", "leaseTime", "waitUntil", "onSkip"];
+const CRON_KEYS = [
+  "edgelock",
+  "name",
+  "cronSecret",
+  "leaseTime",
+  "waitUntil",
+  "onSkip",
+  "onLeaseLost",
+];
 
 /**
  * Wraps a Vercel Cron route handler so that overlapping runs skip. Vercel may start a run while
@@ -351,6 +397,10 @@ const CRON_KEYS = ["edgelock", "name", "cronSecret", "leaseTime", "waitUntil", "
  * 3. Otherwise the handler runs with the lease kept alive by the `"timer"` strategy, and the
  *    lock is released when it settles (to `waitUntil` when given, else awaited); an error from
  *    the handler propagates after the release.
+ * 4. When the lease was lost while the handler ran (its signal aborted for a loss, or an awaited
+ *    release found the hold gone), the call rejects with `LeaseLostError` after the
+ *    release, unless `onLeaseLost: "return"`. With `waitUntil`, only a loss the signal saw
+ *    counts.
  *
  * A duplicate delivery that arrives after the first run finished runs again: keep the job
  * idempotent, or claim a per-period key with `edgelock.getIdempotencyKey`.
@@ -385,6 +435,7 @@ export function lockCron<A extends unknown[] = []>(
   const leaseTime = checkLeaseTime(o.leaseTime);
   const waitUntil = checkFunction<WaitUntil<A>>(o.waitUntil, "waitUntil");
   const onSkip = checkFunction<LockCronOptions<A>["onSkip"]>(o.onSkip, "onSkip");
+  const onLeaseLost = checkOnLeaseLost(o.onLeaseLost);
   if (typeof handler !== "function") throw new TypeError("lockCron: `handler` must be a function");
 
   return async function lockedCron(request: Request, ...args: A): Promise<Response> {
@@ -419,13 +470,12 @@ export function lockCron<A extends unknown[] = []>(
       return Response.json({ skipped: true, reason: "locked", name, retryAfter }, { status: 200 });
     }
     const lease = run.lease;
-    try {
-      return await handler(request, { name, lease }, ...args);
-    } finally {
-      const task = endQuietly(edgelock, name, () => lease.release());
-      if (waitUntil) waitUntil(task, request, ...args);
-      else await task;
-    }
+    const settled = await settleOf(() => handler(request, { name, lease }, ...args));
+    let lost = lostBeforeRelease(lease);
+    const task = endQuietly(edgelock, name, () => lease.release());
+    if (waitUntil) waitUntil(task, request, ...args);
+    else if (releaseFoundLost(await task)) lost = true;
+    return answer(name, settled, lost, onLeaseLost);
   };
 }
 

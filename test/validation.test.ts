@@ -83,6 +83,9 @@ describe("invalid arguments", () => {
     await expect(edgelock.withLock(`${prefix}w`, "fn" as never)).rejects.toThrow(
       /`fn` must be a function/,
     );
+    await expect(
+      edgelock.withLock(`${prefix}w`, () => 1, { onLeaseLost: "ignore" as never }),
+    ).rejects.toThrow(new TypeError('`onLeaseLost` must be "throw" or "return"'));
     const renew = (l: { name: string; owner: string; leaseTime: number }) =>
       renewLeasesOf(edgelock, [l]);
     await expect(renew({ name: "{x}", owner: "o", leaseTime: 1 })).rejects.toThrow(RangeError);

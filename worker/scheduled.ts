@@ -7,6 +7,14 @@
  * @module
  */
 import { type EdgeLockClient, reportEvent } from "../src/core.js";
+import {
+  answer,
+  checkOnLeaseLost,
+  lostBeforeRelease,
+  type OnLeaseLost,
+  releaseFoundLost,
+  settleOf,
+} from "../src/lease/guarded.js";
 import type { KeepAlive, Lease } from "../src/lease/lease.js";
 import { checkKeepAlive } from "../src/lease/lease.js";
 import { tryLockOnce } from "../src/locks/lock/once.js";
@@ -51,6 +59,14 @@ export interface GuardScheduledOptions<Env> {
    * can run. 0 turns this off (one request less per run). @default 600000
    */
   dedupeWindow?: number;
+  /**
+   * What to do when the run's lease was lost while the handler ran (another run may have
+   * overlapped it): `"throw"` rejects with `LeaseLostError` after the release (the run shows as
+   * failed; the handler's error, if it threw, is `error.cause`, and its scheduled time stays
+   * marked when it returned); `"return"` ends the run as if the lease had held.
+   * @default "throw"
+   */
+  onLeaseLost?: OnLeaseLost;
 }
 
 /** What a guarded run did: the result of {@link ScheduledGuard.run}. */
@@ -90,7 +106,7 @@ export type GuardedScheduledHandler<Env> = (
 /** Default {@link GuardScheduledOptions.dedupeWindow}: ten minutes. */
 export const DEFAULT_DEDUPE_WINDOW_MS = 600_000;
 
-const OPTION_KEYS = ["edgelock", "name", "leaseTime", "keepAlive", "dedupeWindow"];
+const OPTION_KEYS = ["edgelock", "name", "leaseTime", "keepAlive", "dedupeWindow", "onLeaseLost"];
 
 /**
  * Wraps a `scheduled(controller, env, ctx)` handler so that at most one run of a cron holds its
@@ -100,7 +116,9 @@ const OPTION_KEYS = ["edgelock", "name", "leaseTime", "keepAlive", "dedupeWindow
  * lock is released when the handler settles (awaited: the runtime awaits a scheduled handler's
  * promise, so no `waitUntil` is needed); a failed release is reported as an `error` event and
  * the lock then expires after its lease. An error thrown by the handler propagates after the
- * release, so the run still shows as failed.
+ * release, so the run still shows as failed. A lease lost while the handler ran (its signal
+ * aborted for a loss, or the release found the hold gone) makes the run reject with
+ * `LeaseLostError` after the release, unless `onLeaseLost: "return"`.
  *
  * Requests per run on a warm client: one acquire, one dedupe mark (unless `dedupeWindow: 0`),
  * one release, plus the keep-alive's renewals.
@@ -135,6 +153,7 @@ export function guardScheduled<Env>(
     o.dedupeWindow === undefined
       ? DEFAULT_DEDUPE_WINDOW_MS
       : checkMs(o.dedupeWindow, "dedupeWindow", 0);
+  const onLeaseLost = checkOnLeaseLost(o.onLeaseLost);
 
   const run = async (
     controller: ScheduledController,
@@ -167,29 +186,33 @@ export function guardScheduled<Env>(
     const attempt = await tryLockOnce(edgelock, name, { leaseTime, keepAlive });
     if (!attempt.lease) return skip("overlap", attempt.holderTtl);
     const lease = attempt.lease;
-    try {
-      let mark: Lease | null = null;
-      if (dedupeWindow > 0) {
-        const markName = `${name}#${controller.scheduledTime}`;
-        const marked = await tryLockOnce(edgelock, markName, {
-          leaseTime: dedupeWindow,
-          keepAlive: "none",
-        });
-        if (!marked.lease) return skip("duplicate", marked.holderTtl);
-        mark = marked.lease;
-      }
-      try {
-        await handler(controller, env, ctx, lease);
-      } catch (error) {
-        const held = mark;
-        if (held) await endQuietly(edgelock, held.name, () => held.release());
+    const release = () => endQuietly(edgelock, name, () => lease.release());
+    let mark: Lease | null = null;
+    if (dedupeWindow > 0) {
+      const markName = `${name}#${controller.scheduledTime}`;
+      const marked = await tryLockOnce(edgelock, markName, {
+        leaseTime: dedupeWindow,
+        keepAlive: "none",
+      }).catch(async (error: unknown) => {
+        await release();
         throw error;
+      });
+      if (!marked.lease) {
+        await release();
+        return skip("duplicate", marked.holderTtl);
       }
-      // On success the mark stays until it expires: that is what makes a redelivery skip.
-      return { ran: true } as const;
-    } finally {
-      await endQuietly(edgelock, name, () => lease.release());
+      mark = marked.lease;
     }
+    const settled = await settleOf(() => handler(controller, env, ctx, lease));
+    // On success the mark stays until it expires: that is what makes a redelivery skip.
+    const held = mark;
+    if (settled.outcome === "threw" && held) {
+      await endQuietly(edgelock, held.name, () => held.release());
+    }
+    const lost = lostBeforeRelease(lease);
+    const released = await release();
+    answer(name, settled, lost || releaseFoundLost(released), onLeaseLost);
+    return { ran: true } as const;
   };
   const guard = async (controller: ScheduledController, env: Env, ctx: ExecutionContext) => {
     await run(controller, env, ctx);

@@ -15,6 +15,7 @@ export {
 } from "../errors.js";
 export type { LockEvent, LockEventListener } from "../events.js";
 export type { Holder, Inspectable, Inspection } from "../inspect.js";
+export type { OnLeaseLost } from "../lease/guarded.js";
 // Types only: a semaphore's or a latch's bundle does not hold the Lease class.
 export type {
   KeepAlive,

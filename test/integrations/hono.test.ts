@@ -1,11 +1,11 @@
 /** `withLock` Hono middleware, through `app.request()` against the real bridge and Redis. */
 import { Redis } from "@upstash/redis";
 import { Hono } from "hono";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { withLock } from "../../src/hono.js";
-import { EdgeLock, type Lease, TransportError } from "../../src/index.js";
+import { EdgeLock, type Lease, LeaseLostError, TransportError } from "../../src/index.js";
 import { keyPrefix, sharedBridge, usePrivateBridge } from "../support/env.js";
-import { recordingEdgeLock } from "../support/locks.js";
+import { aborted, recordingEdgeLock } from "../support/locks.js";
 
 const prefix = keyPrefix();
 
@@ -168,6 +168,113 @@ describe("withLock middleware", () => {
     expect((errors[0] as Error).message).toBe("boom");
     expect(seen?.signal.aborted).toBe(true);
     expect(await rec.edgelock.getLock(key).isLocked()).toBe(false);
+  });
+
+  describe("lease lost while the route ran", () => {
+    /** An app whose onError maps a lost lease to 503 and records what it was given. */
+    function mappingApp() {
+      const errors: unknown[] = [];
+      const app = new Hono();
+      app.onError((error, c) => {
+        errors.push(error);
+        return error instanceof LeaseLostError
+          ? c.json({ error: "lease-lost" }, 503)
+          : c.text("handled", 500);
+      });
+      return { app, errors };
+    }
+
+    it("answers 500 by default when a fixed lease expired while the handler ran", async () => {
+      const rec = recordingEdgeLock();
+      const key = `${prefix}lost-default`;
+      const app = new Hono();
+      app.get("/l", withLock({ edgelock: rec.edgelock, key, leaseTime: 100 }), async (c) => {
+        await aborted(c.var.lease.signal);
+        return c.text("late");
+      });
+      // Hono's default onError logs what it turns into a 500.
+      const logged = vi.spyOn(console, "error").mockImplementation(() => {});
+      try {
+        const res = await app.request("/l");
+        expect(res.status).toBe(500);
+        expect(logged.mock.calls.map((call) => call[0])).toEqual([expect.any(LeaseLostError)]);
+      } finally {
+        logged.mockRestore();
+      }
+    });
+
+    it("hands app.onError a LeaseLostError carrying the route's Response, which it maps to 503", async () => {
+      const rec = recordingEdgeLock();
+      const key = `${prefix}lost-mapped`;
+      const { app, errors } = mappingApp();
+      app.get("/l", withLock({ edgelock: rec.edgelock, key, leaseTime: 100 }), async (c) => {
+        await aborted(c.var.lease.signal);
+        return c.text("late");
+      });
+      const res = await app.request("/l");
+      expect(res.status).toBe(503);
+      expect(await res.json()).toEqual({ error: "lease-lost" });
+      expect(errors).toHaveLength(1);
+      const error = errors[0] as LeaseLostError;
+      expect(error).toMatchObject({ code: "LEASE_LOST", resource: key, outcome: "returned" });
+      expect(error.result).toBeInstanceOf(Response);
+      expect(await (error.result as Response).text()).toBe("late");
+    });
+
+    it("on Workers (waitUntil release) reports a loss the lease's signal saw", async () => {
+      const rec = recordingEdgeLock();
+      const key = `${prefix}lost-wait-until`;
+      const { tasks, ctx } = executionContext();
+      const { app, errors } = mappingApp();
+      app.get("/l", withLock({ edgelock: rec.edgelock, key, leaseTime: 100 }), async (c) => {
+        await aborted(c.var.lease.signal);
+        return c.text("late");
+      });
+      const res = await app.request("/l", {}, undefined, ctx);
+      expect(res.status).toBe(503);
+      expect(errors).toMatchObject([{ code: "LEASE_LOST", outcome: "returned" }]);
+      expect(tasks).toHaveLength(1);
+      await Promise.all(tasks);
+    });
+
+    it("reports a force-unlock the awaited release found, with the handler's error as cause", async () => {
+      const rec = recordingEdgeLock();
+      const key = `${prefix}lost-forced`;
+      const other = recordingEdgeLock().edgelock.getLock(key);
+      const { app, errors } = mappingApp();
+      const boom = new Error("boom");
+      app.get("/l", withLock({ edgelock: rec.edgelock, key, leaseTime: 10_000 }), async () => {
+        expect(await other.forceUnlock()).toBe(true);
+        throw boom;
+      });
+      const res = await app.request("/l");
+      expect(res.status).toBe(503);
+      // onError sees the handler's error first, then the lost lease that wraps it.
+      expect(errors).toHaveLength(2);
+      expect(errors[0]).toBe(boom);
+      expect(errors[1]).toBeInstanceOf(LeaseLostError);
+      expect(errors[1]).toMatchObject({ outcome: "threw" });
+      expect((errors[1] as LeaseLostError).cause).toBe(boom);
+      expect(rec.events.filter((e) => e.type === "release")).toMatchObject([{ result: "expired" }]);
+    });
+
+    it('with onLeaseLost: "return" sends the route\'s answer', async () => {
+      const rec = recordingEdgeLock();
+      const key = `${prefix}lost-return`;
+      const { app, errors } = mappingApp();
+      app.get(
+        "/l",
+        withLock({ edgelock: rec.edgelock, key, leaseTime: 100, onLeaseLost: "return" }),
+        async (c) => {
+          await aborted(c.var.lease.signal);
+          return c.text("late");
+        },
+      );
+      const res = await app.request("/l");
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe("late");
+      expect(errors).toEqual([]);
+    });
   });
 
   it("holds the lock while a streamed body is open and releases when it has been read", async () => {
@@ -484,6 +591,12 @@ describe("withLock middleware", () => {
         () => withLock({ edgelock, key: "k", onLocked: 1 as never }),
         TypeError,
         /`onLocked`/,
+      ],
+      [
+        "bad onLeaseLost",
+        () => withLock({ edgelock, key: "k", onLeaseLost: "ignore" as never }),
+        TypeError,
+        /`onLeaseLost` must be "throw" or "return"/,
       ],
       [
         "unknown option",

@@ -5,7 +5,7 @@
 import { Redis } from "@upstash/redis";
 import { type ExecutionContext, Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import { EdgeLock, type LockEvent } from "../../src/index.js";
+import { EdgeLock, LeaseLostError, type LockEvent } from "../../src/index.js";
 import {
   DEFAULT_COMPLETION_TTL_MS,
   lockCron,
@@ -13,7 +13,7 @@ import {
   type WebhookHandler,
 } from "../../src/vercel.js";
 import { keyPrefix, sharedBridge, usePrivateBridge, useRawRedis } from "../support/env.js";
-import { recordingEdgeLock } from "../support/locks.js";
+import { aborted, recordingEdgeLock } from "../support/locks.js";
 
 const prefix = keyPrefix();
 const done = (name: string) => `edgelock_done:{${name}}`;
@@ -223,6 +223,76 @@ describe("lockWebhook", () => {
     await Promise.all(tasks);
     expect(await raw.exists(`${prefix}evt:wait-until-fail`)).toBe(0);
     expect(await raw.exists(done(`${prefix}evt:wait-until-fail`))).toBe(0);
+  });
+
+  describe("lease lost while the handler ran", () => {
+    it("rejects with LeaseLostError carrying the Response after recording the 2xx (force-unlocked meanwhile); the redelivery is a duplicate", async () => {
+      const rec = recordingEdgeLock();
+      let runs = 0;
+      const webhook = lockWebhook(
+        { edgelock: rec.edgelock, key: eventKey },
+        async (_r, { key }) => {
+          runs++;
+          expect(await recordingEdgeLock().edgelock.getLock(key).forceUnlock()).toBe(true);
+          return Response.json({ received: true });
+        },
+      );
+      const error = await webhook(delivery("lost-2xx")).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LeaseLostError);
+      expect(error).toMatchObject({ resource: `${prefix}evt:lost-2xx`, outcome: "returned" });
+      expect(((error as LeaseLostError).result as Response).status).toBe(200);
+      // The work did finish: recorded, so the sender's retry is acknowledged, not rerun.
+      expect(await raw.exists(done(`${prefix}evt:lost-2xx`))).toBe(1);
+      const retry = await webhook(delivery("lost-2xx"));
+      expect(await retry.json()).toMatchObject({ duplicate: true });
+      expect(runs).toBe(1);
+    });
+
+    it("rejects with the handler's error as cause when a fixed lease expired while it ran", async () => {
+      const rec = recordingEdgeLock();
+      const boom = new Error("boom");
+      const webhook = lockWebhook(
+        { edgelock: rec.edgelock, key: eventKey, leaseTime: 100 },
+        async (_r, { lease }) => {
+          await aborted(lease.signal);
+          throw boom;
+        },
+      );
+      const error = await webhook(delivery("lost-throws")).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LeaseLostError);
+      expect(error).toMatchObject({ outcome: "threw" });
+      expect((error as LeaseLostError).cause).toBe(boom);
+      expect(await raw.exists(done(`${prefix}evt:lost-throws`))).toBe(0);
+    });
+
+    it("a fixed lease that expired while the handler ran: the 2xx is recorded before the call rejects", async () => {
+      const rec = recordingEdgeLock();
+      const webhook = lockWebhook(
+        { edgelock: rec.edgelock, key: eventKey, leaseTime: 100 },
+        async (_r, { lease }) => {
+          await aborted(lease.signal);
+          return Response.json({ received: true });
+        },
+      );
+      await expect(webhook(delivery("lost-expired-2xx"))).rejects.toBeInstanceOf(LeaseLostError);
+      // Awaited, not left running behind the answer.
+      expect(rec.events.filter((e) => e.type === "release")).toHaveLength(1);
+      expect(await raw.exists(done(`${prefix}evt:lost-expired-2xx`))).toBe(1);
+    });
+
+    it('with onLeaseLost: "return" answers the handler\'s response', async () => {
+      const rec = recordingEdgeLock();
+      const webhook = lockWebhook(
+        { edgelock: rec.edgelock, key: eventKey, onLeaseLost: "return" },
+        async (_r, { key }) => {
+          await recordingEdgeLock().edgelock.getLock(key).forceUnlock();
+          return new Response("done", { status: 202 });
+        },
+      );
+      const res = await webhook(delivery("lost-return"));
+      expect(res.status).toBe(202);
+      expect(await res.text()).toBe("done");
+    });
   });
 
   it("answers 400 without running the handler when the key function finds no key", async () => {
@@ -597,6 +667,12 @@ describe("lockWebhook", () => {
         /`onCompleted`/,
       ],
       [
+        "bad onLeaseLost",
+        () => lockWebhook({ edgelock, key, onLeaseLost: "ignore" as never }, ok),
+        TypeError,
+        /`onLeaseLost` must be "throw" or "return"/,
+      ],
+      [
         "unknown option",
         () => lockWebhook({ edgelock, key, ttl: 1 } as never, ok),
         TypeError,
@@ -713,6 +789,66 @@ describe("lockCron", () => {
     expect(await rec.edgelock.getLock(name).isLocked()).toBe(false);
   });
 
+  describe("lease lost while the handler ran", () => {
+    it("rejects with LeaseLostError carrying the Response when another client force-unlocked", async () => {
+      const rec = recordingEdgeLock();
+      const name = `${prefix}cron-lost`;
+      const cron = lockCron({ edgelock: rec.edgelock, name }, async () => {
+        expect(await recordingEdgeLock().edgelock.getLock(name).forceUnlock()).toBe(true);
+        return new Response("ran");
+      });
+      const error = await cron(cronRequest()).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LeaseLostError);
+      expect(error).toMatchObject({ resource: name, outcome: "returned" });
+      expect(await ((error as LeaseLostError).result as Response).text()).toBe("ran");
+    });
+
+    it("a loss a keep-alive renewal found: the release is awaited before the call rejects", async () => {
+      const rec = recordingEdgeLock();
+      const name = `${prefix}cron-lost-renewal`;
+      const cron = lockCron(
+        { edgelock: rec.edgelock, name, leaseTime: 100 },
+        async (_r, { lease }) => {
+          await recordingEdgeLock().edgelock.getLock(name).forceUnlock();
+          await aborted(lease.signal);
+          return new Response("ran");
+        },
+      );
+      await expect(cron(cronRequest())).rejects.toBeInstanceOf(LeaseLostError);
+      expect(rec.events.filter((e) => e.type === "release")).toMatchObject([{ result: "expired" }]);
+    });
+
+    it("with waitUntil, rejects for a loss a keep-alive renewal found, the handler's error attached", async () => {
+      const rec = recordingEdgeLock();
+      const name = `${prefix}cron-lost-expired`;
+      const tasks: Promise<unknown>[] = [];
+      const boom = new Error("job failed");
+      const cron = lockCron(
+        { edgelock: rec.edgelock, name, leaseTime: 100, waitUntil: (p) => void tasks.push(p) },
+        async (_req, { lease }) => {
+          // The next timer renewal finds the hold gone and aborts the signal.
+          await recordingEdgeLock().edgelock.getLock(name).forceUnlock();
+          await aborted(lease.signal);
+          throw boom;
+        },
+      );
+      const error = await cron(cronRequest()).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LeaseLostError);
+      expect((error as LeaseLostError).cause).toBe(boom);
+      await Promise.all(tasks);
+    });
+
+    it('with onLeaseLost: "return" answers the handler\'s response', async () => {
+      const rec = recordingEdgeLock();
+      const name = `${prefix}cron-lost-return`;
+      const cron = lockCron({ edgelock: rec.edgelock, name, onLeaseLost: "return" }, async () => {
+        await recordingEdgeLock().edgelock.getLock(name).forceUnlock();
+        return new Response("ran");
+      });
+      expect(await (await cron(cronRequest())).text()).toBe("ran");
+    });
+  });
+
   it("hands the release to waitUntil when given, and uses onSkip and a name function", async () => {
     const rec = recordingEdgeLock();
     const tasks: Promise<unknown>[] = [];
@@ -783,6 +919,12 @@ describe("lockCron", () => {
         () => lockCron({ edgelock }, null as never),
         TypeError,
         /`handler`/,
+      ],
+      [
+        "bad onLeaseLost",
+        () => lockCron({ edgelock, onLeaseLost: 1 as never }, ok),
+        TypeError,
+        /`onLeaseLost` must be "throw" or "return"/,
       ],
       [
         "unknown option",

@@ -6,7 +6,7 @@
 import { createExecutionContext, createScheduledController } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { EdgeLock, type LockEvent } from "../../src/index.js";
+import { EdgeLock, LeaseLostError, type LockEvent } from "../../src/index.js";
 import type { Lease } from "../../src/lease/lease.js";
 import worker from "../../worker/index.js";
 import { guardScheduled, type ScheduledGuard } from "../../worker/scheduled.js";
@@ -161,6 +161,67 @@ describe("guardScheduled", () => {
     expect(attempt).toBe(2);
   });
 
+  it("a lease lost while the handler ran: the run rejects with LeaseLostError after the release; its time stays marked", async () => {
+    const { edgelock } = recordingEdgeLock();
+    const other = recordingEdgeLock().edgelock;
+    let runs = 0;
+    const guarded = guardScheduled(
+      { edgelock: () => edgelock, leaseTime: 10_000 },
+      async (controller) => {
+        runs += 1;
+        expect(await other.getLock(`cron:${controller.cron}`).forceUnlock()).toBe(true);
+      },
+    );
+    const cron = uniqueCron();
+    const at = Date.now();
+    const error = await trigger(guarded, cron, at).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LeaseLostError);
+    expect(error).toMatchObject({
+      code: "LEASE_LOST",
+      resource: `cron:${cron}`,
+      outcome: "returned",
+    });
+    // The handler did finish: a redelivery of the same scheduled time still skips.
+    expect(await trigger(guarded, cron, at)).toMatchObject({ ran: false, reason: "duplicate" });
+    expect(runs).toBe(1);
+  });
+
+  it("a fixed lease that expired while the handler ran: the release is awaited before the run rejects", async () => {
+    const { edgelock, events } = recordingEdgeLock();
+    const guarded = guardScheduled(
+      { edgelock: () => edgelock, leaseTime: 100 },
+      async (_c, _e, _x, lease) => {
+        if (!lease.signal.aborted) {
+          await new Promise<void>((resolve) =>
+            lease.signal.addEventListener("abort", () => resolve()),
+          );
+        }
+      },
+    );
+    await expect(trigger(guarded, uniqueCron())).rejects.toBeInstanceOf(LeaseLostError);
+    expect(events.filter((e) => e.type === "release" && !e.name.includes("#"))).toHaveLength(1);
+  });
+
+  it('a lease lost while the handler threw: its error is the cause; with onLeaseLost: "return" the run just ends', async () => {
+    const { edgelock } = recordingEdgeLock();
+    const other = recordingEdgeLock().edgelock;
+    const boom = new Error("boom");
+    const failing = guardScheduled({ edgelock: () => edgelock, leaseTime: 10_000 }, async (c) => {
+      await other.getLock(`cron:${c.cron}`).forceUnlock();
+      throw boom;
+    });
+    const error = await trigger(failing, uniqueCron()).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LeaseLostError);
+    expect((error as LeaseLostError).cause).toBe(boom);
+    const tolerant = guardScheduled(
+      { edgelock: () => edgelock, leaseTime: 10_000, onLeaseLost: "return" },
+      async (c) => {
+        await other.getLock(`cron:${c.cron}`).forceUnlock();
+      },
+    );
+    expect(await trigger(tolerant, uniqueCron())).toEqual({ ran: true });
+  });
+
   it("keeps the run's lease alive with the LeaseKeeper and unregisters it when the run ends", async () => {
     const { edgelock } = recordingEdgeLock({ watchdogTimeout: 300 });
     const instance = `keeper-${crypto.randomUUID()}`;
@@ -244,6 +305,7 @@ describe("guardScheduled", () => {
     ["leaseTime 0", { edgelock: nil, leaseTime: 0 }, RangeError, /`leaseTime`/],
     ["a bad keepAlive", { edgelock: nil, keepAlive: "always" }, TypeError, /`keepAlive`/],
     ["dedupeWindow -1", { edgelock: nil, dedupeWindow: -1 }, RangeError, /`dedupeWindow`/],
+    ["a bad onLeaseLost", { edgelock: nil, onLeaseLost: "ignore" }, TypeError, /`onLeaseLost`/],
   ])("rejects %s when called", (_, options, type, message) => {
     const call = () => guardScheduled(options as never, () => {});
     expect(call).toThrow(type);

@@ -5,6 +5,14 @@
  */
 import { contextOf, type EdgeLockClient } from "../../core.js";
 import { LockTimeoutError } from "../../errors.js";
+import {
+  answer,
+  checkOnLeaseLost,
+  lostBeforeRelease,
+  type OnLeaseLost,
+  releaseFoundLost,
+  settleOf,
+} from "../../lease/guarded.js";
 import { parseLeaseOfKind, type SerializedLease } from "../../lease/json.js";
 import type { Lease } from "../../lease/lease.js";
 import { DEFAULT_WITH_LOCK_WAIT_MS } from "../../limits.js";
@@ -68,15 +76,30 @@ export function restoreLockLease(
 export interface WithLockOptions extends TryLockOptions {
   /** How long to wait for the lock, in ms, integer in [0, 86 400 000]. @default 10000 */
   waitTime?: number;
+  /**
+   * What to do when the lease was lost while `fn` ran (another owner may have held the lock
+   * meanwhile): `"throw"` rejects with {@link LeaseLostError} once `fn` has settled, its value
+   * in `error.result` or its error in `error.cause` (`error.outcome` says which); `"return"`
+   * returns `fn`'s value (or rethrows its error) as if the lease had held. @default "throw"
+   */
+  onLeaseLost?: OnLeaseLost;
 }
 
 /**
  * Runs `fn` while holding the lock `name`, then releases it (also when `fn` throws).
  * `fn` receives the lease; its `signal` aborts if the lease is lost. A failed release is
  * reported as an `error` event, not thrown: the lock then expires after its lease.
+ *
+ * The lease counts as lost while `fn` ran when its signal aborted for a loss before the release
+ * (a renewal found the hold gone, or its `expiresAt` passed unrenewed) or the release found the
+ * hold gone (`"expired"`, `"not-owner"`): Redisson's `unlock()` throws
+ * `IllegalMonitorStateException` then. A release that failed (transport) tells nothing.
  * @returns what `fn` returns.
+ * @throws {LeaseLostError} (`code` `"LEASE_LOST"`, `outcome`, `result` or `cause`) after `fn`
+ * settled, when the lease was lost meanwhile, unless `onLeaseLost: "return"`.
  * @throws {LockTimeoutError} when the lock stayed busy for `waitTime` (default 10 000 ms).
  * @throws signal.reason when aborted while waiting.
+ * @throws what `fn` throws, when the lease held (or with `onLeaseLost: "return"`).
  * @throws TypeError / RangeError for a bad name, function or option, before any request.
  */
 export async function withLock<T>(
@@ -93,13 +116,15 @@ export async function withLock<T>(
     "keepAlive",
     "signal",
     "owner",
+    "onLeaseLost",
   ]);
+  const onLeaseLost = checkOnLeaseLost(o.onLeaseLost);
   const waitTime = checkWaitTime(o.waitTime) ?? DEFAULT_WITH_LOCK_WAIT_MS;
-  const { lease, attempts } = await lock.tryAcquire({ ...o, waitTime });
+  const { onLeaseLost: _, ...acquire } = o;
+  const { lease, attempts } = await lock.tryAcquire({ ...acquire, waitTime });
   if (!lease) throw new LockTimeoutError(name, waitTime, attempts);
-  try {
-    return await fn(lease);
-  } finally {
-    await endQuietly(client, name, () => lease.release());
-  }
+  const settled = await settleOf(() => fn(lease));
+  const lostBefore = lostBeforeRelease(lease);
+  const released = await endQuietly(client, name, () => lease.release());
+  return answer(name, settled, lostBefore || releaseFoundLost(released), onLeaseLost);
 }

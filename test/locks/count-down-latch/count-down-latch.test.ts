@@ -305,10 +305,13 @@ describe("count-down latch (Redisson RCountDownLatch)", () => {
     await latch.trySetCount(3);
     const waiters = [0, 1].map(() => recordingEdgeLock());
     const pending = waiters.map((w) => w.edgelock.getCountDownLatch(name).await());
-    await Promise.all(waiters.map((w) => w.until((e) => e.type === "wait")));
+    // Each subscribed and registered (its second wait): only a wake-up opens it before 15 s.
+    await Promise.all(waiters.map((w) => w.waited(2)));
     const heard = await listen(name);
     expect(await latch.delete()).toBe(true);
+    const deleted = Date.now();
     expect(await Promise.all(pending)).toEqual([true, true]);
+    expect(Date.now() - deleted).toBeLessThan(2_000);
     expect(await latch.delete()).toBe(false);
     // Redisson's delete message, so JVM waiters behave as after Redisson's own delete.
     await expect.poll(() => heard.messages).toEqual(["1"]);
@@ -412,7 +415,8 @@ describe("count-down latch (Redisson RCountDownLatch)", () => {
     await latch.trySetCount(4);
     const waiters = [0, 1].map(() => recordingEdgeLock());
     const pending = waiters.map((w) => w.edgelock.getCountDownLatch(name).await());
-    await Promise.all(waiters.map((w) => w.until((e) => e.type === "wait")));
+    // Each subscribed and registered (its second wait).
+    await Promise.all(waiters.map((w) => w.waited(2)));
     const before = c.total();
     const seen = await latch.inspect();
     expect(c.total() - before).toBe(1);
@@ -455,6 +459,25 @@ describe("replay safety", () => {
     // Each lost request was resent by @upstash/redis: 3 × 2 + getCount.
     expect(stats.byCommand.evalsha).toBe(7);
     expect(await raw.exists(name)).toBe(0);
+  });
+
+  it("countDown with a repeated idempotencyKey counts once and repeats its first answer", async () => {
+    const name = `${prefix}idempotency-key`;
+    const latch = recordingEdgeLock().edgelock.getCountDownLatch(name);
+    await latch.trySetCount(4);
+    // Another client, as a retry after a lost answer would come from.
+    const retrier = recordingEdgeLock().edgelock.getCountDownLatch(name);
+    expect(await latch.countDown({ idempotencyKey: "part-a" })).toBe(3);
+    expect(await retrier.countDown({ idempotencyKey: "part-a" })).toBe(3);
+    expect(await latch.getCount()).toBe(3);
+    expect(await latch.countDown({ idempotencyKey: "part-b" })).toBe(2);
+    // A key repeated after others counted answers what it did then, and counts nothing.
+    expect(await latch.countDown({ idempotencyKey: "part-a" })).toBe(3);
+    expect(await latch.getCount()).toBe(2);
+    // Without a key every call counts.
+    expect(await latch.countDown()).toBe(1);
+    expect(await latch.countDown()).toBe(0);
+    await raw.del(replayKeys(name));
   });
 
   it("a copy arriving after the latch changed repeats the first answer and changes nothing", async () => {

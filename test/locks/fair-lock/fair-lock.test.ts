@@ -4,9 +4,10 @@
  * unconfirmed hand-off passed on after the claim window, polling where blocking is off, and
  * nothing left in Redis once the queue is empty and the lock free.
  */
-import { describe, expect, it } from "vitest";
-import { FAIR_CLAIM_WINDOW_MS, type Lease } from "../../../src/index.js";
-import { keyPrefix, useRawRedis } from "../../support/env.js";
+import { afterEach, describe, expect, it } from "vitest";
+import type { FaultRule } from "../../../src/bridge/index.js";
+import { FAIR_CLAIM_WINDOW_MS, type Lease, TransportError } from "../../../src/index.js";
+import { keyPrefix, usePrivateBridge, useRawRedis } from "../../support/env.js";
 import { isReplayRecord, recordingEdgeLock } from "../../support/locks.js";
 
 const prefix = keyPrefix();
@@ -51,6 +52,88 @@ describe("fair lock", () => {
       expect(c.requests("acquire")).toBeLessThanOrEqual(3);
     }
     expect(await keysOf(name)).toEqual([]);
+  });
+
+  describe("order under faults (docs/guarantees.md)", () => {
+    const faulty = usePrivateBridge();
+    afterEach(() => faulty.bridge.clearFaults());
+
+    /**
+     * A holder and three waiters joining one after another; the middle one talks through the
+     * faulty bridge, whose `rules` apply from its first request. Resolves with the grant order
+     * and how the middle waiter's call ended.
+     */
+    async function queueThree(label: string, rules: FaultRule[]) {
+      const name = `${prefix}${label}`;
+      const first = await recordingEdgeLock()
+        .edgelock.getFairLock(name)
+        .lock({ leaseTime: 10_000 });
+      const order: number[] = [];
+      const clients = [
+        recordingEdgeLock(),
+        recordingEdgeLock({}, faulty.redis()),
+        recordingEdgeLock(),
+      ];
+      const calls: Promise<unknown>[] = [];
+      for (const [i, c] of clients.entries()) {
+        if (i === 1) faulty.bridge.setFaults({ rules });
+        const call = c.edgelock
+          .getFairLock(name)
+          .tryLock({ waitTime: 10_000, leaseTime: 10_000 })
+          .then(async (lease) => {
+            if (!lease) throw new Error("timed out");
+            order.push(i);
+            expect(await lease.release()).toBe("released");
+          });
+        calls.push(call);
+        // The next waiter starts once this one has joined the queue, or its call has ended.
+        let ended = false;
+        call.then(
+          () => {
+            ended = true;
+          },
+          () => {
+            ended = true;
+          },
+        );
+        const id = c.edgelock.clientId;
+        await expect
+          .poll(async () => ended || (await queueOf(name)).some((q) => q.startsWith(id)), {
+            timeout: 5_000,
+            interval: 10,
+          })
+          .toBe(true);
+      }
+      const queued = await queueOf(name);
+      expect(await first.release()).toBe("released");
+      const outcomes = await Promise.allSettled(calls);
+      const middle = outcomes[1];
+      if (!middle) throw new Error("no middle waiter");
+      return { name, order, queued, middle };
+    }
+
+    it("a waiter whose request was applied but answered by a lost connection keeps its place (the resend is a replay)", async () => {
+      const { name, order, queued, middle } = await queueThree("fault-resent", [
+        { action: "lose", mode: "close", match: "evalsha", times: 1 },
+      ]);
+      expect(faulty.bridge.stats().faultsInjected).toBe(1);
+      expect(queued).toHaveLength(3); // queued once, not twice
+      expect(middle.status).toBe("fulfilled");
+      expect(order).toEqual([0, 1, 2]);
+      expect(await keysOf(name)).toEqual([]);
+    });
+
+    it("a waiter whose request is lost for good fails, leaves the queue, and the others keep their order", async () => {
+      // Applied, then every answer lost: the call ends with a TransportError.
+      const { name, order, middle } = await queueThree("fault-lost", [
+        { action: "lose", mode: "503", match: "evalsha" },
+      ]);
+      expect(middle.status).toBe("rejected");
+      expect((middle as PromiseRejectedResult).reason).toBeInstanceOf(TransportError);
+      faulty.bridge.clearFaults();
+      expect(order).toEqual([0, 2]);
+      await expect.poll(() => keysOf(name), { timeout: 5_000, interval: 20 }).toEqual([]);
+    });
   });
 
   it("a waiter woken by its hand-off holds at once, and confirms its lease before the claim window ends", async () => {

@@ -9,8 +9,9 @@ import { afterEach, describe, expect, expectTypeOf, it } from "vitest";
 import { startRedisServer } from "../../../demo/redis-server.js";
 import { startBridge } from "../../../src/bridge/index.js";
 import type { Lease } from "../../../src/index.js";
+import { fencedLockAcquire } from "../../../src/lua.gen.js";
 import { bridgeRedis, keyPrefix, usePrivateBridge, useRawRedis } from "../../support/env.js";
-import { recordingEdgeLock } from "../../support/locks.js";
+import { recordingEdgeLock, replayKeys } from "../../support/locks.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();
@@ -211,4 +212,46 @@ describe("fencing token guards", () => {
     expect(await lock.getHoldCount(lease?.owner ?? "")).toBe(1);
     expect(await lease?.release()).toBe("released");
   });
+
+  // A lease shorter than the replay window leaves a record per grant; a longer one leaves the
+  // creating grant's answer to the HASH (its creating request and token).
+  it.each([
+    [10_000, "a record"],
+    [60_000, "the HASH"],
+  ])(
+    "scripts: a replayed grant (creating or re-entering) answers its own token, whatever the counter did since (lease %i: from %s)",
+    async (lease) => {
+      const name = `${prefix}replay-script-${lease}`;
+      const acquire = (owner: string, id: string) =>
+        raw.eval(fencedLockAcquire.source, {
+          keys: [
+            name,
+            ...replayKeys(name),
+            `edgelock_waiting:{${name}}`,
+            `edgelock_wake:{${name}}`,
+            tokenKey(name),
+          ],
+          arguments: [String(lease), owner, "30000", id, "", "30000", "0", "1"],
+        }) as Promise<number[]>;
+      const created = "a".repeat(32);
+      const reentered = "b".repeat(32);
+      const first = await acquire("o:1", created);
+      expect(first[0]).toBe(1);
+      const token = first[3] ?? 0;
+      expect(await acquire("o:1", created)).toEqual(first);
+      const again = await acquire("o:1", reentered);
+      expect(again[0]).toBe(1);
+      expect(again[1]).toBe(2);
+      const reentryToken = again[3] ?? 0;
+      expect(reentryToken).toBeGreaterThan(token);
+      // A Redisson JVM client takes a token on the same counter (its INCR) before the copies land.
+      expect(Number(await raw.incr(tokenKey(name)))).toBe(reentryToken + 1);
+      expect((await acquire("o:1", reentered))[3]).toBe(reentryToken);
+      expect((await acquire("o:1", created))[3]).toBe(token);
+      // The copies took nothing: still two holds, the counter where the JVM client left it.
+      expect(Number(await raw.hGet(name, "o:1"))).toBe(2);
+      expect(Number(await raw.get(tokenKey(name)))).toBe(reentryToken + 1);
+      await raw.del([name, `edgelock_epoch:{${name}}`]);
+    },
+  );
 });

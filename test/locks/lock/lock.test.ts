@@ -1,6 +1,11 @@
 import type { RedisConfigNodejs } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
-import { LeaseLostError, LockNotHeldError, LockTimeoutError } from "../../../src/index.js";
+import {
+  type Lease,
+  LeaseLostError,
+  LockNotHeldError,
+  LockTimeoutError,
+} from "../../../src/index.js";
 import { bridgeRedis, keyPrefix, useRawRedis } from "../../support/env.js";
 import { aborted, recordingEdgeLock, replayRecords } from "../../support/locks.js";
 
@@ -334,6 +339,120 @@ describe("withLock", () => {
     expect(error).toMatchObject({ code: "LOCK_TIMEOUT", waitTime: 100 });
     expect((error as LockTimeoutError).attempts).toBeGreaterThanOrEqual(2);
     await holder?.release();
+  });
+});
+
+describe("withLock after a lost lease", () => {
+  it("rejects with LeaseLostError carrying fn's value when another client force-unlocked meanwhile", async () => {
+    const { edgelock } = recordingEdgeLock();
+    const name = `${prefix}with-lost-forced`;
+    const other = recordingEdgeLock().edgelock.getLock(name);
+    const error = await edgelock
+      .withLock(
+        name,
+        async () => {
+          expect(await other.forceUnlock()).toBe(true);
+          return 42;
+        },
+        { leaseTime: 10_000 },
+      )
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LeaseLostError);
+    expect(error).toMatchObject({
+      code: "LEASE_LOST",
+      reason: "lost",
+      resource: name,
+      outcome: "returned",
+      result: 42,
+    });
+    expect((error as LeaseLostError).cause).toBeUndefined();
+  });
+
+  it("rejects with LeaseLostError carrying fn's error as cause when another owner took the lock", async () => {
+    const { edgelock } = recordingEdgeLock();
+    const name = `${prefix}with-lost-taken`;
+    const other = recordingEdgeLock().edgelock.getLock(name);
+    const boom = new Error("boom");
+    let taker: Lease | null = null;
+    const error = await edgelock
+      .withLock(
+        name,
+        async () => {
+          await other.forceUnlock();
+          taker = await other.tryLock({ leaseTime: 10_000 });
+          throw boom;
+        },
+        { leaseTime: 10_000 },
+      )
+      .catch((e: unknown) => e);
+    expect(taker).not.toBeNull();
+    expect(error).toBeInstanceOf(LeaseLostError);
+    expect(error).toMatchObject({ outcome: "threw", result: undefined });
+    expect((error as LeaseLostError).cause).toBe(boom);
+    // The other owner's hold is untouched by the lost lease's release.
+    expect(await other.isHeldBy((taker as unknown as Lease).owner)).toBe(true);
+    await (taker as unknown as Lease).release();
+  });
+
+  it("rejects when a fixed lease expires while fn runs (no renewals), after fn settled", async () => {
+    const { edgelock } = recordingEdgeLock();
+    const name = `${prefix}with-lost-expired`;
+    let settledAt = 0;
+    const error = await edgelock
+      .withLock(
+        name,
+        async (lease) => {
+          await aborted(lease.signal);
+          settledAt = Date.now();
+          return "late";
+        },
+        { leaseTime: 100 },
+      )
+      .catch((e: unknown) => ({ e, at: Date.now() }));
+    const { e, at } = error as { e: unknown; at: number };
+    expect(e).toBeInstanceOf(LeaseLostError);
+    expect(e).toMatchObject({ outcome: "returned", result: "late" });
+    expect(at).toBeGreaterThanOrEqual(settledAt);
+  });
+
+  it("with onLeaseLost: \"return\" answers fn's value, or rethrows fn's error, as if the lease had held", async () => {
+    const { edgelock } = recordingEdgeLock();
+    const name = `${prefix}with-lost-return`;
+    const other = recordingEdgeLock().edgelock.getLock(name);
+    const value = await edgelock.withLock(
+      name,
+      async () => {
+        await other.forceUnlock();
+        return 7;
+      },
+      { leaseTime: 10_000, onLeaseLost: "return" },
+    );
+    expect(value).toBe(7);
+    const boom = new Error("boom");
+    await expect(
+      edgelock.withLock(
+        name,
+        async () => {
+          await other.forceUnlock();
+          throw boom;
+        },
+        { leaseTime: 10_000, onLeaseLost: "return" },
+      ),
+    ).rejects.toBe(boom);
+  });
+
+  it("does not report a loss when fn released the lease itself", async () => {
+    const { edgelock } = recordingEdgeLock();
+    const name = `${prefix}with-self-released`;
+    const value = await edgelock.withLock(
+      name,
+      async (lease) => {
+        expect(await lease.release()).toBe("released");
+        return 1;
+      },
+      { leaseTime: 10_000, onLeaseLost: "throw" },
+    );
+    expect(value).toBe(1);
   });
 });
 

@@ -152,7 +152,8 @@ describe("read-write lock", () => {
     const pending = rwOf(name, rec.edgelock)
       .writeLock()
       .tryLock({ waitTime: 15_000, leaseTime: 10_000 });
-    await rec.until((e) => e.type === "wait");
+    // Subscribed and registered (its second wait): only a wake-up lets it in before the lease.
+    await rec.waited(2);
     await r1.release();
     await r2.release();
     const releasedAt = Date.now();
@@ -170,7 +171,8 @@ describe("read-write lock", () => {
     const pending = recs.map((rec) =>
       rwOf(name, rec.edgelock).readLock().tryLock({ waitTime: 15_000, leaseTime: 10_000 }),
     );
-    await Promise.all(recs.map((rec) => rec.until((e) => e.type === "wait")));
+    // Each subscribed and registered (its second wait).
+    await Promise.all(recs.map((rec) => rec.waited(2)));
     await w.release();
     const releasedAt = Date.now();
     const readers = (await Promise.all(pending)).map(held);
@@ -187,7 +189,8 @@ describe("read-write lock", () => {
     const pending = rwOf(name, rec.edgelock)
       .readLock()
       .tryLock({ waitTime: 15_000, leaseTime: 10_000 });
-    await rec.until((e) => e.type === "wait");
+    // Subscribed and registered (its second wait): only a wake-up lets it in before the lease.
+    await rec.waited(2);
     await w.release();
     const releasedAt = Date.now();
     const reader = held(await pending);
@@ -281,6 +284,7 @@ describe("read-write lock", () => {
     let violations = 0;
     let reads = 0;
     let writes = 0;
+    const started = Date.now();
     await Promise.all(
       Array.from({ length: 8 }, async (_, c) => {
         const rw = rwOf(name);
@@ -306,6 +310,10 @@ describe("read-write lock", () => {
     expect(violations).toBe(0);
     expect(reads + writes).toBe(120);
     expect(writes).toBeGreaterThan(20);
+    // Under 1 s on an idle machine, about 11 s on 2 loaded cores (writers wait for a gap
+    // between readers); a last reader's release that wakes no writer leaves it to the readers'
+    // 10 s leases, which makes it about 50 s.
+    expect(Date.now() - started).toBeLessThan(30_000);
     expect(await keysOf(name)).toEqual([]);
   }, 60_000);
 

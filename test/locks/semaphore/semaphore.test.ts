@@ -142,6 +142,7 @@ describe("semaphore", () => {
     let inside = 0;
     let most = 0;
     let turns = 0;
+    const started = Date.now();
     await Promise.all(
       Array.from({ length: 10 }, async () => {
         const s = recordingEdgeLock({}, bridge.redis()).edgelock.getSemaphore(name);
@@ -158,6 +159,9 @@ describe("semaphore", () => {
       }),
     );
     expect(turns).toBe(50);
+    // About 1 s when every release wakes whom it frees a permit for; a lost wake-up leaves a
+    // waiter to its 15 s bound.
+    expect(Date.now() - started).toBeLessThan(12_000);
     expect(most).toBe(3);
     expect(await stored(name)).toBe("3");
     expect(await keysOf(name)).toEqual([limitKey(name), takenKey(name), name].sort());
@@ -172,7 +176,8 @@ describe("semaphore", () => {
     const waiter = recordingEdgeLock();
     const started = Date.now();
     const pending = waiter.edgelock.getSemaphore(name).tryAcquire({ permits: 2, waitTime: 20_000 });
-    await waiter.until((e) => e.type === "wait");
+    // Subscribed and registered (its second wait): only a wake-up lets it in before its bound.
+    await waiter.waited(2);
     expect((await owner.inspect()).waiters).toBe(1);
     await owner.release(1);
     await owner.release(1);
@@ -329,9 +334,11 @@ describe("semaphore", () => {
     const pending = waiter.edgelock.getSemaphore(name).tryAcquire({ waitTime: 20_000 });
     await waiter.waited(2); // registered
     expect(await stored(takenKey(name))).toBe("1000000000000001"); // 1 taken, the mark
+    const released = Date.now();
     expect(await held?.release()).toBe(1);
     const next = await pending;
     expect(next).not.toBeNull();
+    expect(Date.now() - released).toBeLessThan(2_000); // woken, not back at its 15 s bound
     // The release woke the only registered waiter and, finding nobody left, cleared the mark.
     expect(await stored(takenKey(name))).toBe("1");
     expect(await raw.exists(`edgelock_waiting:{${name}}`)).toBe(0);
