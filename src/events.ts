@@ -47,7 +47,11 @@ export interface RenewEvent extends EventBase {
   /** Who renewed: an explicit `lease.renew()` or the in-invocation timer. */
   by: "call" | "timer";
 }
-/** A lease or `unlock(owner)` released one hold. */
+/**
+ * A hold was given back: a lease or `unlock(owner)` released one hold, a semaphore's permits
+ * were released (by their handle or `semaphore.release(permits)`; a refused release sends none),
+ * or every member of a MultiLock's lease answered its release.
+ */
 export interface ReleaseEvent extends EventBase {
   type: "release";
   result: "released" | "still-held" | "expired" | "not-owner";

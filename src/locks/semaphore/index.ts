@@ -198,19 +198,34 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
     return this.#release(permits, checkOverRelease(options), randomHex());
   }
 
-  /** One release under `requestId` (release.lua), resent until Redis answers. */
+  /**
+   * One release under `requestId` (release.lua), resent until Redis answers. A release that
+   * gave permits back is reported as a `release` event, which ends the hold its acquire opened
+   * (edgelock/otel's hold span) and counts its requests; a refused one gave nothing back, so
+   * the permits are still held and no event is sent.
+   */
   async #release(permits: number, overRelease: boolean, requestId: string): Promise<number> {
+    const counter: RequestCounter = { requests: 0 };
+    const started = Date.now();
     const reply = await this.#runDefinite(
       "release",
       semaphoreRelease,
       [permits, overRelease ? 1 : 0, this.#ctx.replayWindow, requestId],
       (r) => asIntegers(r, 2) ?? asIntegers(r, 3),
       [...this.#writeKeys(), takenKey(this.name)],
+      counter,
     );
     const [status = 0, available = 0, limit = -1] = reply;
     if (status !== 1) {
       throw new OverReleaseError(this.name, permits, available, limit < 0 ? null : limit);
     }
+    this.#ctx.emit({
+      type: "release",
+      name: this.name,
+      requests: counter.requests,
+      durationMs: Date.now() - started,
+      result: "released",
+    });
     return available;
   }
 
@@ -399,9 +414,10 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
     args: (string | number)[],
     decode: (reply: unknown) => T | undefined,
     scriptKeys: string[] = this.#writeKeys(),
+    counter: RequestCounter = { requests: 0 },
   ): Promise<T> {
     const call = { script, name: this.name, keys: scriptKeys, args };
-    return runDefinite(this.#ctx, operation, call, decode, { requests: 0 });
+    return runDefinite(this.#ctx, operation, call, decode, counter);
   }
 
   #run<T>(
