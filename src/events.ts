@@ -22,11 +22,27 @@ export interface AcquireEvent extends EventBase {
   /** Acquire attempts made (scripts sent; waits between them are not counted). */
   attempts: number;
 }
-/** A waiter is about to sleep `durationMs` before its next attempt. */
-export interface WaitEvent extends EventBase {
-  type: "wait";
+/**
+ * A waiter found the primitive taken and is about to wait before its next attempt: blocking for
+ * a wake-up, or sleeping (polling). `durationMs` is 0; the wait lasts at most `maxMs`.
+ */
+export interface WaitingEvent extends EventBase {
+  type: "waiting";
   /** The attempt that just failed (1-based). */
   attempt: number;
+  /** The longest the wait can last, in ms (the backoff delay, or the bound of a block). */
+  maxMs: number;
+}
+/**
+ * A waiter's wait ended: a wake-up came, its `maxMs` ran out, or the call was aborted.
+ * `durationMs` is the time it actually waited; the next attempt follows (unless aborted).
+ */
+export interface WaitEvent extends EventBase {
+  type: "wait";
+  /** The attempt that failed before this wait (1-based), as in its `waiting` event. */
+  attempt: number;
+  /** The longest the wait could have lasted, in ms. */
+  maxMs: number;
 }
 /**
  * A waiter changed how it waits, once per wait at most: `strategy` is what it does from now on.
@@ -116,6 +132,7 @@ export interface SettleEvent extends EventBase {
 /** Every event `onEvent` can receive; switch on `type`. */
 export type LockEvent =
   | AcquireEvent
+  | WaitingEvent
   | WaitEvent
   | WaitStrategyEvent
   | RenewEvent

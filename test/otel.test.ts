@@ -110,7 +110,7 @@ describe("edgelock/otel", () => {
     if (!first) throw new Error("not acquired");
     expect(await lock.tryLock({ leaseTime: 10_000 })).toBeNull(); // busy, gave up at once
     const second = lock.tryLock({ leaseTime: 10_000, waitTime: 10_000 });
-    await t.until("wait");
+    await t.until("waiting");
     await first.release();
     const lease = await second;
     await lease?.release();

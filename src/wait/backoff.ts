@@ -110,6 +110,11 @@ export interface PollOptions {
   /** Called before each sleep or block with its longest length in ms. */
   onSleep?: (delayMs: number, attempt: number) => void;
   /**
+   * Called when a sleep or block ends (it ran out, a wake-up came, or it was aborted) with the
+   * ms it actually lasted and its longest length.
+   */
+  onWaited?: (waitedMs: number, attempt: number, maxMs: number) => void;
+  /**
    * Waits for a wake-up instead of sleeping, for at most the given ms (see {@link blockBound};
    * `blockCap` caps it). Resolves `true` once it has waited (woken or timed out), `false` when
    * it could not wait: the loop then sleeps the backoff delay instead. Rejects to abort.
@@ -142,11 +147,35 @@ export async function pollUntil<T>(
     const cap = Math.min(outcome.cap ?? remaining, remaining);
     if (options.block) {
       const bound = blockBound(outcome.pttl, cap, options.blockCap ?? remaining);
-      options.onSleep?.(bound, n + 1);
-      if (await options.block(bound, outcome.foreign === true)) continue;
+      const block = options.block;
+      const blocked = await timed(options, n + 1, bound, () =>
+        block(bound, outcome.foreign === true),
+      );
+      if (blocked) continue;
     }
     const delay = backoffDelay(options.policy, n, outcome.pttl, cap);
-    options.onSleep?.(delay, n + 1);
-    await sleep(delay, options.signal);
+    await timed(options, n + 1, delay, () => sleep(delay, options.signal));
+  }
+}
+
+/**
+ * Runs one sleep or block between `onSleep` and `onWaited`. A block that could not wait (false)
+ * did not wait: it reports nothing after; an aborted one reports the time until the abort.
+ */
+async function timed<T>(
+  options: PollOptions,
+  attempt: number,
+  maxMs: number,
+  wait: () => Promise<T>,
+): Promise<T> {
+  options.onSleep?.(maxMs, attempt);
+  const started = Date.now();
+  let waited = true;
+  try {
+    const result = await wait();
+    if (result === false) waited = false;
+    return result;
+  } finally {
+    if (waited) options.onWaited?.(Date.now() - started, attempt, maxMs);
   }
 }

@@ -262,7 +262,7 @@ async function setUp(kind: Kind, name: string): Promise<() => Promise<unknown>> 
       const lock = edgelock.getFairLock(name);
       await lock.tryLock({ leaseTime: 30_000 });
       const waiting = lock.tryLock({ leaseTime: 1_000, waitTime: 20_000 });
-      await rec.until((e) => e.type === "wait" && e.name === name);
+      await rec.until((e) => e.type === "waiting" && e.name === name);
       return async () => {
         await lock.forceUnlock();
         const lease = await waiting;

@@ -27,7 +27,7 @@ describe("pub/sub in workerd", () => {
     const held = await holder.edgelock.getLock(name).lock({ leaseTime: 20_000 });
     const waiter = recordingEdgeLock();
     const pending = waiter.edgelock.getLock(name).tryLock({ waitTime: 15_000, leaseTime: 5_000 });
-    await waiter.until((_e, all) => all.filter((e) => e.type === "wait").length === 2);
+    await waiter.until((_e, all) => all.filter((e) => e.type === "waiting").length === 2);
     const released = Date.now();
     await held.release();
     const lease = await pending;

@@ -152,7 +152,7 @@ describe("read-write lock", () => {
     const pending = rwOf(name, rec.edgelock)
       .writeLock()
       .tryLock({ waitTime: 15_000, leaseTime: 10_000 });
-    await rec.until((e) => e.type === "wait");
+    await rec.until((e) => e.type === "waiting");
     await r1.release();
     await r2.release();
     const releasedAt = Date.now();
@@ -170,7 +170,7 @@ describe("read-write lock", () => {
     const pending = recs.map((rec) =>
       rwOf(name, rec.edgelock).readLock().tryLock({ waitTime: 15_000, leaseTime: 10_000 }),
     );
-    await Promise.all(recs.map((rec) => rec.until((e) => e.type === "wait")));
+    await Promise.all(recs.map((rec) => rec.until((e) => e.type === "waiting")));
     await w.release();
     const releasedAt = Date.now();
     const readers = (await Promise.all(pending)).map(held);
@@ -187,7 +187,7 @@ describe("read-write lock", () => {
     const pending = rwOf(name, rec.edgelock)
       .readLock()
       .tryLock({ waitTime: 15_000, leaseTime: 10_000 });
-    await rec.until((e) => e.type === "wait");
+    await rec.until((e) => e.type === "waiting");
     await w.release();
     const releasedAt = Date.now();
     const reader = held(await pending);
