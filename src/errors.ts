@@ -175,13 +175,6 @@ export class PermitNotHeldError extends EdgeLockError {
 export class ConfigurationError extends EdgeLockError {
   override readonly name = "ConfigurationError";
   readonly code = "CONFIGURATION" as const;
-  /** What is missing: the REST URL, the token, or (when the client does not say) either. */
-  readonly missing: "url" | "token" | "url-or-token";
-
-  constructor(resource: string, message: string, missing: "url" | "token" | "url-or-token") {
-    super(message, resource);
-    this.missing = missing;
-  }
 }
 
 /**

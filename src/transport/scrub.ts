@@ -58,31 +58,23 @@ export function missingCredentials(redis: unknown, name: string): ConfigurationE
     } | null
   )?.client;
   if (!client) return undefined;
-  if (client.baseUrl === "") {
-    return new ConfigurationError(
-      name,
-      "the Redis client has no REST URL: set UPSTASH_REDIS_REST_URL, or pass { url } to new Redis()",
-      "url",
-    );
-  }
   const auth = client.headers?.authorization;
   const token = typeof auth === "string" ? auth.replace(/^Bearer\s*/, "") : undefined;
-  if (
+  const noToken =
     token === "" ||
     token === "undefined" ||
-    (token === undefined && client.hasCredentials === false)
-  ) {
+    (token === undefined && client.hasCredentials === false);
+  // A client that says it lacks credentials while it has a token lacks the URL.
+  if (client.baseUrl === "" || (!noToken && client.hasCredentials === false)) {
     return new ConfigurationError(
+      "the Redis client has no REST URL: set UPSTASH_REDIS_REST_URL, or pass { url, token } to new Redis()",
       name,
-      "the Redis client has no REST token: set UPSTASH_REDIS_REST_TOKEN, or pass { token } to new Redis()",
-      "token",
     );
   }
-  if (client.hasCredentials !== false) return undefined;
+  if (!noToken) return undefined;
   return new ConfigurationError(
+    "the Redis client has no REST token: set UPSTASH_REDIS_REST_TOKEN, or pass { url, token } to new Redis()",
     name,
-    `the Redis client has no REST URL or token: ${ENV_HINT}`,
-    "url-or-token",
   );
 }
 

@@ -325,24 +325,8 @@ export async function waitFor<T>(
         blockCap: LOCK_WAITER_SLOT_MS / 2,
         // Every sleep or block is reported as a `waiting` event before it starts (with its
         // longest length) and as a `wait` event when it ends (with the time it took).
-        onSleep: (maxMs, attempt) =>
-          ctx.emit({
-            type: "waiting",
-            name: spec.name,
-            requests: 0,
-            durationMs: 0,
-            attempt,
-            maxMs,
-          }),
-        onWaited: (waitedMs, attempt, maxMs) =>
-          ctx.emit({
-            type: "wait",
-            name: spec.name,
-            requests: 0,
-            durationMs: waitedMs,
-            attempt,
-            maxMs,
-          }),
+        onWait: (type, durationMs, attempt, maxMs) =>
+          ctx.emit({ type, name: spec.name, requests: 0, durationMs, attempt, maxMs }),
       },
     );
     settled = true;
