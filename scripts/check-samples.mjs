@@ -13,52 +13,18 @@
 //   are declared in scripts/samples.d.ts; keep that list short. Worker samples also see the
 //   global `Env` that `wrangler types` would generate (scripts/samples.workers.d.ts).
 // - A fragment that cannot be made complete opts out with the fence ```ts nocheck.
+// - scripts/run-samples.mjs then runs them (`npm run check:samples` does both).
 //
 // Exit code 1 with `file:line:column` of each error when a sample does not compile.
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { dirname, join, relative } from "node:path";
-import { fileURLToPath } from "node:url";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { join, relative } from "node:path";
 import ts from "typescript";
+import { extract, isWorkerCode, markdown, root } from "./samples.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const markdown = [
-  "README.md",
-  ...readdirSync(join(root, "docs"))
-    .filter((f) => f.endsWith(".md"))
-    .sort()
-    .map((f) => `docs/${f}`),
-];
 const preludes = {
   node: [join(root, "scripts", "samples.d.ts")],
   workers: [join(root, "scripts", "samples.d.ts"), join(root, "scripts", "samples.workers.d.ts")],
 };
-
-/** The ```ts blocks of one markdown file, with the line (1-based) of their first code line. */
-function extract(file) {
-  const lines = readFileSync(join(root, file), "utf8").split("\n");
-  const blocks = [];
-  let open;
-  lines.forEach((line, i) => {
-    const fence = /^(\s*)(`{3,}|~{3,})\s*([^`]*)$/.exec(line);
-    if (!open) {
-      if (!fence) return;
-      const [lang = "", ...flags] = fence[3].trim().split(/\s+/);
-      open = { fence: fence[2], indent: fence[1].length, lang, flags, start: i + 2, code: [] };
-    } else if (fence?.[2].startsWith(open.fence) && fence[3].trim() === "") {
-      if (["ts", "typescript"].includes(open.lang) && !open.flags.includes("nocheck")) {
-        blocks.push({ file, line: open.start, code: open.code.join("\n") });
-      }
-      open = undefined;
-    } else {
-      open.code.push(line.slice(Math.min(open.indent, line.search(/\S|$/))));
-    }
-  });
-  if (open) throw new Error(`${file}: unclosed code fence opened at line ${open.start - 1}`);
-  return blocks;
-}
-
-const isWorkerCode = (code) =>
-  /from\s+["'](edgelock\/cloudflare|@upstash\/redis\/cloudflare|cloudflare:[^"']*)["']/.test(code);
 
 const common = {
   strict: true,

@@ -83,7 +83,7 @@ export const SCENARIOS = [
     // 13.3 kB at the split; 13.8 kB with its own holds over the shared reentrant acquire;
     // 14.3 kB with `restoreFencedLockLease`; 13.7 kB with short names for the shipped scripts'
     // locals (lua/gen.mjs renameLocals).
-    budget: 17.65,
+    budget: 17.85,
     target: 10,
   },
   {

@@ -15,6 +15,7 @@ export type EdgeLockErrorCode =
   | "LOCK_UPGRADE"
   | "OVER_RELEASE"
   | "PERMIT_NOT_HELD"
+  | "CONFIGURATION"
   | "TRANSPORT";
 
 /** Base class of every edgelock runtime error. Branch on `code`, not on the class name. */
@@ -182,6 +183,17 @@ export class PermitNotHeldError extends EdgeLockError {
       resource,
     );
   }
+}
+
+/**
+ * The Redis client cannot make a request: it was built without a REST URL or without a token
+ * (`Redis.fromEnv()` with `UPSTASH_REDIS_REST_URL` or `UPSTASH_REDIS_REST_TOKEN` unset only
+ * warns, then sends to no URL or as `Bearer undefined`). Refused on a call's first use of the
+ * client, before any request is sent; retrying cannot help: fix the configuration.
+ */
+export class ConfigurationError extends EdgeLockError {
+  override readonly name = "ConfigurationError";
+  readonly code = "CONFIGURATION" as const;
 }
 
 /**

@@ -29,11 +29,27 @@ export interface AcquireEvent extends EventBase {
   /** Acquire attempts made (scripts sent; waits between them are not counted). */
   attempts: number;
 }
-/** A waiter is about to sleep `durationMs` before its next attempt. */
-export interface WaitEvent extends EventBase {
-  type: "wait";
+/**
+ * A waiter found the primitive taken and is about to wait before its next attempt: blocking for
+ * a wake-up, or sleeping (polling). `durationMs` is 0; the wait lasts at most `maxMs`.
+ */
+export interface WaitingEvent extends EventBase {
+  type: "waiting";
   /** The attempt that just failed (1-based). */
   attempt: number;
+  /** The longest the wait can last, in ms (the backoff delay, or the bound of a block). */
+  maxMs: number;
+}
+/**
+ * A waiter's wait ended: a wake-up came, its `maxMs` ran out, or the call was aborted.
+ * `durationMs` is the time it actually waited; the next attempt follows (unless aborted).
+ */
+export interface WaitEvent extends EventBase {
+  type: "wait";
+  /** The attempt that failed before this wait (1-based), as in its `waiting` event. */
+  attempt: number;
+  /** The longest the wait could have lasted, in ms. */
+  maxMs: number;
 }
 /**
  * A waiter changed how it waits: `strategy` is what it does from now on.
@@ -55,7 +71,11 @@ export interface RenewEvent extends EventBase {
   /** Who renewed: an explicit `lease.renew()` or the in-invocation timer. */
   by: "call" | "timer";
 }
-/** A lease or `unlock(owner)` released one hold. */
+/**
+ * A hold was given back: a lease or `unlock(owner)` released one hold, a semaphore's permits
+ * were released (by their handle or `semaphore.release(permits)`; a refused release sends none),
+ * or every member of a MultiLock's lease answered its release.
+ */
 export interface ReleaseEvent extends EventBase {
   type: "release";
   result: "released" | "still-held" | "expired" | "not-owner";
@@ -93,8 +113,9 @@ export interface ErrorEvent extends EventBase {
  *   `getToken`, `getCount`, `availablePermits`, …);
  * - `"renew"`: a `LeaseKeeper` alarm's batched renewal of many leases (one event per batch;
  *   `name` is its first lease's);
- * - `"release"`: a release by name or id rather than by lease (`semaphore.release(n)`,
- *   `permitExpirableSemaphore.tryRelease(id)` and `release(id)`);
+ * - `"release"`: a permit-expirable semaphore's release by id (`tryRelease(id)`, `release(id)`),
+ *   and a semaphore release that was refused or threw (one that gave permits back is a
+ *   `release` event);
  * - the others: the method of that name.
  */
 export type CallOperation =
@@ -155,6 +176,7 @@ export interface SettleEvent extends EventBase {
 /** Every event `onEvent` can receive; switch on `type`. */
 export type LockEvent =
   | AcquireEvent
+  | WaitingEvent
   | WaitEvent
   | WaitStrategyEvent
   | RenewEvent

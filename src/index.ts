@@ -18,6 +18,8 @@ export type {
   SettleEvent,
   SkipEvent,
   WaitEvent,
+  WaitingEvent,
+  WaitStrategyEvent,
 } from "./events.js";
 export {
   DEFAULT_KEEPER_INSTANCE,

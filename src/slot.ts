@@ -1,6 +1,10 @@
 /**
  * Redis Cluster hash slots: which of the 16 384 slots a key lives in, as Redis computes it
- * (`CLUSTER KEYSLOT`), so that requests touching several names can be split per slot.
+ * (`CLUSTER KEYSLOT`), so that requests touching several names can be split per slot. The
+ * bridge's cluster routing checks use it too (src/bridge/keys.ts). Written here rather than
+ * taken from `cluster-key-slot`: the library has no runtime dependencies, and that package
+ * (1.1.2) disagrees with Redis on keys such as `foo{}{bar}`, where an empty first tag means the
+ * whole key is hashed.
  * @module
  */
 

@@ -122,7 +122,7 @@ describe("edgelock/otel", () => {
     if (!first) throw new Error("not acquired");
     expect(await lock.tryLock({ leaseTime: 10_000 })).toBeNull(); // busy, gave up at once
     const second = lock.tryLock({ leaseTime: 10_000, waitTime: 10_000 });
-    await t.until("wait");
+    await t.until("waiting");
     await first.release();
     const lease = await second;
     await lease?.release();
@@ -143,6 +143,60 @@ describe("edgelock/otel", () => {
     );
     expect(outcomes.sort()).toEqual(["acquired", "busy"]);
     expect(t.spans("edgelock.hold")).toHaveLength(2);
+  });
+
+  it("every primitive's acquire and release events pair up, so every hold span ends", async () => {
+    const t = instrumented({ names: "as-is" });
+    const e = t.edgelock;
+    const n = (what: string) => `${prefix}pair:${what}`;
+    const must = <T>(value: T | null): T => {
+      if (value === null) throw new Error("not acquired");
+      return value;
+    };
+    await must(await e.getLock(n("lock")).tryLock({ leaseTime: 10_000 })).release();
+    await e.withLock(n("with"), async () => {});
+    await must(await e.getFairLock(n("fair")).tryLock({ leaseTime: 10_000 })).release();
+    await must(await e.getFencedLock(n("fenced")).tryLock({ leaseTime: 10_000 })).release();
+    const rw = e.getReadWriteLock(n("rw"));
+    await must(await rw.readLock().tryLock({ leaseTime: 10_000 })).release();
+    await must(await rw.writeLock().tryLock({ leaseTime: 10_000 })).release();
+    const semaphore = e.getSemaphore(n("semaphore"));
+    await semaphore.trySetPermits(2);
+    await must(await semaphore.tryAcquire()).release(); // the handle's release
+    await must(await semaphore.tryAcquire());
+    await semaphore.release(); // the semaphore's own
+    const permits = e.getPermitExpirableSemaphore(n("permits"));
+    await permits.trySetPermits(1);
+    await must(await permits.tryAcquire({ leaseTime: 10_000 })).release();
+    const multi = e.getMultiLock(e.getLock(n("multi:a")), e.getLock(n("multi:b")));
+    await must(await multi.tryLock({ leaseTime: 10_000 })).release();
+    const key = e.getIdempotencyKey(n("key"));
+    const claim = await key.claim({ leaseTime: 10_000 });
+    if (claim.status !== "acquired") throw new Error(`claim: ${claim.status}`);
+    await key.complete(claim.lease, 60_000);
+
+    const count = (type: "acquire" | "release") => {
+      const byName = new Map<string, number>();
+      for (const event of t.events) {
+        if (event.type !== type || (event.type === "acquire" && !event.acquired)) continue;
+        byName.set(event.name, (byName.get(event.name) ?? 0) + 1);
+      }
+      return Object.fromEntries([...byName].sort());
+    };
+    const acquired = count("acquire");
+    // 13 holds on 11 names: the read-write lock and the semaphore were held twice, and a
+    // MultiLock's members report their own besides the MultiLock's.
+    expect(Object.values(acquired).reduce((a, b) => a + b, 0)).toBe(13);
+    expect(Object.keys(acquired)).toHaveLength(11);
+    expect(count("release")).toEqual(acquired);
+    const holds = t.spans("edgelock.hold");
+    expect(holds).toHaveLength(13);
+    expect(holds.every((h) => h.attributes["edgelock.outcome"] === "released")).toBe(true);
+    const released = (await t.points("edgelock.requests")).find(
+      (p) => p.attributes["edgelock.operation"] === "release",
+    );
+    // Every release but the MultiLock's (its members' count) sent one request.
+    expect(released?.value).toBe(12);
   });
 
   it("a lost lease: the hold span ends in error, lost leases and failed renewals are counted", async () => {

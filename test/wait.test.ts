@@ -70,11 +70,11 @@ describe.each(["subscribe", "poll"] as const)("waiting (wait: %s)", (wait) => {
     if (wait === "poll") expect(result.attempts).toBeGreaterThan(3);
     else expect(result.attempts).toBe(3);
     if (result.lease === null) expect(result.holderTtl).toBeGreaterThan(15_000);
-    const attemptsAtReturn = waiter.events.filter((e) => e.type === "wait").length;
+    const attemptsAtReturn = waiter.events.filter((e) => e.type === "waiting").length;
     await held.release();
     // The waiter has stopped: releasing does not let it in, and it sends nothing more.
     expect(await holder.edgelock.getLock(name).isLocked()).toBe(false);
-    expect(waiter.events.filter((e) => e.type === "wait").length).toBe(attemptsAtReturn);
+    expect(waiter.events.filter((e) => e.type === "waiting").length).toBe(attemptsAtReturn);
   });
 
   it("waitTime 0 or omitted makes exactly one attempt", async () => {
@@ -85,7 +85,7 @@ describe.each(["subscribe", "poll"] as const)("waiting (wait: %s)", (wait) => {
     expect(await waiter.edgelock.getLock(name).tryLock()).toBeNull();
     expect(await waiter.edgelock.getLock(name).tryLock({ waitTime: 0 })).toBeNull();
     expect(waiter.requests("acquire")).toBe(2);
-    expect(waiter.events.some((e) => e.type === "wait")).toBe(false);
+    expect(waiter.events.some((e) => e.type === "waiting")).toBe(false);
     await held?.release();
   });
 
@@ -96,11 +96,41 @@ describe.each(["subscribe", "poll"] as const)("waiting (wait: %s)", (wait) => {
     const held = await holder.edgelock.getLock(name).tryLock({ leaseTime: 20_000 });
     if (!held) throw new Error("not acquired");
     const pending = waiter.edgelock.getLock(name).tryLock({ waitTime: 10_000, leaseTime: 5_000 });
-    await waiter.until((e) => e.type === "wait");
+    await waiter.until((e) => e.type === "waiting");
     await held.release();
     const lease = await pending;
     expect(lease).not.toBeNull();
     await lease?.release();
+  });
+
+  it("each wait is reported twice: waiting (its longest) before, wait (the time it took) after", async () => {
+    const holder = recordingEdgeLock({ wait });
+    const waiter = recordingEdgeLock({ wait, backoff: { initialDelay: 5_000, maxDelay: 5_000 } });
+    const name = `${prefix}${wait}:waited`;
+    const held = await holder.edgelock.getLock(name).tryLock({ leaseTime: 20_000 });
+    if (!held) throw new Error("not acquired");
+    const pending = waiter.edgelock.getLock(name).tryLock({ waitTime: 10_000, leaseTime: 5_000 });
+    await waiter.until((e) => e.type === "waiting");
+    await held.release();
+    const lease = await pending;
+    expect(lease).not.toBeNull();
+    await lease?.release();
+
+    const begun = waiter.events.flatMap((e) => (e.type === "waiting" ? [e] : []));
+    const ended = waiter.events.flatMap((e) => (e.type === "wait" ? [e] : []));
+    // Every wait that began ended, with the same attempt and bound.
+    expect(ended.map((e) => [e.attempt, e.maxMs])).toEqual(begun.map((e) => [e.attempt, e.maxMs]));
+    for (const e of ended) expect(e.durationMs).toBeGreaterThanOrEqual(0);
+    const last = ended.at(-1);
+    if (!last) throw new Error("no wait reported");
+    if (wait === "subscribe") {
+      // Woken by the release: far shorter than its bound (the holder's 20 s lease, capped).
+      expect(last.maxMs).toBeGreaterThanOrEqual(5_000);
+      expect(last.durationMs).toBeLessThan(last.maxMs - 2_000);
+    } else {
+      // A sleep is not cut short by the release: it lasts its length.
+      expect(last.durationMs).toBeGreaterThanOrEqual(last.maxMs - 1);
+    }
   });
 
   it("a waiter's sleeps are bounded by the holder's PTTL, even with a long backoff", async () => {
@@ -117,8 +147,8 @@ describe.each(["subscribe", "poll"] as const)("waiting (wait: %s)", (wait) => {
     expect(lease).not.toBeNull();
     // Without the PTTL bound the first sleep alone would be ≥ 5 000 ms.
     expect(elapsed).toBeLessThan(2_000);
-    for (const e of waiter.events.filter((x) => x.type === "wait")) {
-      expect(e.durationMs).toBeLessThanOrEqual(300 + SLEEP_FLOOR_MS);
+    for (const e of waiter.events) {
+      if (e.type === "waiting") expect(e.maxMs).toBeLessThanOrEqual(300 + SLEEP_FLOOR_MS);
     }
     await lease?.release();
   });
@@ -130,7 +160,7 @@ describe.each(["subscribe", "poll"] as const)("waiting (wait: %s)", (wait) => {
     const held = await holder.edgelock.getLock(name).tryLock({ leaseTime: 20_000 });
     if (!held) throw new Error("not acquired");
     const pending = waiter.edgelock.getLock(name).lock({ leaseTime: 5_000 });
-    await waiter.until((e) => e.type === "wait");
+    await waiter.until((e) => e.type === "waiting");
     await held.release();
     const lease = await pending;
     expect(await waiter.edgelock.getLock(name).isHeldBy(lease.owner)).toBe(true);
@@ -150,7 +180,7 @@ describe("abort", () => {
     const pending = waiter.edgelock
       .getLock(name)
       .tryLock({ waitTime: 10_000, signal: controller.signal });
-    await waiter.until((e) => e.type === "wait");
+    await waiter.until((e) => e.type === "waiting");
     controller.abort(reason);
     await expect(pending).rejects.toBe(reason);
     const fields = await raw.hGetAll(name);

@@ -67,7 +67,7 @@ function check(ok: unknown, what: string): void {
 
 /**
  * A fresh client (its own HTTP client, as another isolate) whose `waits` resolves at its first
- * `wait` event: its waiter found the primitive busy, registered, and is about to block.
+ * `waiting` event: its waiter found the primitive busy, registered, and is about to block.
  */
 function waiterClient(env: BenchEnv): { edge: EdgeLock; waits: Promise<void> } {
   let waiting!: () => void;
@@ -77,7 +77,7 @@ function waiterClient(env: BenchEnv): { edge: EdgeLock; waits: Promise<void> } {
   const edge = new EdgeLock({
     redis: env.http(),
     onEvent: (e) => {
-      if (e.type === "wait") waiting();
+      if (e.type === "waiting") waiting();
     },
   });
   return { edge, waits };

@@ -7,39 +7,13 @@
  * @module
  */
 
+// One copy of the slot function for the library and the bridge. Not the cluster-key-slot
+// package: its 1.1.2 hashes `foo{}{bar}` as the tag `{bar` where Redis hashes the whole key (an
+// empty first tag means no tag), so a bridge check against it would disagree with Redis.
+import { keySlot } from "../slot.js";
 import type { Command } from "./commands.js";
 
-/** Number of hash slots of a Redis Cluster. */
-const SLOTS = 16_384;
-
-/** CRC16-XMODEM table (polynomial 0x1021). */
-const TABLE = (() => {
-  const table = new Uint16Array(256);
-  for (let byte = 0; byte < 256; byte++) {
-    let crc = byte << 8;
-    for (let bit = 0; bit < 8; bit++) {
-      crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
-    }
-    table[byte] = crc;
-  }
-  return table;
-})();
-
-/**
- * The hash slot of `key` (its UTF-8 bytes) as Redis Cluster computes it (`CLUSTER KEYSLOT`):
- * CRC16-XMODEM mod 16 384 of the key, or of its non-empty `{hash tag}`.
- */
-export function keySlot(key: string): number {
-  let bytes: Uint8Array = Buffer.from(key, "utf8");
-  const open = bytes.indexOf(0x7b);
-  if (open >= 0) {
-    const close = bytes.indexOf(0x7d, open + 1);
-    if (close > open + 1) bytes = bytes.subarray(open + 1, close);
-  }
-  let crc = 0;
-  for (const byte of bytes) crc = ((crc << 8) & 0xffff) ^ (TABLE[((crc >> 8) ^ byte) & 0xff] ?? 0);
-  return crc % SLOTS;
-}
+export { keySlot };
 
 /** Key positions of one command as `COMMAND` reports them (argument 0 is the name). */
 interface KeyPositions {

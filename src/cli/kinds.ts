@@ -7,22 +7,24 @@
  */
 
 import type { EdgeLock } from "../client.js";
-import type { Inspection } from "../inspect.js";
+import type { Holder, Inspection } from "../inspect.js";
 import type { RedisLike } from "../transport/redis.js";
 
 /**
- * The kinds the CLI tells apart. `cron-mark`: the lock the cron guard takes per scheduled time
+ * The kinds the CLI tells apart, named as the package's entries and the primitives' own
+ * `inspect()` name them (`edgelock/fair-lock`, `kind: "fair-lock"`), so `--kind` takes what
+ * `inspect` reports. `cron-mark`: the lock the cron guard takes per scheduled time
  * (`<name>#<scheduledTime>`) to skip redeliveries; `webhook-mark`: the completion record of an
  * idempotency key (`lockWebhook`), `edgelock_done:{<key>}`.
  */
 export const KINDS = [
   "lock",
-  "fair",
-  "fenced",
-  "read-write",
+  "fair-lock",
+  "fenced-lock",
+  "read-write-lock",
   "semaphore",
   "permit-expirable-semaphore",
-  "latch",
+  "count-down-latch",
   "cron-mark",
   "webhook-mark",
 ] as const;
@@ -31,7 +33,31 @@ export const KINDS = [
 export type Kind = (typeof KINDS)[number];
 
 /** Kinds that `unlock` deletes without `--kind`: the locks (a cron mark is a lock). */
-export const LOCK_KINDS: readonly Kind[] = ["lock", "fair", "fenced", "read-write", "cron-mark"];
+export const LOCK_KINDS: readonly Kind[] = [
+  "lock",
+  "fair-lock",
+  "fenced-lock",
+  "read-write-lock",
+  "cron-mark",
+];
+
+/**
+ * Kinds whose keys can look exactly like those of the kind detected (the key): a fair lock
+ * nobody waits on is stored as a lock, a permit-expirable semaphore with no permit taken as a
+ * semaphore, a semaphore set by a Redisson client (no permits record) as a latch's count, and a
+ * cron mark is a lock. `--kind` naming one of these is taken at its word.
+ */
+const LOOKS_LIKE: Partial<Record<Kind, readonly Kind[]>> = {
+  lock: ["fair-lock"],
+  "cron-mark": ["lock", "fair-lock"],
+  semaphore: ["permit-expirable-semaphore"],
+  "count-down-latch": ["semaphore", "permit-expirable-semaphore"],
+};
+
+/** True when a name detected as `stored` may be handled as `asked`. */
+export function mayBe(stored: Kind, asked: Kind): boolean {
+  return stored === asked || (LOOKS_LIKE[stored]?.includes(asked) ?? false);
+}
 
 /** Kinds `list` leaves out unless `--all`: the integrations' bookkeeping, not user locks. */
 export const MARK_KINDS: readonly Kind[] = ["cron-mark", "webhook-mark"];
@@ -57,8 +83,15 @@ export class ForeignKeyError extends Error {
   override readonly name = "ForeignKeyError";
 }
 
-/** What the CLI prints for one name: the primitive's own inspection, and the CLI's kind. */
-export type Found = Inspection & { kind: Kind; primitive: string } & Record<string, unknown>;
+/**
+ * What the CLI prints for one name: the primitive's own inspection, its `kind` in the CLI's
+ * vocabulary (the same, but for the marks). A permit-expirable semaphore's holders are permits,
+ * not owners: each is `{ id, ttl }`.
+ */
+export type Found = Omit<Inspection, "kind" | "holders"> & {
+  kind: Kind;
+  holders: (Holder | { id: string; ttl: number })[];
+} & Record<string, unknown>;
 
 /** The completion record of an idempotency key (see `doneKey` in src/locks/idempotency/hold.ts). */
 export const doneKey = (name: string) => `edgelock_done:{${name}}`;
@@ -85,22 +118,22 @@ export async function detectKind(redis: CliRedis, name: string): Promise<Kind | 
   if (type === "hash") {
     // A second request: HGET on a key of another type would fail the whole batch.
     const mode = await redis.hget(name, "mode");
-    if (mode === "read" || mode === "write") return "read-write";
-    if (token) return "fenced";
-    if (queue || waiters) return "fair";
+    if (mode === "read" || mode === "write") return "read-write-lock";
+    if (token) return "fenced-lock";
+    if (queue || waiters) return "fair-lock";
     return CRON_MARK.test(name) ? "cron-mark" : "lock";
   }
   if (type === "string") {
     if (timeouts) return "permit-expirable-semaphore";
     if (permits) return "semaphore";
     // Redisson's latch layout: a bare integer count. Any other string is not ours.
-    if (/^-?\d{1,16}$/.test(String(await redis.get(name)))) return "latch";
+    if (/^-?\d{1,16}$/.test(String(await redis.get(name)))) return "count-down-latch";
     throw new ForeignKeyError(`"${name}" holds a string that is not a count: not an edgelock key`);
   }
   if (type === "none") {
     if (done) return "webhook-mark";
     if (timeouts) return "permit-expirable-semaphore";
-    if (token) return "fenced";
+    if (token) return "fenced-lock";
     return null;
   }
   throw new ForeignKeyError(`"${name}" holds a Redis ${type}, which no edgelock primitive uses`);
@@ -115,7 +148,14 @@ export async function inspectAs(
 ): Promise<Found> {
   const seen = (await inspection(edgelock, redis, name, kind)) as Inspection &
     Record<string, unknown>;
-  return { ...seen, primitive: seen.kind, kind };
+  const holders =
+    kind === "permit-expirable-semaphore"
+      ? (seen.holders as unknown as { id: string; ttl: number }[]).map(({ id, ttl }) => ({
+          id,
+          ttl,
+        }))
+      : seen.holders;
+  return { ...seen, kind, holders };
 }
 
 function inspection(
@@ -128,17 +168,17 @@ function inspection(
     case "lock":
     case "cron-mark":
       return edgelock.getLock(name).inspect();
-    case "fair":
+    case "fair-lock":
       return edgelock.getFairLock(name).inspect();
-    case "fenced":
+    case "fenced-lock":
       return edgelock.getFencedLock(name).inspect();
-    case "read-write":
+    case "read-write-lock":
       return edgelock.getReadWriteLock(name).inspect();
     case "semaphore":
       return edgelock.getSemaphore(name).inspect();
     case "permit-expirable-semaphore":
       return edgelock.getPermitExpirableSemaphore(name).inspect();
-    case "latch":
+    case "count-down-latch":
       return edgelock.getCountDownLatch(name).inspect();
     case "webhook-mark":
       return redis
@@ -153,7 +193,7 @@ export function inUse(found: Found): boolean {
   if (found.kind === "semaphore" || found.kind === "permit-expirable-semaphore") {
     return found.exists === true;
   }
-  if (found.kind === "latch") return found.ttl !== -2;
+  if (found.kind === "count-down-latch") return found.ttl !== -2;
   if (found.kind === "webhook-mark") return found.ttl !== -2;
   return false;
 }
@@ -173,11 +213,11 @@ export async function deleteAs(
     case "lock":
     case "cron-mark":
       return edgelock.getLock(name).forceUnlock();
-    case "fair":
+    case "fair-lock":
       return edgelock.getFairLock(name).forceUnlock();
-    case "fenced":
+    case "fenced-lock":
       return edgelock.getFencedLock(name).forceUnlock();
-    case "read-write": {
+    case "read-write-lock": {
       const rw = edgelock.getReadWriteLock(name);
       const { mode } = await rw.inspect();
       if (mode === null) return false;
@@ -187,7 +227,7 @@ export async function deleteAs(
       return edgelock.getSemaphore(name).delete();
     case "permit-expirable-semaphore":
       return edgelock.getPermitExpirableSemaphore(name).delete();
-    case "latch":
+    case "count-down-latch":
       return edgelock.getCountDownLatch(name).delete();
     case "webhook-mark":
       return (await redis.del(doneKey(name))) > 0;
@@ -197,12 +237,12 @@ export async function deleteAs(
 /** How the kinds read in text output. */
 export const KIND_LABEL: Record<Kind, string> = {
   lock: "lock",
-  fair: "fair lock",
-  fenced: "fenced lock",
-  "read-write": "read-write lock",
+  "fair-lock": "fair lock",
+  "fenced-lock": "fenced lock",
+  "read-write-lock": "read-write lock",
   semaphore: "semaphore",
   "permit-expirable-semaphore": "permit-expirable semaphore",
-  latch: "latch",
+  "count-down-latch": "count-down latch",
   "cron-mark": "cron mark",
   "webhook-mark": "webhook mark",
 };

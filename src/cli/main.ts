@@ -35,6 +35,7 @@ import {
   type Kind,
   LOCK_KINDS,
   MARK_KINDS,
+  mayBe,
 } from "./kinds.js";
 
 export type { CliRedis, Found, Kind } from "./kinds.js";
@@ -76,8 +77,9 @@ Admin commands for edgelock (and Redisson) primitives in an Upstash Redis databa
                      their kind; edgelock's and Redisson's helper keys are left out, and the
                      cron guard's and webhook marks too unless --all
 
-  --kind <kind>      ${KINDS.join(", ")}
-  --json             print JSON instead of text
+  --kind <kind>      ${KINDS.join(", ")}: what inspect reports
+  --json             print JSON instead of text; a failure too, as { "error": { exit, reason,
+                     message, code? } } on stdout
   --limit <n>        list: stop after <n> names (default ${LIST_DEFAULT_LIMIT}, at most ${LIST_MAX_LIMIT})
   --all              list: include cron and webhook marks
   --yes              unlock: confirm
@@ -201,9 +203,16 @@ export async function runCli(
     if (command === "inspect") {
       const name = checkedName(arg);
       const stored = await detectKind(redis, name);
-      if (kind !== undefined && stored !== null && stored !== kind)
+      if (kind !== undefined && stored !== null && !mayBe(stored, kind)) {
         throw mismatch(name, stored, kind);
-      const seen = await inspectAs(edgelock, redis, name, kind ?? stored ?? "lock");
+      }
+      const as = kind ?? stored;
+      if (as === null) {
+        // Nothing stored and no kind asked: no primitive to name (as `unlock` reports it).
+        print({ name, kind: null, ttl: -2, holders: [] }, `"${name}" is free (nothing stored)`);
+        return EXIT.ok;
+      }
+      const seen = await inspectAs(edgelock, redis, name, as);
       print(seen, stored === null ? `"${name}" is free (nothing stored)` : describe(seen));
     } else if (command === "unlock") {
       const name = checkedName(arg);
@@ -212,18 +221,19 @@ export async function runCli(
         print({ name, kind: null, deleted: false }, `"${name}" was not locked: nothing to do`);
         return EXIT.ok;
       }
-      if (kind !== undefined && stored !== kind) throw mismatch(name, stored, kind);
+      if (kind !== undefined && !mayBe(stored, kind)) throw mismatch(name, stored, kind);
       if (kind === undefined && !LOCK_KINDS.includes(stored)) {
         throw new KindError(
           `"${name}" is a ${KIND_LABEL[stored]}, not a lock: pass --kind ${stored} to delete it`,
         );
       }
-      const deleted = await deleteAs(edgelock, redis, name, stored);
+      const as = kind ?? stored;
+      const deleted = await deleteAs(edgelock, redis, name, as);
       print(
-        { name, kind: stored, deleted },
+        { name, kind: as, deleted },
         deleted
-          ? `deleted ${KIND_LABEL[stored]} "${name}"`
-          : `${KIND_LABEL[stored]} "${name}" was not locked: nothing to do`,
+          ? `deleted ${KIND_LABEL[as]} "${name}"`
+          : `${KIND_LABEL[as]} "${name}" was not locked: nothing to do`,
       );
     } else {
       const found = await listNames(redis, edgelock, arg ?? "*", limit, values.all === true);
@@ -239,21 +249,42 @@ export async function runCli(
     }
     return EXIT.ok;
   } catch (error) {
-    if (error instanceof UsageError || error instanceof TypeError || error instanceof RangeError) {
-      io.stderr(`edgelock: ${error.message}\n${USAGE}\n`);
-      return EXIT.usage;
+    const failure = classify(error);
+    // Under --json (looked up in argv: parsing itself may be what failed) the error is a JSON
+    // document on stdout too, so a script reads one document whatever happened.
+    if (argv.includes("--json")) {
+      io.stdout(`${JSON.stringify({ error: failure }, null, 2)}\n`);
+    } else {
+      const usage = failure.exit === EXIT.usage ? `\n${USAGE}` : "";
+      io.stderr(`edgelock: ${failure.message}${usage}\n`);
     }
-    if (error instanceof KindError || error instanceof ForeignKeyError) {
-      io.stderr(`edgelock: ${error.message}\n`);
-      return EXIT.refused;
-    }
-    if (error instanceof EdgeLockError) {
-      io.stderr(`edgelock: ${error.message}\n`);
-      return EXIT.redis;
-    }
-    io.stderr(`edgelock: ${error instanceof Error ? error.message : String(error)}\n`);
-    return EXIT.redis;
+    return failure.exit;
   }
+}
+
+/** What `--json` prints for a failure: `{ "error": CliFailure }`. */
+export interface CliFailure {
+  /** The exit code, one of {@link EXIT}. */
+  exit: number;
+  /** `"usage"` (exit 2), `"refused"` (3), or `"redis"` (1). */
+  reason: "usage" | "refused" | "redis";
+  /** An `EdgeLockError`'s code (`TRANSPORT`, `CONFIGURATION`, …), when the failure is one. */
+  code?: string;
+  message: string;
+}
+
+function classify(error: unknown): CliFailure {
+  const message = error instanceof Error ? error.message : String(error);
+  if (error instanceof UsageError || error instanceof TypeError || error instanceof RangeError) {
+    return { exit: EXIT.usage, reason: "usage", message };
+  }
+  if (error instanceof KindError || error instanceof ForeignKeyError) {
+    return { exit: EXIT.refused, reason: "refused", message };
+  }
+  if (error instanceof EdgeLockError) {
+    return { exit: EXIT.redis, reason: "redis", code: error.code, message };
+  }
+  return { exit: EXIT.redis, reason: "redis", message };
 }
 
 function parse(argv: readonly string[]) {
@@ -404,7 +435,7 @@ function describe(f: Found): string {
   switch (f.kind) {
     case "semaphore":
     case "permit-expirable-semaphore":
-    case "latch":
+    case "count-down-latch":
     case "webhook-mark":
       return `${head}: ${details(f)}, ${ttl}${holderLines(f)}`;
     default: {
@@ -418,6 +449,8 @@ function describe(f: Found): string {
 function holderLines(f: Found): string {
   return f.holders
     .map((h) => {
+      // A permit-expirable semaphore's permits have an id, not an owner.
+      if (!("owner" in h)) return `\n  permit ${h.id}  ${describeTtl(h.ttl)}`;
       const holds = (h as { holdCount?: unknown }).holdCount;
       const lease = (h as { ttl?: unknown }).ttl;
       if (typeof holds === "number") return `\n  owner ${h.owner}  holds ${plural(holds, "time")}`;
@@ -435,7 +468,7 @@ function details(f: Found): string {
       return `${f.available} of ${permits} permits available, ${plural(Number(f.waiters), "waiter")}`;
     case "permit-expirable-semaphore":
       return `${f.available} of ${permits} permits available, ${f.acquired} acquired, ${plural(Number(f.waiters), "waiter")}`;
-    case "latch":
+    case "count-down-latch":
       return `count ${f.count}, ${plural(Number(f.waiters), "waiter")}`;
     case "webhook-mark":
       return "delivery completed";

@@ -181,7 +181,7 @@ export function holdSettings(ctx: LockContext, o: LeaseOptions): HoldSettings {
  * its client's wake channel, registered as a waiter by each busy attempt, so the release that
  * frees the lock wakes it at once (wait/loop.ts); with `wait: "poll"`, a client that cannot
  * subscribe, a kind without wake-ups, or a failed subscription, it sleeps with the PTTL-bounded
- * backoff of wait.ts instead. Emits `wait` events and one `acquire` event.
+ * backoff of wait.ts instead. Emits `waiting` and `wait` events and one `acquire` event.
  */
 export function acquire(
   ctx: LockContext,

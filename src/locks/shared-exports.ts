@@ -6,6 +6,7 @@
  */
 export { EdgeLockClient, type EdgeLockOptions } from "../core.js";
 export {
+  ConfigurationError,
   EdgeLockError,
   type EdgeLockErrorCode,
   LeaseLostError,

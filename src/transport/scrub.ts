@@ -4,7 +4,7 @@
  * text, an owner id, a request id, a URL or a credential.
  * @module
  */
-import { TransportError } from "../errors.js";
+import { ConfigurationError, TransportError } from "../errors.js";
 import { causeCode } from "./retries.js";
 
 const MAX_MESSAGE = 200;
@@ -47,7 +47,7 @@ export function isHttpFailure(error: unknown): boolean {
  * the client's own fields before any request; `undefined` when both are set or the client does
  * not say.
  */
-export function missingCredentials(redis: unknown, name: string): TransportError | undefined {
+export function missingCredentials(redis: unknown, name: string): ConfigurationError | undefined {
   const client = (
     redis as {
       client?: {
@@ -58,28 +58,24 @@ export function missingCredentials(redis: unknown, name: string): TransportError
     } | null
   )?.client;
   if (!client) return undefined;
-  if (client.baseUrl === "") {
-    return new TransportError(
-      name,
-      "the Redis client has no REST URL: set UPSTASH_REDIS_REST_URL, or pass { url } to new Redis()",
-      false,
-    );
-  }
   const auth = client.headers?.authorization;
   const token = typeof auth === "string" ? auth.replace(/^Bearer\s*/, "") : undefined;
-  if (
+  const noToken =
     token === "" ||
     token === "undefined" ||
-    (token === undefined && client.hasCredentials === false)
-  ) {
-    return new TransportError(
+    (token === undefined && client.hasCredentials === false);
+  // A client that says it lacks credentials while it has a token lacks the URL.
+  if (client.baseUrl === "" || (!noToken && client.hasCredentials === false)) {
+    return new ConfigurationError(
+      "the Redis client has no REST URL: set UPSTASH_REDIS_REST_URL, or pass { url, token } to new Redis()",
       name,
-      "the Redis client has no REST token: set UPSTASH_REDIS_REST_TOKEN, or pass { token } to new Redis()",
-      false,
     );
   }
-  if (client.hasCredentials !== false) return undefined;
-  return new TransportError(name, `the Redis client has no REST URL or token: ${ENV_HINT}`, false);
+  if (!noToken) return undefined;
+  return new ConfigurationError(
+    "the Redis client has no REST token: set UPSTASH_REDIS_REST_TOKEN, or pass { url, token } to new Redis()",
+    name,
+  );
 }
 
 /** A call that got no answer within its time limit: it may still be applied. */

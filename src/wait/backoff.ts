@@ -107,8 +107,12 @@ export interface PollOptions {
   waitTime: number | undefined;
   signal: AbortSignal | undefined;
   policy: BackoffPolicy;
-  /** Called before each sleep or block with its longest length in ms. */
-  onSleep?: (delayMs: number, attempt: number) => void;
+  /**
+   * Called before each sleep or block (`"waiting"`, 0 ms) and when it ends (`"wait"`: it ran
+   * out or a wake-up came, with the ms it actually lasted; not when aborted, nor for a block
+   * that could not wait), with its longest length in ms.
+   */
+  onWait?: (type: "waiting" | "wait", ms: number, attempt: number, maxMs: number) => void;
   /**
    * Waits for a wake-up instead of sleeping, for at most the given ms (see {@link blockBound};
    * `blockCap` caps it). Resolves `true` once it has waited (woken or timed out), `false` when
@@ -140,13 +144,20 @@ export async function pollUntil<T>(
     const remaining = deadline - Date.now();
     if (remaining <= 0) return { value: null, attempts: n + 1, pttl: outcome.pttl };
     const cap = Math.min(outcome.cap ?? remaining, remaining);
+    // A block that could not wait returned at once: the sleep after it is timed from here too.
+    const started = Date.now();
+    const report = options.onWait;
+    let ms: number | undefined;
     if (options.block) {
-      const bound = blockBound(outcome.pttl, cap, options.blockCap ?? remaining);
-      options.onSleep?.(bound, n + 1);
-      if (await options.block(bound, outcome.foreign === true)) continue;
+      ms = blockBound(outcome.pttl, cap, options.blockCap ?? remaining);
+      report?.("waiting", 0, n + 1, ms);
+      if (!(await options.block(ms, outcome.foreign === true))) ms = undefined;
     }
-    const delay = backoffDelay(options.policy, n, outcome.pttl, cap);
-    options.onSleep?.(delay, n + 1);
-    await sleep(delay, options.signal);
+    if (ms === undefined) {
+      ms = backoffDelay(options.policy, n, outcome.pttl, cap);
+      report?.("waiting", 0, n + 1, ms);
+      await sleep(ms, options.signal);
+    }
+    report?.("wait", Date.now() - started, n + 1, ms);
   }
 }

@@ -340,16 +340,10 @@ export async function waitFor<T>(
               return again;
             },
         blockCap: LOCK_WAITER_SLOT_MS / 2,
-        // Every sleep or wait is reported as a `wait` event before it starts.
-        onSleep: (delayMs, attempt) =>
-          ctx.emit({
-            type: "wait",
-            name: spec.name,
-            requests: 0,
-            billed: 0,
-            durationMs: delayMs,
-            attempt,
-          }),
+        // Every sleep or block is reported as a `waiting` event before it starts (with its
+        // longest length) and as a `wait` event when it ends (with the time it took).
+        onWait: (type, durationMs, attempt, maxMs) =>
+          ctx.emit({ type, name: spec.name, requests: 0, billed: 0, durationMs, attempt, maxMs }),
       },
     );
     settled = true;

@@ -5,7 +5,7 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { KINDS, type Kind } from "../../src/cli/kinds.js";
+import { KIND_LABEL, KINDS, type Kind } from "../../src/cli/kinds.js";
 import { type Found, runCli } from "../../src/cli/main.js";
 import type { LockInspection } from "../../src/index.js";
 import { keyPrefix, sharedBridge, useRawRedis } from "../support/env.js";
@@ -165,7 +165,8 @@ describe("edgelock usage and configuration", () => {
     [["list", "--limit", "0"], /--limit must be an integer from 1 to 10000/],
     [["inspect", "a", "--limit", "3"], /--limit only applies to list/],
     [["inspect", "a", "--force"], /Unknown option '--force'/],
-    [["inspect", "a", "--kind", "mutex"], /--kind must be one of lock, fair, fenced/],
+    [["inspect", "a", "--kind", "mutex"], /--kind must be one of lock, fair-lock, fenced-lock/],
+    [["inspect", "a", "--kind", "fair"], /--kind must be one of lock, fair-lock/],
     [["list", "--kind", "lock"], /--kind only applies to inspect and unlock/],
     [["inspect", "a", "--all"], /--all only applies to list/],
   ])("exits 2 with the usage for %j", async (argv, message) => {
@@ -173,6 +174,32 @@ describe("edgelock usage and configuration", () => {
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(message);
     expect(result.stderr).toContain("usage: edgelock inspect <name>");
+  });
+
+  it("--json: every error is a JSON document on stdout, with the exit code, nothing on stderr", async () => {
+    const usage = await cli(["inspect", "a{b}", "--json"]);
+    const unknown = await cli(["inspect", "a", "--force", "--json"]);
+    const name = `${prefix}json-refused`;
+    await setUp("semaphore", name);
+    const refused = await cli(["unlock", name, "--yes", "--json"]);
+    const down = await cli(["inspect", "x", "--json"], {
+      UPSTASH_REDIS_REST_URL: "http://127.0.0.1:1",
+      UPSTASH_REDIS_REST_TOKEN: "t0ken",
+    });
+    for (const [result, exit, reason] of [
+      [usage, 2, "usage"],
+      [unknown, 2, "usage"],
+      [refused, 3, "refused"],
+      [down, 1, "redis"],
+    ] as const) {
+      expect(result.code).toBe(exit);
+      expect(result.stderr).toBe("");
+      const { error } = JSON.parse(result.stdout) as { error: Record<string, unknown> };
+      expect(error).toMatchObject({ exit, reason });
+      expect(typeof error.message).toBe("string");
+    }
+    expect(JSON.parse(refused.stdout).error.message).toContain("--kind semaphore");
+    expect(JSON.parse(down.stdout).error.code).toBe("TRANSPORT");
   });
 
   it("exits 1 when Redis cannot be reached or refuses the token, without printing the token", async () => {
@@ -230,24 +257,24 @@ async function setUp(kind: Kind, name: string): Promise<() => Promise<unknown>> 
       await lock.tryLock({ leaseTime: 30_000 });
       return () => lock.forceUnlock();
     }
-    case "fair": {
+    case "fair-lock": {
       // A fair lock is told apart by its queue: hold it and queue a second owner behind it.
       const lock = edgelock.getFairLock(name);
       await lock.tryLock({ leaseTime: 30_000 });
       const waiting = lock.tryLock({ leaseTime: 1_000, waitTime: 20_000 });
-      await rec.until((e) => e.type === "wait" && e.name === name);
+      await rec.until((e) => e.type === "waiting" && e.name === name);
       return async () => {
         await lock.forceUnlock();
         const lease = await waiting;
         await lease?.release();
       };
     }
-    case "fenced": {
+    case "fenced-lock": {
       const lock = edgelock.getFencedLock(name);
       await lock.tryLock({ leaseTime: 30_000 });
       return () => lock.forceUnlock();
     }
-    case "read-write": {
+    case "read-write-lock": {
       const rw = edgelock.getReadWriteLock(name);
       await rw.readLock().tryLock({ leaseTime: 30_000 });
       return () => rw.readLock().forceUnlock();
@@ -264,7 +291,7 @@ async function setUp(kind: Kind, name: string): Promise<() => Promise<unknown>> 
       await semaphore.tryAcquire({ leaseTime: 30_000 });
       return () => semaphore.delete();
     }
-    case "latch": {
+    case "count-down-latch": {
       const latch = edgelock.getCountDownLatch(name);
       await latch.trySetCount(2);
       return () => latch.delete();
@@ -283,13 +310,13 @@ async function setUp(kind: Kind, name: string): Promise<() => Promise<unknown>> 
 const INSPECT_TEXT: Record<Kind, RegExp> = {
   lock: /^ \(lock\) is locked, expires in \d+ ms\n {2}owner \S+ {2}holds 1 time\n$/,
   "cron-mark": /^ \(cron mark\) is locked, expires in \d+ ms\n/,
-  fair: /^ \(fair lock\) is locked, expires in \d+ ms\n/,
-  fenced: /^ \(fenced lock\) is locked, expires in \d+ ms\n/,
-  "read-write": /^ \(read-write lock\) is locked for read, expires in \d+ ms\n/,
+  "fair-lock": /^ \(fair lock\) is locked, expires in \d+ ms\n/,
+  "fenced-lock": /^ \(fenced lock\) is locked, expires in \d+ ms\n/,
+  "read-write-lock": /^ \(read-write lock\) is locked for read, expires in \d+ ms\n/,
   semaphore: /^ \(semaphore\): 2 of 3 permits available, 0 waiters, no expiry\n$/,
   "permit-expirable-semaphore":
-    /^ \(permit-expirable semaphore\): 1 of 2 permits available, 1 acquired, 0 waiters, no expiry\n {2}owner \S+ {2}expires in \d+ ms\n$/,
-  latch: /^ \(latch\): count 2, 0 waiters, no expiry\n$/,
+    /^ \(permit-expirable semaphore\): 1 of 2 permits available, 1 acquired, 0 waiters, no expiry\n {2}permit [0-9a-f]+ {2}expires in \d+ ms\n$/,
+  "count-down-latch": /^ \(count-down latch\): count 2, 0 waiters, no expiry\n$/,
   "webhook-mark": /^ \(webhook mark\): delivery completed, expires in \d+ ms\n$/,
 };
 
@@ -310,10 +337,11 @@ describe("every kind", () => {
       expect(JSON.parse(json.stdout)).toMatchObject({ kind, name });
       // Told the right kind, the same; told another, refused with 3.
       expect((await cli(["inspect", name, "--kind", kind])).code).toBe(0);
-      const other = kind === "latch" ? "semaphore" : "latch";
+      // A count-down latch's keys are never another kind's, nor a lock's a latch's.
+      const other = kind === "count-down-latch" ? "lock" : "count-down-latch";
       const wrong = await cli(["inspect", name, "--kind", other]);
       expect(wrong.code).toBe(3);
-      expect(wrong.stderr).toContain(`not a ${other}`);
+      expect(wrong.stderr).toContain(`not a ${KIND_LABEL[other]}: nothing was changed`);
     } finally {
       await cleanUp();
     }
@@ -323,7 +351,9 @@ describe("every kind", () => {
     const name = nameOf(kind);
     const cleanUp = await setUp(kind, name);
     try {
-      const isLock = ["lock", "fair", "fenced", "read-write", "cron-mark"].includes(kind);
+      const isLock = ["lock", "fair-lock", "fenced-lock", "read-write-lock", "cron-mark"].includes(
+        kind,
+      );
       if (!isLock) {
         const refused = await cli(["unlock", name, "--yes"]);
         expect(refused.code).toBe(3);
@@ -332,7 +362,7 @@ describe("every kind", () => {
         // Nothing changed.
         expect(JSON.parse((await cli(["inspect", name, "--json"])).stdout)).toMatchObject({ kind });
       }
-      const wrongKind = kind === "semaphore" ? "latch" : "semaphore";
+      const wrongKind = kind === "count-down-latch" ? "lock" : "count-down-latch";
       expect((await cli(["unlock", name, "--yes", "--kind", wrongKind])).code).toBe(3);
       const args = isLock ? ["unlock", name, "--yes"] : ["unlock", name, "--yes", "--kind", kind];
       const done = await cli([...args, "--json"]);
@@ -341,8 +371,8 @@ describe("every kind", () => {
       // Gone (a fenced lock keeps its token key, so it reads as a free fenced lock); a fair
       // lock's queued waiter takes it at once.
       const after = JSON.parse((await cli(["inspect", name, "--json"])).stdout) as Found;
-      if (kind !== "fair") expect(after.holders).toEqual([]);
-      if (kind !== "fair" && kind !== "fenced") expect(after.ttl).toBe(-2);
+      if (kind !== "fair-lock") expect(after.holders).toEqual([]);
+      if (kind !== "fair-lock" && kind !== "fenced-lock") expect(after.ttl).toBe(-2);
     } finally {
       await cleanUp();
     }
@@ -350,12 +380,38 @@ describe("every kind", () => {
 
   it("unlock says in text which kind it deleted", async () => {
     const name = `${prefix}text:latch`;
-    await setUp("latch", name);
-    expect(await cli(["unlock", name, "--yes", "--kind", "latch"])).toEqual({
+    await setUp("count-down-latch", name);
+    expect(await cli(["unlock", name, "--yes", "--kind", "count-down-latch"])).toEqual({
       code: 0,
-      stdout: `deleted latch "${name}"\n`,
+      stdout: `deleted count-down latch "${name}"\n`,
       stderr: "",
     });
+  });
+
+  it("--kind names a kind whose keys look like another's: a fair lock nobody waits on", async () => {
+    const { edgelock } = recordingEdgeLock();
+    const name = `${prefix}quiet-fair`;
+    const fair = edgelock.getFairLock(name);
+    const lease = await fair.tryLock({ leaseTime: 30_000 });
+    if (!lease) throw new Error("not acquired");
+    // Stored exactly as a lock: told without --kind, it reads as one.
+    expect(JSON.parse((await cli(["inspect", name, "--json"])).stdout)).toMatchObject({
+      kind: "lock",
+    });
+    const seen = await cli(["inspect", name, "--kind", "fair-lock", "--json"]);
+    expect(JSON.parse(seen.stdout)).toMatchObject({ kind: "fair-lock", name, locked: true });
+    const done = await cli(["unlock", name, "--yes", "--kind", "fair-lock", "--json"]);
+    expect(done.code).toBe(0);
+    expect(JSON.parse(done.stdout)).toEqual({ name, kind: "fair-lock", deleted: true });
+    expect(await fair.isLocked()).toBe(false);
+  });
+
+  it("an empty name: the same kind (null) from inspect and unlock", async () => {
+    const name = `${prefix}empty`;
+    const seen = JSON.parse((await cli(["inspect", name, "--json"])).stdout) as unknown;
+    expect(seen).toEqual({ name, kind: null, ttl: -2, holders: [] });
+    const done = JSON.parse((await cli(["unlock", name, "--yes", "--json"])).stdout) as unknown;
+    expect(done).toEqual({ name, kind: null, deleted: false });
   });
 
   it("list shows every kind with a kind column; cron and webhook marks only with --all", async () => {
@@ -377,7 +433,9 @@ describe("every kind", () => {
       expect(text.stdout).toMatch(
         /mix:semaphore {2}semaphore {2}no expiry {2}2 of 3 permits available/,
       );
-      expect(text.stdout).toMatch(/mix:latch {2}latch {2}no expiry {2}count 2/);
+      expect(text.stdout).toMatch(
+        /mix:count-down-latch {2}count-down-latch {2}no expiry {2}count 2/,
+      );
       expect(text.stdout).not.toContain("cron-mark");
     } finally {
       for (const cleanUp of cleanUps) await cleanUp();

@@ -354,7 +354,7 @@ describe("every primitive on every master", () => {
     const b = client();
     const counts = wakeCounts();
     const waiting = b.edgelock.getLock(name).tryAcquire({ waitTime: 10_000, leaseTime: 10_000 });
-    await b.until((_e, all) => all.filter((x) => x.type === "wait").length === 2);
+    await b.until((_e, all) => all.filter((x) => x.type === "waiting").length === 2);
     // The registration, the hand-off it asks for (`…:grant`) and the registry's mark
     // (`…:any`), in the name's slot, with the re-entry's replay record.
     expect(await expectKeysInOneSlot(name)).toEqual(
@@ -405,7 +405,7 @@ describe("every primitive on every master", () => {
     const b = client();
     const counts = wakeCounts();
     const waiting = b.edgelock.getFencedLock(name).tryLock({ waitTime: 10_000, leaseTime: 10_000 });
-    await b.until((_e, all) => all.filter((x) => x.type === "wait").length === 2);
+    await b.until((_e, all) => all.filter((x) => x.type === "waiting").length === 2);
     await expectKeysInOneSlot(name);
     await again.release();
     await lease.release();
@@ -438,7 +438,7 @@ describe("every primitive on every master", () => {
     const waiting = b.edgelock
       .getFairLock(name)
       .tryLock({ waitTime: 10_000, leaseTime: 10_000, owner });
-    await b.until((_e, all) => all.filter((x) => x.type === "wait").length === 2);
+    await b.until((_e, all) => all.filter((x) => x.type === "waiting").length === 2);
     const queued = await expectKeysInOneSlot(name);
     expect(queued).toEqual(
       expect.arrayContaining([
@@ -496,7 +496,7 @@ describe("every primitive on every master", () => {
       .getReadWriteLock(name)
       .writeLock()
       .tryLock({ waitTime: 10_000, leaseTime: 10_000 });
-    await b.until((_e, all) => all.filter((x) => x.type === "wait").length === 2);
+    await b.until((_e, all) => all.filter((x) => x.type === "waiting").length === 2);
     await r1again.release();
     await r1.release();
     await r2.release();
@@ -555,7 +555,7 @@ describe("every primitive on every master", () => {
     const b = client();
     const counts = wakeCounts();
     const waiting = b.edgelock.getSemaphore(name).tryAcquire({ waitTime: 10_000 });
-    await b.until((_e, all) => all.filter((x) => x.type === "wait").length === 2);
+    await b.until((_e, all) => all.filter((x) => x.type === "waiting").length === 2);
     await expectKeysInOneSlot(name);
     expect(await semaphore.release(1)).toBe(1);
     expect(await waiting).not.toBeNull();
@@ -594,7 +594,7 @@ describe("every primitive on every master", () => {
     const waiting = b.edgelock
       .getPermitExpirableSemaphore(name)
       .tryAcquire({ waitTime: 10_000, leaseTime: 10_000 });
-    await b.until((_e, all) => all.filter((x) => x.type === "wait").length === 2);
+    await b.until((_e, all) => all.filter((x) => x.type === "waiting").length === 2);
     expect(await expectKeysInOneSlot(name)).toContain(`{${name}}:timeout`);
     expect(await lease.release()).toBe("released");
     const next = held(await waiting);
@@ -620,7 +620,7 @@ describe("every primitive on every master", () => {
     const b = client();
     const counts = wakeCounts();
     const waiting = b.edgelock.getCountDownLatch(name).await({ waitTime: 10_000 });
-    await b.until((_e, all) => all.filter((x) => x.type === "wait").length === 2);
+    await b.until((_e, all) => all.filter((x) => x.type === "waiting").length === 2);
     await expectKeysInOneSlot(name);
     expect(await latch.countDown()).toBe(1);
     expect(await latch.getCount()).toBe(1);

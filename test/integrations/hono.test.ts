@@ -139,7 +139,7 @@ describe("withLock middleware", () => {
       c.text("got it"),
     );
     const pending = app.request("/w");
-    await rec.until((e) => e.type === "wait");
+    await rec.until((e) => e.type === "waiting");
     await holder.release();
     const res = await pending;
     expect(res.status).toBe(200);

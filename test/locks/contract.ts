@@ -118,7 +118,7 @@ export function describeLockContract(
       const waiting = new AbortController();
       const reason = new Error("caller gave up");
       const pending = lock.tryLock({ waitTime: 10_000, signal: waiting.signal });
-      await rec.until((e) => e.type === "wait");
+      await rec.until((e) => e.type === "waiting");
       waiting.abort(reason);
       await expect(pending).rejects.toBe(reason);
       // The aborted wait's clean-up runs in the background: let it finish before the next fault.

@@ -69,7 +69,7 @@ async function wake(): Promise<Response> {
   const waiter = client((event) => {
     events.push(event);
     // The second `wait` comes after the confirmed subscription and its attempt.
-    if (event.type === "wait" && event.attempt >= 2) listening();
+    if (event.type === "waiting" && event.attempt >= 2) listening();
   });
   const held = await client().getLock(name).tryLock({ leaseTime: 30_000 });
   if (!held) return Response.json({ error: "holder did not acquire" }, { status: 500 });

@@ -72,9 +72,9 @@ function recorder(options: Partial<EdgeLockOptions> = {}): Recorder {
     edgelock,
     events,
     until,
-    // Redisson's order: a busy attempt, the `wait` event, the subscription (confirmed), a
-    // second attempt, then the `wait` event before it listens for a release's message.
-    subscribed: (name) => until((e) => e.type === "wait" && e.name === name && e.attempt >= 2),
+    // Redisson's order: a busy attempt, the `waiting` event, the subscription (confirmed), a
+    // second attempt, then the `waiting` event before it listens for a release's message.
+    subscribed: (name) => until((e) => e.type === "waiting" && e.name === name && e.attempt >= 2),
   };
 }
 

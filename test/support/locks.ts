@@ -20,7 +20,7 @@ export interface RecordingEdgeLock {
   requests(type?: LockEvent["type"]): number;
   /** Resolves with the first event (recorded before or after the call) matching `predicate`. */
   until(predicate: (event: LockEvent, all: readonly LockEvent[]) => boolean): Promise<LockEvent>;
-  /** Resolves once `n` `wait` events were recorded (a waiting call is in its `n`th wait). */
+  /** Resolves once `n` `waiting` events were recorded (a waiting call is in its `n`th wait). */
   waited(n: number): Promise<LockEvent>;
 }
 
@@ -62,7 +62,7 @@ export function recordingEdgeLock(
         .filter((e) => type === undefined || e.type === type)
         .reduce((n, e) => n + e.requests, 0),
     until,
-    waited: (n) => until((_e, all) => all.filter((e) => e.type === "wait").length === n),
+    waited: (n) => until((_e, all) => all.filter((e) => e.type === "waiting").length === n),
   };
 }
 

@@ -77,7 +77,7 @@ export async function expectOneWakePerRelease<H, T>(c: NoHerdCase<H, T>): Promis
   const answers = await Promise.all(pending);
   // An attempt, the subscription, an attempt, the wake-up's attempt.
   for (const w of waiters) expect(w.requests("acquire")).toBe(4);
-  for (const w of waiters) expect(w.events.filter((e) => e.type === "wait")).toHaveLength(2);
+  for (const w of waiters) expect(w.events.filter((e) => e.type === "waiting")).toHaveLength(2);
   return answers.map((answer) => {
     expect(answer).not.toBeNull();
     return answer as T;

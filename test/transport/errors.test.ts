@@ -6,7 +6,7 @@
 import { createServer } from "node:net";
 import { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
-import { TransportError } from "../../src/index.js";
+import { ConfigurationError, TransportError } from "../../src/index.js";
 import { keyPrefix, startPrivateBridge, usePrivateBridge, useRawRedis } from "../support/env.js";
 import { recordingEdgeLock } from "../support/locks.js";
 
@@ -152,15 +152,30 @@ describe("transport errors", () => {
     ],
     ["token (empty)", { url: "http://127.0.0.1:9", token: "" }, /no REST token/],
   ] as const) {
-    it(`a client with no ${what} is refused on first use, naming it, before any request`, async () => {
+    it(`a client with no ${what} is refused on first use as a ConfigurationError, naming it, before any request`, async () => {
       const warn = console.warn;
       console.warn = () => {}; // @upstash/redis warns about the missing config itself
       try {
         const redis = new Redis(config as unknown as { url: string; token: string });
         const rec = recordingEdgeLock({}, redis);
-        const error = await failure(rec.edgelock.getLock(`${prefix}no-env`).tryLock());
-        expect(error.ambiguous).toBe(false);
+        const name = `${prefix}no-env`;
+        const error = await rec.edgelock
+          .getLock(name)
+          .tryLock()
+          .then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+        expect(error).toBeInstanceOf(ConfigurationError);
+        if (!(error instanceof ConfigurationError)) return;
+        expect(error).not.toBeInstanceOf(TransportError);
+        expect(error).toMatchObject({ code: "CONFIGURATION", resource: name });
+        expect(error.name).toBe("ConfigurationError");
         expect(error.message).toMatch(named);
+        // The release of a lease and a count change (resent until answered) refuse it too.
+        await expect(rec.edgelock.getCountDownLatch(name).countDown()).rejects.toBeInstanceOf(
+          ConfigurationError,
+        );
         expect(rec.requests()).toBe(0);
         expect(rec.background).toHaveLength(0);
       } finally {

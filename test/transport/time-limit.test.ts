@@ -57,7 +57,7 @@ describe("requestTimeout", () => {
     const rec = recordingEdgeLock({ requestTimeout: 400 }, bridge.redis());
     await warm(rec);
     const waiting = rec.edgelock.getLock(name).tryLock({ waitTime: 500, leaseTime: 1_000 });
-    await rec.until((e) => e.type === "wait");
+    await rec.until((e) => e.type === "waiting");
     // The next poll is never answered (and never applied: the lock stays busy anyway).
     bridge.bridge.setFaults({ rules: [{ action: "fail", mode: "hang", match: "evalsha" }] });
     const started = Date.now();

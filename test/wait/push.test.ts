@@ -13,7 +13,7 @@ const prefix = keyPrefix();
 const raw = useRawRedis();
 
 const waits = (events: readonly { type: string }[]) =>
-  events.filter((e) => e.type === "wait").length;
+  events.filter((e) => e.type === "waiting").length;
 const strategies = (w: RecordingEdgeLock) =>
   w.events.flatMap((e) => (e.type === "wait-strategy" ? [e.strategy] : []));
 const sha1 = (text: string) => createHash("sha1").update(text, "utf8").digest("hex");

@@ -34,7 +34,7 @@ describe("pub/sub in workerd", () => {
     const held = await holder.edgelock.getLock(name).lock({ leaseTime: 20_000 });
     const waiter = recordingEdgeLock();
     const pending = waiter.edgelock.getLock(name).tryLock({ waitTime: 15_000, leaseTime: 5_000 });
-    await waiter.until((_e, all) => all.filter((e) => e.type === "wait").length === 2);
+    await waiter.until((_e, all) => all.filter((e) => e.type === "waiting").length === 2);
     const released = Date.now();
     await held.release();
     const lease = await pending;
@@ -57,7 +57,7 @@ describe("pub/sub in workerd", () => {
       const waiter = recordingEdgeLock({ redis: redisOn(workerBridge) });
       const pending = waiter.edgelock.getLock(name).tryLock({ waitTime: 15_000, leaseTime: 5_000 });
       // Subscribed, the stream ended, subscribed again and registered with the attempt after it.
-      await waiter.until((_e, all) => all.filter((e) => e.type === "wait").length === 3);
+      await waiter.until((_e, all) => all.filter((e) => e.type === "waiting").length === 3);
       expect(waiter.events.filter((e) => e.type === "wait-strategy")).toEqual([
         expect.objectContaining({ strategy: "subscribe" }),
         expect.objectContaining({ strategy: "subscribe" }),

@@ -222,8 +222,8 @@ export class CountDownLatch implements Inspectable<CountDownLatchInspection> {
    * opens the latch pushes a token: 3 HTTP requests for a wait that ends within 15 s (check, BLPOP,
    * check), 2 more per further 15 s, and one in the background when it gives up or is aborted
    * while registered. With `wait: "poll"` (or a client without `exec`) it polls with the
-   * EdgeLock's backoff instead. Emits a `wait` event before each block or sleep. Redisson
-   * RedissonCountDownLatch#await(timeout) (pub/sub there).
+   * EdgeLock's backoff instead. Emits a `waiting` event before each block or sleep and a `wait`
+   * event after it. Redisson RedissonCountDownLatch#await(timeout) (pub/sub there).
    * A latch deleted with `delete()`, or whose key expired, counts as open. A latch set again
    * before a woken waiter checks keeps it waiting, as in Redisson (it re-checks getCount()).
    * @param options `waitTime` (ms; 0: one check; omitted: no deadline) and `signal`.

@@ -146,6 +146,9 @@ export class MultiLock {
         lost: () => this.#ctx.emit({ type: "lost", name, requests: 0, billed: 0, durationMs: 0 }),
         backgroundError: (_lease, operation, error) =>
           reportError(this.#ctx, name, operation, error, { requests: 0 }, 0),
+        // Requests are counted by each member's own client (their release events).
+        released: (result, durationMs) =>
+          this.#ctx.emit({ type: "release", name, requests: 0, billed: 0, durationMs, result }),
       });
       // A member found lost (its own expiry passed, a renewal found it gone) loses them all.
       for (const member of taken) {

@@ -31,6 +31,11 @@ export interface CompositeInit {
   renew: LeaseHost["renew"];
   lost(lease: Lease): void;
   backgroundError: LeaseHost["backgroundError"];
+  /**
+   * Told what the members' release came to (when each member answered), so that the composite
+   * hold its acquire reported is reported as released too. A RedLock reports no acquire.
+   */
+  released?: (result: ReleaseResult, durationMs: number) => void;
 }
 
 /**
@@ -54,6 +59,7 @@ export class CompositeLease extends Lease {
         kind: init.kind,
         renew: init.renew,
         release: async () => {
+          const started = Date.now();
           await late;
           const settled = await Promise.allSettled(members.map((m) => m.release()));
           outcomes.value = settled.map((s, i) => {
@@ -64,7 +70,9 @@ export class CompositeLease extends Lease {
           // Each member's release is retried safely: a second call returns its first answer.
           if (failed) throw failed.reason;
           const results = settled.map((s) => (s.status === "fulfilled" ? s.value : "released"));
-          return results.find((r) => r !== "released") ?? "released";
+          const result = results.find((r) => r !== "released") ?? "released";
+          init.released?.(result, Date.now() - started);
+          return result;
         },
         lost: init.lost,
         backgroundError: init.backgroundError,

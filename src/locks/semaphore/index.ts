@@ -8,7 +8,7 @@
  * @module
  */
 import { OverReleaseError } from "../../errors.js";
-import type { CallOperation, DefiniteOperation } from "../../events.js";
+import type { CallOperation, DefiniteOperation, LockEvent } from "../../events.js";
 import { randomHex } from "../../ids.js";
 import type { Inspectable, Inspection } from "../../inspect.js";
 import { LOCK_WAITER_SLOT_MS, MAX_PERMITS } from "../../limits.js";
@@ -195,52 +195,49 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
    */
   async release(permits = 1, options?: SemaphoreReleaseOptions): Promise<number> {
     checkPermits(permits, "permits", 1);
-    const overRelease = checkOverRelease(options);
-    return reportCall(this.#ctx, this.name, "release", (counter) =>
-      this.#release(permits, overRelease, randomHex(), counter),
-    );
+    return this.#release(permits, checkOverRelease(options), randomHex());
   }
 
   /**
-   * A handle's release (SemaphorePermits#release), reported as a `release` event like a lease's,
-   * so that the `edgelock.hold` span its acquire opened ends.
+   * One release under `requestId` (release.lua), resent until Redis answers. A release that
+   * gave permits back is reported as a `release` event, which ends the hold its acquire opened
+   * (edgelock/otel's hold span); one that was refused or threw gave nothing back (the permits
+   * are still held), so its requests are reported by a failed `call` event instead.
    */
-  async #releaseHandle(permits: number, overRelease: boolean, requestId: string) {
+  async #release(permits: number, overRelease: boolean, requestId: string): Promise<number> {
     const counter: RequestCounter = { requests: 0 };
     const started = Date.now();
-    const available = await this.#release(permits, overRelease, requestId, counter);
-    this.#ctx.emit({
-      type: "release",
-      name: this.name,
-      requests: counter.requests,
-      billed: counter.billed ?? 0,
-      durationMs: Date.now() - started,
-      result: "released",
-    });
-    return available;
-  }
-
-  /** One release under `requestId` (release.lua), resent until Redis answers. */
-  async #release(
-    permits: number,
-    overRelease: boolean,
-    requestId: string,
-    counter: RequestCounter,
-  ): Promise<number> {
     const call = {
       script: semaphoreRelease,
       name: this.name,
       keys: [...this.#writeKeys(), takenKey(this.name)],
       args: [permits, overRelease ? 1 : 0, this.#ctx.replayWindow, requestId],
     };
-    const reply = await runDefinite(
-      this.#ctx,
-      "release",
-      call,
-      (r) => asIntegers(r, 2) ?? asIntegers(r, 3),
-      counter,
-    );
+    const emit = (released: boolean) =>
+      this.#ctx.emit({
+        ...(released
+          ? { type: "release", result: "released" }
+          : { type: "call", operation: "release", failed: true }),
+        name: this.name,
+        requests: counter.requests,
+        billed: counter.billed ?? 0,
+        durationMs: Date.now() - started,
+      } as LockEvent);
+    let reply: number[];
+    try {
+      reply = await runDefinite(
+        this.#ctx,
+        "release",
+        call,
+        (r) => asIntegers(r, 2) ?? asIntegers(r, 3),
+        counter,
+      );
+    } catch (error) {
+      emit(false);
+      throw error;
+    }
     const [status = 0, available = 0, limit = -1] = reply;
+    emit(status === 1);
     if (status !== 1) {
       throw new OverReleaseError(this.name, permits, available, limit < 0 ? null : limit);
     }
@@ -349,9 +346,7 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
       acquired = requestId !== null;
       return requestId === null
         ? null
-        : new SemaphorePermits(this.name, permits, (o) =>
-            this.#releaseHandle(permits, o, requestId),
-          );
+        : new SemaphorePermits(this.name, permits, (o) => this.#release(permits, o, requestId));
     } finally {
       emitAcquire(this.#ctx, this.name, started, counter, acquired, attempts);
     }

@@ -108,7 +108,7 @@ function counting(redis: Redis, noSubscribe = false) {
 }
 
 const waitsOf = (rec: RecordingEdgeLock) =>
-  rec.events.flatMap((e) => (e.type === "wait" ? [e.durationMs] : []));
+  rec.events.flatMap((e) => (e.type === "waiting" ? [e.maxMs] : []));
 
 /** Messages published on a latch's Redisson channel, from a SUBSCRIBE confirmed before return. */
 async function listen(name: string) {
@@ -206,7 +206,7 @@ describe("count-down latch (Redisson RCountDownLatch)", () => {
     const waiting = waiters.map(async (w) => {
       results.push(await w.rec.edgelock.getCountDownLatch(name).await());
     });
-    // Each subscribed and registered (its second wait).
+    // Each subscribed and registered (its second `waiting` event).
     await Promise.all(waiters.map((w) => w.rec.waited(2)));
     expect(await raw.zCard(waitingKey(name))).toBe(8);
     expect((await setter.inspect()).waiters).toBe(8);
@@ -258,7 +258,7 @@ describe("count-down latch (Redisson RCountDownLatch)", () => {
       c.redis,
     );
     const pending = waiter.edgelock.getCountDownLatch(name).await({ waitTime: 10_000 });
-    await waiter.until((_e, all) => all.filter((x) => x.type === "wait").length >= 3);
+    await waiter.until((_e, all) => all.filter((x) => x.type === "waiting").length >= 3);
     expect(await liveKeysOf(name)).toEqual([name]);
     expect(await latch.countDown()).toBe(0);
     expect(await pending).toBe(true);
@@ -276,7 +276,7 @@ describe("count-down latch (Redisson RCountDownLatch)", () => {
     const c = counting(bridgeRedis(), true);
     const waiter = recordingEdgeLock({ backoff: { initialDelay: 10, maxDelay: 100 } }, c.redis);
     const pending = waiter.edgelock.getCountDownLatch(name).await({ waitTime: 10_000 });
-    await waiter.until((_e, all) => all.filter((x) => x.type === "wait").length >= 2);
+    await waiter.until((_e, all) => all.filter((x) => x.type === "waiting").length >= 2);
     expect(await liveKeysOf(name)).toEqual([name]);
     await latch.countDown();
     expect(await pending).toBe(true);
@@ -305,7 +305,7 @@ describe("count-down latch (Redisson RCountDownLatch)", () => {
     await latch.trySetCount(3);
     const waiters = [0, 1].map(() => recordingEdgeLock());
     const pending = waiters.map((w) => w.edgelock.getCountDownLatch(name).await());
-    // Each subscribed and registered (its second wait): only a wake-up opens it before 15 s.
+    // Each subscribed and registered (its second `waiting` event): only a wake-up opens it before 15 s.
     await Promise.all(waiters.map((w) => w.waited(2)));
     const heard = await listen(name);
     expect(await latch.delete()).toBe(true);
@@ -326,7 +326,7 @@ describe("count-down latch (Redisson RCountDownLatch)", () => {
     const controller = new AbortController();
     const reason = new Error("stop waiting");
     const pending = rec.edgelock.getCountDownLatch(name).await({ signal: controller.signal });
-    await rec.until((e) => e.type === "wait");
+    await rec.until((e) => e.type === "waiting");
     expect(await raw.zCard(waitingKey(name))).toBe(1);
     controller.abort(reason);
     await expect(pending).rejects.toBe(reason);
@@ -378,7 +378,7 @@ describe("count-down latch (Redisson RCountDownLatch)", () => {
     controller.abort(reason);
     await expect(pending).rejects.toBe(reason);
     bridge.bridge.clearFaults();
-    expect(rec.events.filter((e) => e.type === "wait")).toEqual([]);
+    expect(rec.events.filter((e) => e.type === "waiting")).toEqual([]);
     await expectUnregistered(rec, name);
     await latch.delete();
   });
@@ -415,7 +415,7 @@ describe("count-down latch (Redisson RCountDownLatch)", () => {
     await latch.trySetCount(4);
     const waiters = [0, 1].map(() => recordingEdgeLock());
     const pending = waiters.map((w) => w.edgelock.getCountDownLatch(name).await());
-    // Each subscribed and registered (its second wait).
+    // Each subscribed and registered (its second `waiting` event).
     await Promise.all(waiters.map((w) => w.waited(2)));
     const before = c.total();
     const seen = await latch.inspect();
@@ -635,7 +635,7 @@ describe("interop with Redisson", () => {
       backoff: { initialDelay: 10, maxDelay: 100 },
     });
     const pending = waiter.edgelock.getCountDownLatch(name).await({ waitTime: 10_000 });
-    await waiter.until((e) => e.type === "wait");
+    await waiter.until((e) => e.type === "waiting");
     await redissonCountDown(name);
     expect(await pending).toBe(true);
     expect(await keysOf(name)).toEqual([]);

@@ -126,7 +126,7 @@ describe("interop with Redisson", () => {
     // No subscription, and no attempt without a sleep before it.
     expect(waiter.events.filter((e) => e.type === "wait-strategy")).toEqual([]);
     expect(waiter.requests("acquire")).toBeLessThanOrEqual(
-      waiter.events.filter((e) => e.type === "wait").length + 1,
+      waiter.events.filter((e) => e.type === "waiting").length + 1,
     );
     await lease?.release();
   });

@@ -82,7 +82,7 @@ describe("replayed requests have the effect of once", () => {
     const held = await a.edgelock.getLock(name).tryLock({ leaseTime: 10_000 });
     if (!held) throw new Error("not acquired");
     const waiting = b.edgelock.getLock(name).tryLock({ waitTime: 5_000, leaseTime: 10_000 });
-    await b.until((e) => e.type === "wait");
+    await b.until((e) => e.type === "waiting");
     loseNextEvalsha();
     // A's release is applied, its answer lost; during the 400 ms before A's client resends it,
     // B (polling every few ms) takes the lock. The resent release then arrives.

@@ -30,7 +30,7 @@ const wakeKeysOf = async (name: string) =>
     .filter((k) => k !== name && !isReplayRecord(name, k))
     .sort();
 const waits = (events: readonly { type: string }[]) =>
-  events.filter((e) => e.type === "wait").length;
+  events.filter((e) => e.type === "waiting").length;
 
 describe("reentrant lock wake-ups", () => {
   it("a waiter behind a long hold subscribes, is woken by the release, and closes its subscription", async () => {

@@ -152,7 +152,7 @@ describe("read-write lock", () => {
     const pending = rwOf(name, rec.edgelock)
       .writeLock()
       .tryLock({ waitTime: 15_000, leaseTime: 10_000 });
-    // Subscribed and registered (its second wait): only a wake-up lets it in before the lease.
+    // Subscribed and registered (its second `waiting` event): only a wake-up lets it in before the lease.
     await rec.waited(2);
     await r1.release();
     await r2.release();
@@ -171,7 +171,7 @@ describe("read-write lock", () => {
     const pending = recs.map((rec) =>
       rwOf(name, rec.edgelock).readLock().tryLock({ waitTime: 15_000, leaseTime: 10_000 }),
     );
-    // Each subscribed and registered (its second wait).
+    // Each subscribed and registered (its second `waiting` event).
     await Promise.all(recs.map((rec) => rec.waited(2)));
     await w.release();
     const releasedAt = Date.now();
@@ -189,7 +189,7 @@ describe("read-write lock", () => {
     const pending = rwOf(name, rec.edgelock)
       .readLock()
       .tryLock({ waitTime: 15_000, leaseTime: 10_000 });
-    // Subscribed and registered (its second wait): only a wake-up lets it in before the lease.
+    // Subscribed and registered (its second `waiting` event): only a wake-up lets it in before the lease.
     await rec.waited(2);
     await w.release();
     const releasedAt = Date.now();

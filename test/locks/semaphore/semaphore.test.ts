@@ -176,7 +176,7 @@ describe("semaphore", () => {
     const waiter = recordingEdgeLock();
     const started = Date.now();
     const pending = waiter.edgelock.getSemaphore(name).tryAcquire({ permits: 2, waitTime: 20_000 });
-    // Subscribed and registered (its second wait): only a wake-up lets it in before its bound.
+    // Subscribed and registered (its second `waiting` event): only a wake-up lets it in before its bound.
     await waiter.waited(2);
     expect((await owner.inspect()).waiters).toBe(1);
     await owner.release(1);
@@ -197,7 +197,7 @@ describe("semaphore", () => {
     const pending = waiters.map((w) =>
       w.edgelock.getSemaphore(name).tryAcquire({ waitTime: 20_000 }),
     );
-    // Each subscribed and registered (its second wait).
+    // Each subscribed and registered (its second `waiting` event).
     await Promise.all(waiters.map((w) => w.waited(2)));
     await owner.release(3);
     expect((await Promise.all(pending)).map((p) => p?.permits)).toEqual([1, 1, 1]);
@@ -212,7 +212,7 @@ describe("semaphore", () => {
     await owner.tryAcquire();
     const poller = recordingEdgeLock({ wait: "poll" });
     const pending = poller.edgelock.getSemaphore(name).tryAcquire({ waitTime: 10_000 });
-    await poller.until((_e, all) => all.filter((e) => e.type === "wait").length >= 2);
+    await poller.until((_e, all) => all.filter((e) => e.type === "waiting").length >= 2);
     await owner.release();
     expect(await pending).not.toBeNull();
     expect(await raw.exists(`edgelock_waiting:{${name}}`)).toBe(0); // a poller never registers
@@ -238,7 +238,7 @@ describe("semaphore", () => {
     const controller = new AbortController();
     const reason = new Error("gone");
     const aborted = waiter.edgelock.getSemaphore(name).acquire({ signal: controller.signal });
-    await waiter.until((e) => e.type === "wait");
+    await waiter.until((e) => e.type === "waiting");
     controller.abort(reason);
     await expect(aborted).rejects.toBe(reason);
     await Promise.all(waiter.background);
