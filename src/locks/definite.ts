@@ -28,6 +28,12 @@ const RESEND_BACKOFF: Readonly<BackoffPolicy> = Object.freeze({
   multiplier: 2,
 });
 
+/**
+ * How late a copy's timer may fire before the wait counts as a stall of this client rather than
+ * a late answer, in ms.
+ */
+const STALL_MS = 20;
+
 /** What the sends of one request came to. */
 type Sent<T> = { value: T } | { error: unknown };
 
@@ -70,10 +76,18 @@ export async function runDefinite<T>(
 }
 
 /**
- * Runs one acquire attempt's request (`call`, raced against its `signal`). When its answer never
- * arrives (the signal aborted it, or the request failed ambiguously) the attempt may still have
- * applied, so `undo` runs (a cancel in the background), if given, before the error propagates.
- * (A waiter the attempt may have registered is the wait loop's to unregister.)
+ * Runs one acquire attempt's request (`call`, raced against its `signal`), sending copies of it
+ * (the same request id: the acquire scripts are replay-safe) as {@link sendUntil} does until
+ * Redis answers or `until` (the end of the call's wait budget) has passed, and in any case for
+ * one `requestTimeout` from the first send (what a single request was given before), never past
+ * half the replay window (a copy applied later could apply twice). So a lost or hung answer
+ * costs a copy, not the call. When no answer arrives at all (the signal aborted it, or every
+ * copy failed ambiguously) the attempt may still have applied, so `undo` runs (a cancel in the
+ * background), if given, before the error propagates. When copies went out and the answer that
+ * came is not a grant (`isGrant` given and false), a copy still on its way could apply later
+ * and take what the caller no longer waits for: `undo` runs too, and its tombstone turns such
+ * a copy into a no-op. (A waiter the attempt may have registered is the wait loop's to
+ * unregister.)
  * @returns the decoded answer.
  * @throws what the request threw.
  */
@@ -83,13 +97,35 @@ export async function runAttempt<T>(
   decode: (reply: unknown) => T | undefined,
   counter: RequestCounter,
   undo?: () => void,
+  until?: number,
+  isGrant?: (value: T) => boolean,
 ): Promise<T> {
-  try {
-    return await ctx.runner.run(call, decode, counter);
-  } catch (error) {
-    if ((call.signal?.aborted && error === call.signal.reason) || isAmbiguous(error)) undo?.();
+  const started = Date.now();
+  const deadline = Math.min(
+    started + Math.floor(ctx.replayWindow / 2),
+    Math.max(until ?? 0, started + ctx.runner.requestTimeout),
+  );
+  const send = (timeout: number | undefined) =>
+    ctx.runner.run({ ...call, timeout: timeout ?? call.timeout }, decode, counter);
+  const { sent, sends } = await sendUntil(ctx, send, deadline, 0, 0);
+  if ("value" in sent) {
+    if (sends > 1 && isGrant && !isGrant(sent.value)) undo?.();
+    return sent.value;
+  }
+  const error = sent.error;
+  if (call.signal?.aborted && error === call.signal.reason) {
+    undo?.();
     throw error;
   }
+  if (!isAmbiguous(error)) throw error;
+  undo?.();
+  if (sends < 2) throw error;
+  throw new TransportError(
+    call.name,
+    `${error.message} (the attempt sent its request ${sends} times within ${Date.now() - started} ms; cancelled in the background)`,
+    true,
+    { cause: error.cause },
+  );
 }
 
 /**
@@ -109,9 +145,10 @@ export async function resendUntilAnswered<T>(ctx: LockContext, task: () => Promi
 /**
  * Sends copies of a request (`send`, given each copy's time limit) until one is answered, one fails definitely, or `deadline` leaves no
  * room for another: the first after `delay` ms, then a next one when a copy failed (after a
- * backoff pause) or when the latest copy has had no answer for a third of `requestTimeout`
- * (far above a healthy round trip: a hung request is not waited out before the next copy
- * goes, while a merely slow one is not doubled). Copies in flight together are harmless: the
+ * backoff pause) or when the latest copy has had no answer for the runner's `hedgeAfter` (the
+ * client's measured round trip plus four times its deviation, within [100 ms, a third of
+ * `requestTimeout`]: a hung request is not waited out before the next copy goes, while a
+ * merely slow one is rarely doubled). Copies in flight together are harmless: the
  * request id makes every one answer what the first applied did. The very first send of a call
  * keeps its full time limit (`undefined`: the call's own); every later one ends by `deadline`. `sends`: copies sent
  * before this run (they number the backoff).
@@ -124,7 +161,7 @@ function sendUntil<T>(
   delay: number,
 ): Promise<{ sent: Sent<T>; sends: number }> {
   const requestTimeout = ctx.runner.requestTimeout;
-  const hedgeAfter = Math.max(MIN_REQUEST_TIMEOUT_MS, Math.floor(requestTimeout / 3));
+  const hedgeAfter = ctx.runner.hedgeAfter;
   return new Promise((resolve) => {
     let n = sends;
     let inFlight = 0;
@@ -147,13 +184,26 @@ function sendUntil<T>(
         finish({ error: last });
       }
     };
+    /** Schedules another copy once the latest has had no answer for `ms` of this client's time. */
+    const hedge = (ms: number) => {
+      clearTimeout(timer);
+      timer = undefined;
+      if (deadline - Date.now() - ms < MIN_REQUEST_TIMEOUT_MS) return;
+      const due = Date.now() + ms;
+      timer = setTimeout(() => {
+        // Fired late: this client did not run for a while (a busy event loop, a descheduled
+        // process), so its answer may be waiting unread. Not a late answer: wait once more.
+        if (Date.now() - due > STALL_MS) hedge(ms);
+        else send();
+      }, ms);
+    };
     const send = () => {
       timer = undefined;
       const copy = n;
       const timeout = copy === 0 ? undefined : Math.min(deadline - Date.now(), requestTimeout);
       n += 1;
       inFlight += 1;
-      next(hedgeAfter);
+      hedge(hedgeAfter);
       sendCopy(timeout).then(
         (value) => finish({ value }),
         (error: unknown) => {

@@ -25,7 +25,7 @@ import type { AttemptOutcome } from "../../wait/backoff.js";
 import { waitFor } from "../../wait/loop.js";
 import { keys, type LockContext } from "../context.js";
 import { runAttempt, runDefinite } from "../definite.js";
-import { leaveCall, waiterExits } from "../protocol.js";
+import { attemptUntil, leaveCall, waiterExits } from "../protocol.js";
 
 /** Options of {@link CountDownLatch.await}. Times in integer ms. */
 export interface CountDownLatchAwaitOptions {
@@ -246,6 +246,7 @@ export class CountDownLatch implements Inspectable<CountDownLatchInspection> {
     signal?.throwIfAborted();
     const ctx = this.#ctx;
     const counter: RequestCounter = { requests: 0 };
+    const until = attemptUntil(waitTime);
     const polled = await waitFor(ctx, {
       name: this.name,
       wakeKey: keys.wake(this.name),
@@ -269,6 +270,9 @@ export class CountDownLatch implements Inspectable<CountDownLatchInspection> {
           },
           decodeAttempt,
           counter,
+          // A read that registers the waiter: a copy applied late changes nothing to undo.
+          undefined,
+          until,
         );
         return count > 0 ? { pttl, foreign: true } : { acquired: true };
       },
