@@ -13,7 +13,7 @@
  * holder's early, whose own release is then refused). At the end, with every background
  * resend and cancel settled: exactly 3 permits available, none counted as taken.
  *
- * `FAULTS_QUICK=1`: 4 cycles per client and case, else 25.
+ * `FAULTS_QUICK=1`: 3 cycles per client and case, else 25.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EdgeLock, OverReleaseError, TransportError } from "../../src/index.js";
@@ -22,7 +22,7 @@ import { type Pair, type RawClient, rawClient, startPair } from "./nodes.js";
 
 const CLIENTS = 8;
 const PERMITS = 3;
-const CYCLES = QUICK ? 4 : 25;
+const CYCLES = QUICK ? 3 : 25;
 const REQUEST_TIMEOUT = 300;
 const MODES = ["close", "503", "hang"] as const;
 const STYLES = ["name-level", "handle"] as const;
@@ -108,11 +108,13 @@ describe("semaphore: retried releases under lost answers never grow it", () => {
         let most = 0;
         let refused = 0;
         const failures = { n: 0 };
+        // Acquires resend their own request while their wait lasts: none should fail.
+        const acquires = { n: 0 };
         await Promise.all(
           clients.map(async (edgelock, c) => {
             const s = edgelock.getSemaphore(name);
             for (let i = 0; i < CYCLES; i++) {
-              const handle = await retried(() => s.tryAcquire({ waitTime: 10_000 }), failures);
+              const handle = await retried(() => s.tryAcquire({ waitTime: 10_000 }), acquires);
               if (!handle) throw new Error(`client ${c}: no permit within 10 s`);
               holders += 1;
               most = Math.max(most, holders);
@@ -142,11 +144,13 @@ describe("semaphore: retried releases under lost answers never grow it", () => {
         }
         await check("at the end");
         console.log(
-          `semaphore bound ${mode}/${style}: ${CLIENTS * CYCLES} cycles, ${injected} faults, ${failures.n} failed calls retried, ${refused} releases refused, most holders ${most}`,
+          `semaphore bound ${mode}/${style}: ${CLIENTS * CYCLES} cycles, ${injected} faults, ${failures.n} failed releases retried, ${acquires.n} failed acquires, ${refused} releases refused, most holders ${most}`,
         );
         expect(over).toEqual([]);
+        expect(acquires.n).toBe(0);
         expect(injected).toBeGreaterThan(0);
-        expect(failures.n).toBeGreaterThan(0);
+        // In mode close @upstash/redis resends by itself, so callers rarely see a failure.
+        if (mode !== "close") expect(failures.n).toBeGreaterThan(0);
         if (style === "handle") {
           expect(most).toBeLessThanOrEqual(PERMITS);
           expect(refused).toBe(0);
