@@ -12,6 +12,10 @@
  * first applied it (never before the call began), and a copy sent late can still be in flight
  * for a while (`@upstash/redis` resends after network errors); the second half of the window is
  * that margin. Past it a resend could apply a second time, so none is sent.
+ *
+ * Acquire attempts resend their request the same way ({@link runAttempt}), bounded by the wait
+ * budget instead of `definiteWithin`: a caller can repeat an acquire safely (an unanswered one is
+ * cancelled), but a lost answer should cost a copy, not the call.
  * @module
  */
 import { type EdgeLockError, TransportError } from "../errors.js";

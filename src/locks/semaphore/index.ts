@@ -184,8 +184,10 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
    * recorded permits set: its releases are unbounded, as Redisson's are.
    *
    * Not idempotent across calls (Redisson parity): each call is a new request, so a caller that
-   * repeats a call that threw may give the permits back twice. Prefer the handle from
-   * `tryAcquire`/`acquire`, whose `release()` can be repeated safely.
+   * repeats a call that threw may give the permits back twice. The semaphore still cannot grow
+   * (available permits plus those edgelock callers hold never exceed the permits set), but the
+   * second copy returns another holder's permits early, whose own release is then refused.
+   * Prefer the handle from `tryAcquire`/`acquire`, whose `release()` can be repeated safely.
    * @param permits integer in [1, 2^31). @default 1
    * @returns the available permits after the release.
    * @throws TypeError / RangeError for bad arguments, before any request.
