@@ -34,16 +34,18 @@ const ENTRIES = [
   // (24.4 kB measured) since the scripts' SHA-1s are computed at first run and the shipped Lua
   // has short local names. 27 kB (26.65 kB measured) since the scripts keep the replay state with
   // the hold and skip the waiter registry when nobody is registered (a lock cycle: 27 billed
-  // commands down to 9; docs/cost.md).
-  { name: "edgelock", source: "src/index.ts", path: "dist/src/index.js", limit: "27 kB" },
+  // commands down to 9; docs/cost.md). 27.4 kB (27.09 kB measured) since acquires resend their
+  // own request until answered (issue 29: locks/definite.ts runAttempt, transport hedgeAfter).
+  { name: "edgelock", source: "src/index.ts", path: "dist/src/index.js", limit: "27.4 kB" },
   // 1.7 kB while it took its locks from the EdgeLock the app passed (and the app bundled every
   // primitive with it); 14.0 kB since it takes them through `getLock` of `edgelock/lock`, the core
   // client included, so an app passing an `EdgeLockClient` holds the lock alone (13.4 kB over
   // Hono in scripts/entry-sizes.mjs, 26.0 kB with EdgeLock before); 14.5 kB measured with the
   // JVM wake-ups, the shared Lua libraries and the awaited leave of a waiter that gives up;
   // 14.0 kB with the SHA-1s computed at first run and the short Lua locals; 15.2 kB (14.85 kB
-  // measured) with the cheaper scripts of the billed-commands work.
-  { name: "edgelock/hono", source: "src/hono.ts", path: "dist/src/hono.js", limit: "15.2 kB" },
+  // measured) with the cheaper scripts of the billed-commands work; 15.5 kB (15.22 kB measured)
+  // with the acquires that resend their request (issue 29).
+  { name: "edgelock/hono", source: "src/hono.ts", path: "dist/src/hono.js", limit: "15.5 kB" },
   // 2.2 kB while it took its locks from the EdgeLock the app passed (and the app bundled every
   // primitive with it); 15.3 kB measured since it takes them through `getLock` of `edgelock/lock`
   // and `getIdempotencyKey` of `edgelock/idempotency`, the core client included, so an app
@@ -53,8 +55,9 @@ const ENTRIES = [
     name: "edgelock/vercel",
     source: "src/vercel.ts",
     path: "dist/src/vercel.js",
-    // 16 kB (15.68 kB measured) with the cheaper scripts of the billed-commands work.
-    limit: "16 kB",
+    // 16 kB (15.68 kB measured) with the cheaper scripts of the billed-commands work; 16.3 kB
+    // (16.05 kB measured) with the acquires that resend their request (issue 29).
+    limit: "16.3 kB",
   },
   // The OpenTelemetry listener alone (it imports only `@opentelemetry/api`, a peer).
   { name: "edgelock/otel", source: "src/otel.ts", path: "dist/src/otel.js", limit: "1.5 kB" },
@@ -73,8 +76,9 @@ const ENTRIES = [
     // (13.9 kB measured) once the cron guard's one attempt left out the wait loop, the wake-up hub
     // was made at a client's first wait, the SHA-1s at a script's first run and the shipped Lua
     // took short local names; 15.1 kB (14.8 kB measured) with the cheaper scripts of the
-    // billed-commands work.
-    limit: "15.1 kB",
+    // billed-commands work; 15.4 kB (15.13 kB measured) with the acquires that resend their
+    // request (issue 29).
+    limit: "15.4 kB",
   },
 ];
 

@@ -41,6 +41,17 @@ const STALL_MS = 20;
 /** What the sends of one request came to. */
 type Sent<T> = { value: T } | { error: unknown };
 
+/** Sends `call` with a time limit of its own (`undefined`: the call's), counted in `counter`. */
+function sender<T>(
+  ctx: LockContext,
+  call: ScriptCall,
+  decode: (reply: unknown) => T | undefined,
+  counter: RequestCounter,
+): (timeout: number | undefined) => Promise<T> {
+  return (timeout) =>
+    ctx.runner.run({ ...call, timeout: timeout ?? call.timeout }, decode, counter);
+}
+
 /** True for a failure after which the request may or may not have been applied. */
 function isAmbiguous(error: unknown): error is TransportError {
   return error instanceof TransportError && error.ambiguous;
@@ -64,8 +75,7 @@ export async function runDefinite<T>(
   counter: RequestCounter,
 ): Promise<T> {
   const started = Date.now();
-  const send = (timeout: number | undefined) =>
-    ctx.runner.run({ ...call, timeout: timeout ?? call.timeout }, decode, counter);
+  const send = sender(ctx, call, decode, counter);
   const first = await sendUntil(ctx, send, started + ctx.definiteWithin, 0, 0);
   if ("value" in first.sent) return first.sent.value;
   const error = first.sent.error;
@@ -109,9 +119,7 @@ export async function runAttempt<T>(
     started + Math.floor(ctx.replayWindow / 2),
     Math.max(until ?? 0, started + ctx.runner.requestTimeout),
   );
-  const send = (timeout: number | undefined) =>
-    ctx.runner.run({ ...call, timeout: timeout ?? call.timeout }, decode, counter);
-  const { sent, sends } = await sendUntil(ctx, send, deadline, 0, 0);
+  const { sent, sends } = await sendUntil(ctx, sender(ctx, call, decode, counter), deadline, 0, 0);
   if ("value" in sent) {
     if (sends > 1 && isGrant && !isGrant(sent.value)) undo?.();
     return sent.value;
@@ -126,7 +134,7 @@ export async function runAttempt<T>(
   if (sends < 2) throw error;
   throw new TransportError(
     call.name,
-    `${error.message} (the attempt sent its request ${sends} times within ${Date.now() - started} ms; cancelled in the background)`,
+    `${error.message} (sent ${sends} times in ${Date.now() - started} ms; cancelled in the background)`,
     true,
     { cause: error.cause },
   );
