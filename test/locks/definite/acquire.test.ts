@@ -239,3 +239,44 @@ async function lateRecords(name: string): Promise<Record<string, string>> {
   }
   return out;
 }
+
+describe("when a copy goes", () => {
+  it("not while this client was stalled: an answer that waited for the event loop is read first", async () => {
+    const rec = recordingEdgeLock({}, bridge.redis());
+    const lock = rec.edgelock.getLock(`${prefix}stall`);
+    // Warm: the script cached, the round-trip estimate made (hedgeAfter: its floor, 100 ms).
+    await (await lock.tryLock({ leaseTime: 1_000 }))?.release();
+    const before = bridge.bridge.stats().byCommand.evalsha ?? 0;
+    const pending = lock.tryLock({ leaseTime: 1_000 });
+    // The event loop blocked for 300 ms, past hedgeAfter: the copy's timer fires late, which
+    // is a stall of this client, not a late answer.
+    const until = Date.now() + 300;
+    while (Date.now() < until) {
+      // busy: nothing else runs
+    }
+    const lease = await pending;
+    if (!lease) throw new Error("not acquired");
+    expect((bridge.bridge.stats().byCommand.evalsha ?? 0) - before).toBe(1);
+    expect(rec.events.filter((e) => e.type === "acquire").at(-1)?.requests).toBe(1);
+    await lease.release();
+  });
+
+  it("after a third of requestTimeout on a client that has seen no answer yet", async () => {
+    const client = delaying();
+    const rec = recordingEdgeLock({ requestTimeout: 3_000 }, client.redis as Redis);
+    // The first request of a fresh client leaves 1.5 s late: its copy goes after 1 s.
+    const late = client.delayNext(1_500);
+    const started = Date.now();
+    const lease = await rec.edgelock.getLock(`${prefix}fresh`).tryLock({ leaseTime: 5_000 });
+    const took = Date.now() - started;
+    if (!lease) throw new Error("not acquired");
+    expect(took).toBeGreaterThanOrEqual(1_000);
+    expect(took).toBeLessThan(1_500);
+    expect(rec.events.filter((e) => e.type === "acquire").at(-1)?.requests).toBeGreaterThanOrEqual(
+      2,
+    );
+    await late;
+    expect(await rec.edgelock.getLock(lease.name).getHoldCount(lease.owner)).toBe(1);
+    await lease.release();
+  });
+});
