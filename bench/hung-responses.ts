@@ -28,6 +28,10 @@ interface Phase {
   errors: number;
   ambiguous: number;
   requests: number;
+  /** Waits that fell back to polling (a subscription failed or was lost). */
+  polls: number;
+  /** Background clean-ups that failed (`error` events). */
+  backgroundErrors: number;
 }
 
 async function main(): Promise<void> {
@@ -46,7 +50,7 @@ async function main(): Promise<void> {
     const base = phases[0]?.perSec ?? 0;
     for (const p of phases) {
       console.log(
-        `${p.label.padEnd(16)} ${p.cycles} cycles, ${p.perSec.toFixed(1)}/s (ratio ${(p.perSec / base).toFixed(2)}), ${p.errors} failed calls (${p.ambiguous} ambiguous), ${(p.requests / Math.max(1, p.cycles)).toFixed(2)} requests per cycle`,
+        `${p.label.padEnd(16)} ${p.cycles} cycles, ${p.perSec.toFixed(1)}/s (ratio ${(p.perSec / base).toFixed(2)}), ${p.errors} failed calls (${p.ambiguous} ambiguous), ${(p.requests / Math.max(1, p.cycles)).toFixed(2)} requests per cycle, ${p.polls} waits fell back to polling, ${p.backgroundErrors} background errors`,
       );
     }
   } finally {
@@ -65,6 +69,8 @@ async function phase(
   const name = `hung:${randomBytes(4).toString("hex")}`;
   const background: Promise<unknown>[] = [];
   let requests = 0;
+  let polls = 0;
+  let backgroundErrors = 0;
   const clients = Array.from(
     { length: CLIENTS },
     () =>
@@ -73,6 +79,8 @@ async function phase(
         waitUntil: (p) => background.push(p),
         onEvent: (e) => {
           requests += e.requests;
+          if (e.type === "wait-strategy" && e.strategy === "poll") polls += 1;
+          if (e.type === "error") backgroundErrors += 1;
         },
       }),
   );
@@ -115,6 +123,8 @@ async function phase(
     errors,
     ambiguous,
     requests: measured,
+    polls,
+    backgroundErrors,
   };
 }
 
