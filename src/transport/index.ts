@@ -9,7 +9,7 @@
 
 import { raceAbort, sleep } from "../abort.js";
 import { TransportError } from "../errors.js";
-import { MIN_HEDGE_MS, MIN_REQUEST_TIMEOUT_MS } from "../limits.js";
+import { HEDGE_SAMPLES, MIN_HEDGE_MS, MIN_REQUEST_TIMEOUT_MS } from "../limits.js";
 import type { LuaScript } from "../lua/script.js";
 import type { RedisLike } from "./redis.js";
 import {
@@ -61,6 +61,8 @@ export class ScriptRunner {
   readonly #loaded = new Set<LuaScript>();
   /** Whether Redis has answered NOSCRIPT to this runner (its cache was empty or flushed). */
   #cacheMissSeen = false;
+  /** Answered requests behind the estimate below. */
+  #samples = 0;
   /** Smoothed round trip of answered requests, in ms (`undefined` until the first answer). */
   #srtt: number | undefined;
   /** Smoothed mean deviation of those round trips, in ms. */
@@ -77,17 +79,19 @@ export class ScriptRunner {
    * an answer before it sends another copy, in ms. TCP's retransmission timeout (RFC 6298:
    * smoothed round trip + 4 × its deviation) over this runner's answered requests, so a copy
    * follows only an answer that is late by the measure of this client's own round trips, at
-   * least {@link MIN_HEDGE_MS} and at most a third of `requestTimeout` (which it is before the
-   * first answer: nothing is known yet).
+   * least {@link MIN_HEDGE_MS} and at most a third of `requestTimeout` (which it is until
+   * {@link HEDGE_SAMPLES} answers came: one or two round trips, the first ones cold, tell
+   * little about the spread).
    */
   get hedgeAfter(): number {
     const most = Math.max(MIN_REQUEST_TIMEOUT_MS, Math.floor(this.requestTimeout / 3));
-    if (this.#srtt === undefined) return most;
+    if (this.#srtt === undefined || this.#samples < HEDGE_SAMPLES) return most;
     return Math.min(most, Math.max(MIN_HEDGE_MS, Math.ceil(this.#srtt + 4 * this.#rttvar)));
   }
 
   /** Adds one answered request's round trip to the estimate behind {@link hedgeAfter}. */
   #observe(ms: number): void {
+    this.#samples += 1;
     if (this.#srtt === undefined) {
       this.#srtt = ms;
       this.#rttvar = ms / 2;
