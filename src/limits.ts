@@ -30,8 +30,7 @@ export const MIN_REQUEST_TIMEOUT_MS = 10;
  * a release) sends another copy: above the transport's own resend after an HTTP 5xx (50 ms
  * pause plus a round trip) and the stalls of a busy runtime (a garbage collection, a loaded
  * event loop), so that a healthy but briefly slow client rarely pays for copies, and short
- * enough that a hung answer costs little (measured in bench/hung-responses.ts: a floor of
- * 150 ms kept 0.56-0.65 of the fault-free rate with 10 % of answers hung, 100 ms 0.78). The wait itself follows the client's measured
+ * enough that a hung answer costs little (bench/hung-responses.ts). The wait itself follows the client's measured
  * round trips (`ScriptRunner#hedgeAfter`), at most a third of `requestTimeout`.
  */
 export const MIN_HEDGE_MS = 100;
