@@ -41,8 +41,11 @@ export interface EdgeLockOptions {
   watchdogTimeout?: number;
   /**
    * Local time limit of every Redis call, in integer ms ≥ 10. A call past it fails with an
-   * ambiguous {@link TransportError} (it may still be applied: an acquire is then cancelled in
-   * the background, and every script is replay-safe). Keep-alive renewals use at most a sixth
+   * ambiguous {@link TransportError} (it may still be applied: every script is replay-safe).
+   * Acquires and releases send another copy of their request (same request id) after a failed
+   * copy, or one unanswered for the client's measured round trip plus four deviations (at
+   * least 100 ms, at most a third of this); an acquire throws only when no copy was answered
+   * within its wait budget (at least this long), and is then cancelled in the background. Keep-alive renewals use at most a sixth
    * of their lease, so a hung one is retried before the lease runs out. @default 3000
    */
   requestTimeout?: number;
@@ -62,7 +65,8 @@ export interface EdgeLockOptions {
    * request id: it applies at most once) until Redis answers, in integer ms in
    * [0, `replayWindow` / 2]. The first send has the full `requestTimeout`; another copy follows
    * a failed one after a backoff pause (50 ms doubling to 1 s, jittered), or a copy unanswered
-   * for a third of `requestTimeout`, each ending by this bound. Only past it does the
+   * for the client's measured round trip plus four deviations (at least 100 ms, at most a third
+   * of `requestTimeout`), each ending by this bound. Only past it does the
    * call throw an ambiguous {@link TransportError}; the request is then resent in the background
    * until Redis answers or half the `replayWindow` has passed, and a `settle` event says which.
    * 0: one send, then background resends only.

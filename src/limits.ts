@@ -26,6 +26,17 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 3_000;
 /** Smallest `requestTimeout`. */
 export const MIN_REQUEST_TIMEOUT_MS = 10;
 /**
+ * Shortest wait for an answer before a call that resends its own request (an acquire attempt,
+ * a release) sends another copy: above the transport's own resend after an HTTP 5xx (50 ms
+ * pause plus a round trip) and the stalls of a busy runtime (a garbage collection, a loaded
+ * event loop), so that a healthy but briefly slow client rarely pays for copies, and short
+ * enough that a hung answer costs little (bench/hung-responses.ts). The wait itself follows the client's measured
+ * round trips (`ScriptRunner#hedgeAfter`), at most a third of `requestTimeout`.
+ */
+export const MIN_HEDGE_MS = 100;
+/** Answers a client must have seen before its measured round trips set {@link MIN_HEDGE_MS}'s wait. */
+export const HEDGE_SAMPLES = 3;
+/**
  * Smallest and default `replayWindow` floor: replay records (what each request id did) live at
  * least this long. The default window is the larger of this and 10 × `requestTimeout`: a request
  * is abandoned after `requestTimeout`, `@upstash/redis` resends after a network error at most 5

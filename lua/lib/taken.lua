@@ -13,7 +13,7 @@
 -- costs one ZRANGE, once. The count stays at "0" (a documented persistent key, deleted by
 -- edgelock's delete) rather than costing a DEL on every release that empties it.
 -- Provides TAKEN_WAITERS, taken_decode(raw), taken_write(taken, waiters), taken_get(),
--- taken_add(n), taken_sub(n), taken_waiting().
+-- taken_add(n), taken_waiting().
 
 -- 10^15: far above any count (permits are below 2^31 a call), below 2^53 (exact in Lua), and a
 -- flagged value still reads as the count in decimal ("1000000000000002": 2 taken, waiters).
@@ -47,12 +47,6 @@ local function taken_add(n)
   if n > 0 then
     redis.call('incrby', takenKey, n)
   end
-end
-
--- Gives `n` back, never below 0 (permits a Redisson client released are not counted).
-local function taken_sub(n)
-  local taken, waiters = taken_get()
-  taken_write(taken - n, waiters)
 end
 
 -- Whether anyone is still registered (lapsed or not): the mark a script writes back with the

@@ -12,6 +12,10 @@
  * first applied it (never before the call began), and a copy sent late can still be in flight
  * for a while (`@upstash/redis` resends after network errors); the second half of the window is
  * that margin. Past it a resend could apply a second time, so none is sent.
+ *
+ * Acquire attempts resend their request the same way ({@link runAttempt}), bounded by the wait
+ * budget instead of `definiteWithin`: a caller can repeat an acquire safely (an unanswered one is
+ * cancelled), but a lost answer should cost a copy, not the call.
  * @module
  */
 import { type EdgeLockError, TransportError } from "../errors.js";
@@ -28,8 +32,25 @@ const RESEND_BACKOFF: Readonly<BackoffPolicy> = Object.freeze({
   multiplier: 2,
 });
 
+/**
+ * How late a copy's timer may fire before the wait counts as a stall of this client rather than
+ * a late answer, in ms.
+ */
+const STALL_MS = 20;
+
 /** What the sends of one request came to. */
 type Sent<T> = { value: T } | { error: unknown };
+
+/** Sends `call` with a time limit of its own (`undefined`: the call's), counted in `counter`. */
+function sender<T>(
+  ctx: LockContext,
+  call: ScriptCall,
+  decode: (reply: unknown) => T | undefined,
+  counter: RequestCounter,
+): (timeout: number | undefined) => Promise<T> {
+  return (timeout) =>
+    ctx.runner.run({ ...call, timeout: timeout ?? call.timeout }, decode, counter);
+}
 
 /** True for a failure after which the request may or may not have been applied. */
 function isAmbiguous(error: unknown): error is TransportError {
@@ -54,8 +75,7 @@ export async function runDefinite<T>(
   counter: RequestCounter,
 ): Promise<T> {
   const started = Date.now();
-  const send = (timeout: number | undefined) =>
-    ctx.runner.run({ ...call, timeout: timeout ?? call.timeout }, decode, counter);
+  const send = sender(ctx, call, decode, counter);
   const first = await sendUntil(ctx, send, started + ctx.definiteWithin, 0, 0);
   if ("value" in first.sent) return first.sent.value;
   const error = first.sent.error;
@@ -70,10 +90,18 @@ export async function runDefinite<T>(
 }
 
 /**
- * Runs one acquire attempt's request (`call`, raced against its `signal`). When its answer never
- * arrives (the signal aborted it, or the request failed ambiguously) the attempt may still have
- * applied, so `undo` runs (a cancel in the background), if given, before the error propagates.
- * (A waiter the attempt may have registered is the wait loop's to unregister.)
+ * Runs one acquire attempt's request (`call`, raced against its `signal`), sending copies of it
+ * (the same request id: the acquire scripts are replay-safe) as {@link sendUntil} does until
+ * Redis answers or `until` (the end of the call's wait budget) has passed, and in any case for
+ * one `requestTimeout` from the first send (what a single request was given before), never past
+ * half the replay window (a copy applied later could apply twice). So a lost or hung answer
+ * costs a copy, not the call. When no answer arrives at all (the signal aborted it, or every
+ * copy failed ambiguously) the attempt may still have applied, so `undo` runs (a cancel in the
+ * background), if given, before the error propagates. When copies went out and the answer that
+ * came is not a grant (`isGrant` given and false), a copy still on its way could apply later
+ * and take what the caller no longer waits for: `undo` runs too, and its tombstone turns such
+ * a copy into a no-op. (A waiter the attempt may have registered is the wait loop's to
+ * unregister.)
  * @returns the decoded answer.
  * @throws what the request threw.
  */
@@ -83,13 +111,33 @@ export async function runAttempt<T>(
   decode: (reply: unknown) => T | undefined,
   counter: RequestCounter,
   undo?: () => void,
+  until?: number,
+  isGrant?: (value: T) => boolean,
 ): Promise<T> {
-  try {
-    return await ctx.runner.run(call, decode, counter);
-  } catch (error) {
-    if ((call.signal?.aborted && error === call.signal.reason) || isAmbiguous(error)) undo?.();
+  const started = Date.now();
+  const deadline = Math.min(
+    started + Math.floor(ctx.replayWindow / 2),
+    Math.max(until ?? 0, started + ctx.runner.requestTimeout),
+  );
+  const { sent, sends } = await sendUntil(ctx, sender(ctx, call, decode, counter), deadline, 0, 0);
+  if ("value" in sent) {
+    if (sends > 1 && isGrant && !isGrant(sent.value)) undo?.();
+    return sent.value;
+  }
+  const error = sent.error;
+  if (call.signal?.aborted && error === call.signal.reason) {
+    undo?.();
     throw error;
   }
+  if (!isAmbiguous(error)) throw error;
+  undo?.();
+  if (sends < 2) throw error;
+  throw new TransportError(
+    call.name,
+    `${error.message} (sent ${sends} times in ${Date.now() - started} ms; cancelled in the background)`,
+    true,
+    { cause: error.cause },
+  );
 }
 
 /**
@@ -109,9 +157,10 @@ export async function resendUntilAnswered<T>(ctx: LockContext, task: () => Promi
 /**
  * Sends copies of a request (`send`, given each copy's time limit) until one is answered, one fails definitely, or `deadline` leaves no
  * room for another: the first after `delay` ms, then a next one when a copy failed (after a
- * backoff pause) or when the latest copy has had no answer for a third of `requestTimeout`
- * (far above a healthy round trip: a hung request is not waited out before the next copy
- * goes, while a merely slow one is not doubled). Copies in flight together are harmless: the
+ * backoff pause) or when the latest copy has had no answer for the runner's `hedgeAfter` (the
+ * client's measured round trip plus four times its deviation, within [100 ms, a third of
+ * `requestTimeout`]: a hung request is not waited out before the next copy goes, while a
+ * merely slow one is rarely doubled). Copies in flight together are harmless: the
  * request id makes every one answer what the first applied did. The very first send of a call
  * keeps its full time limit (`undefined`: the call's own); every later one ends by `deadline`. `sends`: copies sent
  * before this run (they number the backoff).
@@ -124,7 +173,7 @@ function sendUntil<T>(
   delay: number,
 ): Promise<{ sent: Sent<T>; sends: number }> {
   const requestTimeout = ctx.runner.requestTimeout;
-  const hedgeAfter = Math.max(MIN_REQUEST_TIMEOUT_MS, Math.floor(requestTimeout / 3));
+  const hedgeAfter = ctx.runner.hedgeAfter;
   return new Promise((resolve) => {
     let n = sends;
     let inFlight = 0;
@@ -147,13 +196,26 @@ function sendUntil<T>(
         finish({ error: last });
       }
     };
+    /** Schedules another copy once the latest has had no answer for `ms` of this client's time. */
+    const hedge = (ms: number) => {
+      clearTimeout(timer);
+      timer = undefined;
+      if (deadline - Date.now() - ms < MIN_REQUEST_TIMEOUT_MS) return;
+      const due = Date.now() + ms;
+      timer = setTimeout(() => {
+        // Fired late: this client did not run for a while (a busy event loop, a descheduled
+        // process), so its answer may be waiting unread. Not a late answer: wait once more.
+        if (Date.now() - due > STALL_MS) hedge(ms);
+        else send();
+      }, ms);
+    };
     const send = () => {
       timer = undefined;
       const copy = n;
       const timeout = copy === 0 ? undefined : Math.min(deadline - Date.now(), requestTimeout);
       n += 1;
       inFlight += 1;
-      next(hedgeAfter);
+      hedge(hedgeAfter);
       sendCopy(timeout).then(
         (value) => finish({ value }),
         (error: unknown) => {

@@ -78,6 +78,17 @@ export interface HoldSettings {
   leaseTime: number;
   watchdog: boolean;
   keepAlive: KeepAlive;
+  /**
+   * Until when (epoch ms) an attempt keeps resending its request while no answer comes: the end
+   * of the call's wait budget (`Infinity`: no deadline). Absent: one `requestTimeout`
+   * (locks/definite.ts, runAttempt).
+   */
+  attemptUntil?: number;
+}
+
+/** Until when the attempts of a call waiting `waitTime` ms from now resend (HoldSettings). */
+export function attemptUntil(waitTime: number | undefined): number {
+  return waitTime === undefined ? Number.POSITIVE_INFINITY : Date.now() + waitTime;
 }
 
 /** A hold an attempt was granted: the request id (the lease id), when it was sent, the epoch. */
@@ -191,7 +202,8 @@ export function acquire(
 ): Promise<AcquireResult> {
   if (waitTime === 0) return acquireOnce(ctx, protocol, settings);
   const leave = protocol.leaveCall?.bind(protocol);
-  return leaseOnGrant(ctx, protocol, settings, (counter) =>
+  const s: HoldSettings = { ...settings, attemptUntil: attemptUntil(waitTime) };
+  return leaseOnGrant(ctx, protocol, s, (counter) =>
     waitFor(ctx, {
       name: protocol.name,
       wakeKey: protocol.wakeKey,
@@ -199,7 +211,7 @@ export function acquire(
       signal: settings.signal,
       counter,
       attempt: async (waiter, subscribed, _waitId, registered): Promise<AttemptOutcome<Grant>> => {
-        const reply = await protocol.attempt(settings, counter, waiter, subscribed, registered);
+        const reply = await protocol.attempt(s, counter, waiter, subscribed, registered);
         if (reply.status === "acquired") return { acquired: reply.grant };
         return reply.status === "busy" && reply.foreign
           ? { pttl: reply.pttl, foreign: true }

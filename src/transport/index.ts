@@ -9,6 +9,7 @@
 
 import { raceAbort, sleep } from "../abort.js";
 import { TransportError } from "../errors.js";
+import { HEDGE_SAMPLES, MIN_HEDGE_MS, MIN_REQUEST_TIMEOUT_MS } from "../limits.js";
 import type { LuaScript } from "../lua/script.js";
 import { sentSource, splitBilled } from "./billed.js";
 import type { RedisLike } from "./redis.js";
@@ -70,11 +71,44 @@ export class ScriptRunner {
   #cacheMissSeen = false;
   /** Where subscriptions are read directly (./sse.ts); `null`: through `subscribe()`. */
   #stream: StreamEndpoint | null | undefined;
+  /** Answered requests behind the estimate below. */
+  #samples = 0;
+  /** Smoothed round trip of answered requests, in ms (`undefined` until the first answer). */
+  #srtt: number | undefined;
+  /** Smoothed mean deviation of those round trips, in ms. */
+  #rttvar = 0;
 
   constructor(redis: RedisLike, requestTimeout: number) {
     this.#redis = redis;
     this.#detached = detachRetries(redis);
     this.requestTimeout = requestTimeout;
+  }
+
+  /**
+   * How long a call that resends its own request (same request id: locks/definite.ts) waits for
+   * an answer before it sends another copy, in ms. TCP's retransmission timeout (RFC 6298:
+   * smoothed round trip + 4 × its deviation) over this runner's answered requests, so a copy
+   * follows only an answer that is late by the measure of this client's own round trips, at
+   * least {@link MIN_HEDGE_MS} and at most a third of `requestTimeout` (which it is until
+   * {@link HEDGE_SAMPLES} answers came: one or two round trips, the first ones cold, tell
+   * little about the spread).
+   */
+  get hedgeAfter(): number {
+    const most = Math.max(MIN_REQUEST_TIMEOUT_MS, Math.floor(this.requestTimeout / 3));
+    if (this.#srtt === undefined || this.#samples < HEDGE_SAMPLES) return most;
+    return Math.min(most, Math.max(MIN_HEDGE_MS, Math.ceil(this.#srtt + 4 * this.#rttvar)));
+  }
+
+  /** Adds one answered request's round trip to the estimate behind {@link hedgeAfter}. */
+  #observe(ms: number): void {
+    this.#samples += 1;
+    if (this.#srtt === undefined) {
+      this.#srtt = ms;
+      this.#rttvar = ms / 2;
+      return;
+    }
+    this.#rttvar = 0.75 * this.#rttvar + 0.25 * Math.abs(this.#srtt - ms);
+    this.#srtt = 0.875 * this.#srtt + 0.125 * ms;
   }
 
   /**
@@ -184,8 +218,11 @@ export class ScriptRunner {
     let sent = false;
     for (let attempt = 0; ; attempt++) {
       counter.requests += 1;
+      const sentAt = Date.now();
       try {
-        return await raceAbort(send(), signal);
+        const reply = await raceAbort(send(), signal);
+        this.#observe(Date.now() - sentAt);
+        return reply;
       } catch (error) {
         if (signal.aborted || !retry || !isNetworkError(error)) throw error;
         sent ||= !wasNotSent(error);

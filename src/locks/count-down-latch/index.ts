@@ -25,7 +25,7 @@ import type { AttemptOutcome } from "../../wait/backoff.js";
 import { waitFor } from "../../wait/loop.js";
 import { keys, type LockContext } from "../context.js";
 import { runAttempt, runDefinite } from "../definite.js";
-import { leaveCall, reportCall, waiterExits } from "../protocol.js";
+import { attemptUntil, leaveCall, reportCall, waiterExits } from "../protocol.js";
 
 /** Options of {@link CountDownLatch.await}. Times in integer ms. */
 export interface CountDownLatchAwaitOptions {
@@ -248,6 +248,7 @@ export class CountDownLatch implements Inspectable<CountDownLatchInspection> {
     counter: RequestCounter,
   ): Promise<boolean> {
     const ctx = this.#ctx;
+    const until = attemptUntil(waitTime);
     const polled = await waitFor(ctx, {
       name: this.name,
       wakeKey: keys.wake(this.name),
@@ -271,6 +272,9 @@ export class CountDownLatch implements Inspectable<CountDownLatchInspection> {
           },
           decodeAttempt,
           counter,
+          // A read that registers the waiter: a copy applied late changes nothing to undo.
+          undefined,
+          until,
         );
         return count > 0 ? { pttl, foreign: true } : { acquired: true };
       },

@@ -86,6 +86,8 @@ export class FairLockHolds extends HashHolds<FairLockInspection> {
       decodeAttempt,
       counter,
       () => this.cancelWait(s.owner, id, waiter),
+      // A busy answer is recorded ("Q", "B"): a later copy replays it, and nothing to undo.
+      s.attemptUntil,
     );
     if (status === 1) return { status: "acquired", grant: { id, sentAt, epoch }, id, position: -1 };
     // For a busy reply the third value is the owner's place in the queue, the fourth whether a

@@ -16,6 +16,7 @@ import { keys, type LockContext } from "../context.js";
 import { HashLock } from "../lock/base.js";
 import {
   type AcquireResult,
+  attemptUntil,
   emitAcquire,
   type Grant,
   grantFromHandOff,
@@ -70,6 +71,7 @@ export class FairLock extends HashLock<FairLockInspection> {
     s.signal?.throwIfAborted();
     const started = Date.now();
     const queued = waitTime !== 0;
+    const settings: HoldSettings = { ...s, attemptUntil: attemptUntil(waitTime) };
     const counter: RequestCounter = { requests: 0 };
     let attempts = 0;
     let acquired = false;
@@ -86,7 +88,7 @@ export class FairLock extends HashLock<FairLockInspection> {
         // The wait's id marks its place in the queue and the hand-off made to it, polling or not.
         attempt: async (_waiter, _subscribed, waitId): Promise<AttemptOutcome<Grant>> => {
           const reply = await this.holds.attempt(
-            s,
+            settings,
             counter,
             waitId,
             false,

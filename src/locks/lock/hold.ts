@@ -89,6 +89,8 @@ export abstract class LockScriptHolds<I extends Inspection> extends HashHolds<I>
       (r) => asIntegers(r, this.replyLength),
       counter,
       () => this.cancel(s.owner, id),
+      s.attemptUntil,
+      ([status]) => status === 1,
     );
     if (status === 1) return { status: "acquired", grant: { id, sentAt, epoch, fencingToken } };
     if (status === 2) return { status: "completed", pttl: value };

@@ -32,6 +32,7 @@ import { waitFor } from "../../wait/loop.js";
 import { keys, type LockContext } from "../context.js";
 import { runAttempt, runDefinite } from "../definite.js";
 import {
+  attemptUntil,
   emitAcquire,
   holdSettings,
   inBackground,
@@ -302,6 +303,7 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
     const s = holdSettings(this.#ctx, o);
     s.signal?.throwIfAborted();
     const started = Date.now();
+    const until = attemptUntil(waitTime);
     const counter: RequestCounter = { requests: 0 };
     let attempts = 0;
     let acquired = false;
@@ -311,7 +313,7 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
         waitTime,
         signal: s.signal,
         attempt: async (waiter) => {
-          const grant = await this.#attempt(count, s.leaseTime, s.signal, waiter, counter);
+          const grant = await this.#attempt(count, s.leaseTime, s.signal, waiter, counter, until);
           return "pttl" in grant ? grant : { acquired: grant };
         },
       });
@@ -332,13 +334,17 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
     }
   }
 
-  /** One attempt with a fresh request id and permit ids; an unanswered one is cancelled. */
+  /**
+   * One attempt with a fresh request id and permit ids, resent until Redis answers or `until`
+   * (runAttempt); an unanswered one is cancelled.
+   */
   async #attempt(
     count: number,
     leaseTime: number,
     signal: AbortSignal | undefined,
     waiter: string,
     counter: RequestCounter,
+    until: number,
   ): Promise<
     { id: string; permitIds: string[]; sentAt: number } | { pttl: number; foreign: boolean }
   > {
@@ -357,6 +363,8 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
       (r) => asIntegers(r, 2) ?? asIntegers(r, 3),
       counter,
       () => this.#cancel(id, permitIds),
+      until,
+      ([status]) => status === 1,
     );
     if (status === 1) return { id, permitIds, sentAt };
     // -1: this request id was cancelled, or its permits are gone; attempt again with new ids.

@@ -122,6 +122,8 @@ export class ReadWriteHolds extends HashHolds<ReadWriteLockInspection> {
       decode3,
       counter,
       () => this.cancel(s.owner, id),
+      s.attemptUntil,
+      ([status]) => status === 1,
     );
     if (status === 1) return { status: "acquired", grant: { id, sentAt, epoch } };
     if (status === 3) throw new LockUpgradeError(this.name);

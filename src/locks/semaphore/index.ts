@@ -28,7 +28,14 @@ import { checkOptions, checkSignal, tryWithin, untilAcquired } from "../../valid
 import { waitFor } from "../../wait/loop.js";
 import { keys, type LockContext } from "../context.js";
 import { runAttempt, runDefinite } from "../definite.js";
-import { emitAcquire, inBackground, leaveCall, reportCall, waiterExits } from "../protocol.js";
+import {
+  attemptUntil,
+  emitAcquire,
+  inBackground,
+  leaveCall,
+  reportCall,
+  waiterExits,
+} from "../protocol.js";
 
 /** Options of {@link Semaphore.tryAcquire}. */
 export interface SemaphoreAcquireOptions {
@@ -184,8 +191,10 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
    * recorded permits set: its releases are unbounded, as Redisson's are.
    *
    * Not idempotent across calls (Redisson parity): each call is a new request, so a caller that
-   * repeats a call that threw may give the permits back twice. Prefer the handle from
-   * `tryAcquire`/`acquire`, whose `release()` can be repeated safely.
+   * repeats a call that threw may give the permits back twice. The semaphore still cannot grow
+   * (available permits plus those edgelock callers hold never exceed the permits set), but the
+   * second copy returns another holder's permits early, whose own release is then refused.
+   * Prefer the handle from `tryAcquire`/`acquire`, whose `release()` can be repeated safely.
    * @param permits integer in [1, 2^31). @default 1
    * @returns the available permits after the release.
    * @throws TypeError / RangeError for bad arguments, before any request.
@@ -326,6 +335,7 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
     const signal = checkSignal(o.signal);
     signal?.throwIfAborted();
     const started = Date.now();
+    const until = attemptUntil(waitTime);
     const counter: RequestCounter = { requests: 0 };
     let attempts = 0;
     let acquired = false;
@@ -335,7 +345,7 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
         waitTime,
         signal,
         attempt: async (waiter) => {
-          const outcome = await this.#attempt(permits, signal, waiter, counter);
+          const outcome = await this.#attempt(permits, signal, waiter, counter, until);
           return "taken" in outcome
             ? { acquired: outcome.taken }
             : { pttl: -1, foreign: outcome.foreign };
@@ -353,7 +363,8 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
   }
 
   /**
-   * One attempt with a fresh request id; an unanswered one is cancelled in the background.
+   * One attempt with a fresh request id, resent until Redis answers or `until` (runAttempt); an
+   * unanswered one is cancelled in the background.
    * @returns the request id when the permits were taken (the handle's release sends it again),
    * else whether permits are missing that no edgelock caller took (acquire.lua).
    */
@@ -362,6 +373,7 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
     signal: AbortSignal | undefined,
     waiter: string,
     counter: RequestCounter,
+    until: number,
   ): Promise<{ taken: string } | { foreign: boolean }> {
     const id = randomHex();
     const [status, , foreign = 0] = await runAttempt(
@@ -382,6 +394,8 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
       (r) => asIntegers(r, 2) ?? asIntegers(r, 3),
       counter,
       () => this.#cancel(id),
+      until,
+      ([status]) => status === 1,
     );
     // -1: this request id was cancelled already; the next attempt uses a new one.
     return status === 1 ? { taken: id } : { foreign: foreign === 1 };
@@ -399,6 +413,7 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
             keys.waiting(this.name),
             keys.wake(this.name),
             takenKey(this.name),
+            limitKey(this.name),
           ],
           args: [this.#ctx.replayWindow, id],
         },

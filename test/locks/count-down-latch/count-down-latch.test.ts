@@ -344,16 +344,28 @@ describe("count-down latch (Redisson RCountDownLatch)", () => {
     expect(c.total()).toBe(0);
   });
 
-  it("a first check applied but unanswered rejects with the TransportError and unregisters", async () => {
-    const name = `${prefix}unanswered`;
+  it("a check whose answer is lost is sent again: the wait goes on and opens", async () => {
+    const name = `${prefix}resent`;
     const latch = await latchOfOne(name, bridge.redis());
     const rec = recordingEdgeLock({}, bridge.redis({ retry: { retries: 0 } }));
     bridge.bridge.setFaults({
       rules: [{ action: "lose", mode: "close", match: "evalsha", times: 1 }],
     });
+    const opened = rec.edgelock.getCountDownLatch(name).await({ waitTime: 10_000 });
+    await expect.poll(() => raw.zCard(waitingKey(name))).toBe(1);
+    expect(await latch.countDown()).toBe(0);
+    expect(await opened).toBe(true);
+    expect(bridge.bridge.stats().faultsInjected).toBe(1);
+  });
+
+  it("a check applied but unanswered for its whole budget rejects with the TransportError and unregisters", async () => {
+    const name = `${prefix}unanswered`;
+    const latch = await latchOfOne(name, bridge.redis());
+    const rec = recordingEdgeLock({ requestTimeout: 300 }, bridge.redis({ retry: { retries: 0 } }));
+    bridge.bridge.setFaults({ rules: [{ action: "lose", mode: "close", match: "evalsha" }] });
     const error = await rec.edgelock
       .getCountDownLatch(name)
-      .await({ waitTime: 5_000 })
+      .await({ waitTime: 500 })
       .catch((e: unknown) => e);
     bridge.bridge.clearFaults();
     expect(error).toBeInstanceOf(TransportError);

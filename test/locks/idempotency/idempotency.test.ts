@@ -237,16 +237,29 @@ describe("idempotency key", () => {
       await raw.del(done(name));
     });
 
+    it("a claim whose answer is lost once sends its request again: acquired, once", async () => {
+      const rec = await warmed();
+      const name = `${prefix}resent`;
+      bridge.bridge.setFaults({
+        rules: [{ action: "lose", mode: "503", match: "evalsha", times: 2 }],
+      });
+      const claimed = await rec.edgelock.getIdempotencyKey(name).claim({ leaseTime: 10_000 });
+      expect(claimed.status).toBe("acquired");
+      expect(rec.background).toEqual([]);
+      if (claimed.status === "acquired") expect(await claimed.lease.release()).toBe("released");
+    });
+
     it("a claim whose answer is lost for good is cancelled in the background", async () => {
-      const rec = recordingEdgeLock({}, bridge.redis({ retry: { retries: 0 } }));
+      const rec = recordingEdgeLock(
+        { requestTimeout: 300 },
+        bridge.redis({ retry: { retries: 0 } }),
+      );
       const w = await rec.edgelock
         .getIdempotencyKey(`${prefix}warm-noretry`)
         .claim({ leaseTime: 1_000 });
       if (w.status === "acquired") await w.lease.release();
       const name = `${prefix}cancel`;
-      bridge.bridge.setFaults({
-        rules: [{ action: "lose", mode: "close", match: "evalsha", times: 1 }],
-      });
+      bridge.bridge.setFaults({ rules: [{ action: "lose", mode: "close", match: "evalsha" }] });
       const failed = await rec.edgelock
         .getIdempotencyKey(name)
         .claim({ leaseTime: 10_000 })

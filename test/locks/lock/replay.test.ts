@@ -158,33 +158,50 @@ describe("replayed requests have the effect of once", () => {
     expect(settled).toMatchObject({ operation: "release", outcome: "answered" });
   });
 
-  it("a failed acquire with an ambiguous outcome is cancelled: no hold is left", async () => {
-    // Apply, then answer 503, twice (the transport resends once): the caller sees a
-    // TransportError although the hold exists; the lock cancels it in the background.
+  it("an acquire applied but answered 503 twice resends its request: it holds, exactly once", async () => {
+    // The transport resends once after a 503; the attempt then sends its request again itself.
     const rec = recordingEdgeLock({}, bridge.redis());
     await warm(rec);
-    const name = `${prefix}ambiguous`;
+    const lock = rec.edgelock.getLock(`${prefix}resend-twice`);
     bridge.bridge.setFaults({
       rules: [{ action: "lose", mode: "503", match: "evalsha", times: 2 }],
     });
+    const lease = await lock.tryLock({ leaseTime: 10_000 });
+    if (!lease) throw new Error("not acquired");
+    expect(rec.events.filter((e) => e.type === "acquire").at(-1)?.requests).toBe(3);
+    expect(await lock.getHoldCount(lease.owner)).toBe(1);
+    expect(await lease.release()).toBe("released");
+  });
+
+  it("an acquire whose every copy is applied and unanswered is cancelled: no hold is left", async () => {
+    // Every answer lost (503 after applying) for the attempt's whole budget, one requestTimeout:
+    // the caller sees an ambiguous TransportError although the hold exists; the lock cancels it
+    // in the background once Redis answers again.
+    const rec = recordingEdgeLock({ requestTimeout: 300 }, bridge.redis());
+    await warm(rec);
+    const name = `${prefix}ambiguous`;
+    bridge.bridge.setFaults({ rules: [{ action: "lose", mode: "503", match: "evalsha" }] });
     const error = await rec.edgelock
       .getLock(name)
       .tryLock({ leaseTime: 10_000 })
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TransportError);
     expect((error as TransportError).ambiguous).toBe(true);
+    expect(rec.events.filter((e) => e.type === "acquire").at(-1)?.requests).toBeGreaterThan(2);
+    bridge.bridge.clearFaults();
     await Promise.all(rec.background);
     expect(await raw.exists(name)).toBe(0);
   });
 
   it("an acquire that failed before applying leaves a tombstone, so a late arrival is a no-op", async () => {
-    const rec = recordingEdgeLock({}, bridge.redis());
+    const rec = recordingEdgeLock({ requestTimeout: 300 }, bridge.redis());
     await warm(rec);
     const name = `${prefix}tombstone`;
-    bridge.bridge.setFaults({ rules: [{ action: "fail", match: "evalsha", times: 2 }] });
+    bridge.bridge.setFaults({ rules: [{ action: "fail", match: "evalsha" }] });
     await expect(rec.edgelock.getLock(name).tryLock({ leaseTime: 10_000 })).rejects.toBeInstanceOf(
       TransportError,
     );
+    bridge.bridge.clearFaults();
     await Promise.all(rec.background);
     expect(Object.values(await replayRecords(raw, name))).toEqual(["C"]);
     expect(await raw.exists(name)).toBe(0);

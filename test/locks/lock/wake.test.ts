@@ -380,8 +380,9 @@ describe("reentrant lock wake-ups", () => {
     });
 
     it("a busy attempt applied but never answered leaves no registration behind when the call fails", async () => {
-      // The waiter's first attempt registers it in Redis, then its answer is lost: the call ends
-      // with an ambiguous TransportError, and no release may later wake or hand the lock to it.
+      // The waiter's first attempt registers it in Redis, then every answer is lost for the
+      // call's whole wait: the call ends with an ambiguous TransportError, and no release may
+      // later wake or hand the lock to it.
       bridge = await startPrivateBridge();
       const name = `${prefix}lost-answer`;
       const holder = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
@@ -390,10 +391,12 @@ describe("reentrant lock wake-ups", () => {
         bridge.redis({ retry: { retries: 0 } }),
       );
       bridge.bridge.setFaults({
-        rules: [{ action: "lose", mode: "hang", match: "evalsha", times: 1, hangMs: 2_000 }],
+        rules: [{ action: "lose", mode: "hang", match: "evalsha", hangMs: 2_000 }],
       });
-      const call = waiter.edgelock.getLock(name).tryLock({ waitTime: 10_000, leaseTime: 5_000 });
+      const call = waiter.edgelock.getLock(name).tryLock({ waitTime: 600, leaseTime: 5_000 });
       await expect(call).rejects.toMatchObject({ name: "TransportError", ambiguous: true });
+      expect(await raw.zCard(waitingKey(name))).toBe(1);
+      bridge.bridge.clearFaults();
       await Promise.all(waiter.background);
       expect(await raw.zCard(waitingKey(name))).toBe(0);
       expect(await holder.release()).toBe("released");

@@ -1,0 +1,284 @@
+/**
+ * Acquires end definite: an attempt whose answer is lost or hangs sends its own request again
+ * (same request id, replay-safe) until Redis answers or its wait budget ends, so at 20 % lost
+ * answers no acquire of any kind throws an ambiguous TransportError, and each takes what it
+ * takes once. A healthy acquire still sends exactly one request. A copy still on its way after
+ * a busy answer is cancelled, so it cannot take the lock later for a caller that moved on.
+ *
+ * Cycle counts: `DEFINITE_CYCLES` per kind and drop mode (default 15 in `npm test`).
+ */
+import type { Redis } from "@upstash/redis";
+import { afterEach, describe, expect, it } from "vitest";
+import type { FaultRule } from "../../../src/bridge/index.js";
+import { type EdgeLock, type RedisLike, TransportError } from "../../../src/index.js";
+import { keyPrefix, usePrivateBridge, useRawRedis } from "../../support/env.js";
+import { recordingEdgeLock } from "../../support/locks.js";
+
+const prefix = keyPrefix();
+const bridge = usePrivateBridge();
+const raw = useRawRedis();
+afterEach(() => {
+  bridge.bridge.clearFaults();
+});
+
+const CYCLES = Number(process.env.DEFINITE_CYCLES ?? 15);
+const MODES = ["close", "503", "hang"] as const;
+type Mode = (typeof MODES)[number];
+const REQUEST_TIMEOUT = 300;
+/** Each acquire's wait budget: the time its attempts may resend in. */
+const WAIT = 3_000;
+
+/** 20 % of requests applied by Redis, then their answer lost in `mode`. */
+function lose(mode: Mode, seed: number): { rules: FaultRule[]; seed: number } {
+  return { seed, rules: [{ action: "lose", mode, rate: 0.2, hangMs: 2 * REQUEST_TIMEOUT }] };
+}
+
+/**
+ * One acquire of each kind on a fresh name, all waiting up to {@link WAIT}; each returns what
+ * it took, and how to give it back and check that it was taken once.
+ */
+const KINDS: Record<
+  string,
+  (e: EdgeLock, name: string) => Promise<{ once(): Promise<boolean>; free(): Promise<unknown> }>
+> = {
+  reentrant: async (e, n) => {
+    const lease = await e.getLock(n).tryLock({ waitTime: WAIT, leaseTime: 10_000 });
+    if (!lease) throw new Error("not acquired");
+    return {
+      once: async () => (await e.getLock(n).getHoldCount(lease.owner)) === 1,
+      free: () => lease.release(),
+    };
+  },
+  fair: async (e, n) => {
+    const lease = await e.getFairLock(n).tryLock({ waitTime: WAIT, leaseTime: 10_000 });
+    if (!lease) throw new Error("not acquired");
+    return {
+      once: async () => (await e.getFairLock(n).getHoldCount(lease.owner)) === 1,
+      free: () => lease.release(),
+    };
+  },
+  fenced: async (e, n) => {
+    const lease = await e.getFencedLock(n).tryLock({ waitTime: WAIT, leaseTime: 10_000 });
+    if (!lease) throw new Error("not acquired");
+    return {
+      once: async () => (await e.getFencedLock(n).getHoldCount(lease.owner)) === 1,
+      free: () => lease.release(),
+    };
+  },
+  write: async (e, n) => {
+    const lock = e.getReadWriteLock(n).writeLock();
+    const lease = await lock.tryLock({ waitTime: WAIT, leaseTime: 10_000 });
+    if (!lease) throw new Error("not acquired");
+    return {
+      once: async () => (await lock.getHoldCount(lease.owner)) === 1,
+      free: () => lease.release(),
+    };
+  },
+  semaphore: async (e, n) => {
+    const s = e.getSemaphore(n);
+    const handle = await s.tryAcquire({ waitTime: WAIT });
+    if (!handle) throw new Error("no permit");
+    return { once: async () => (await s.availablePermits()) === 1, free: () => handle.release() };
+  },
+  permit: async (e, n) => {
+    const s = e.getPermitExpirableSemaphore(n);
+    const lease = await s.tryAcquire({ waitTime: WAIT, leaseTime: 10_000 });
+    if (!lease) throw new Error("no permit");
+    return { once: async () => (await s.availablePermits()) === 1, free: () => lease.release() };
+  },
+};
+
+/** What a kind needs set before it can be acquired (fault-free). */
+async function prepare(e: EdgeLock, kind: string, name: string): Promise<void> {
+  if (kind === "semaphore") await e.getSemaphore(name).trySetPermits(2);
+  if (kind === "permit") await e.getPermitExpirableSemaphore(name).trySetPermits(2);
+}
+
+describe.each(MODES)("20 %% of answers lost in mode %s", (mode) => {
+  for (const [kind, take] of Object.entries(KINDS)) {
+    it(`${kind}: no acquire ends ambiguous; each takes once`, async () => {
+      const clean = recordingEdgeLock({}, bridge.redis()).edgelock;
+      const { edgelock, background } = recordingEdgeLock(
+        { requestTimeout: REQUEST_TIMEOUT },
+        bridge.redis(),
+      );
+      const before = bridge.bridge.stats().faultsInjected;
+      const ambiguous: string[] = [];
+      for (let i = 0; i < CYCLES; i++) {
+        const name = `${prefix}${mode}:${kind}:${i}`;
+        await prepare(clean, kind, name);
+        bridge.bridge.setFaults(lose(mode, i + 1));
+        let taken: Awaited<ReturnType<typeof take>> | undefined;
+        try {
+          taken = await take(edgelock, name);
+        } catch (error) {
+          if (!(error instanceof TransportError)) throw error;
+          ambiguous.push(`cycle ${i}: ${error.message}`);
+        } finally {
+          bridge.bridge.clearFaults();
+        }
+        if (taken) {
+          expect(await taken.once()).toBe(true);
+          await taken.free();
+        }
+      }
+      await Promise.all(background);
+      expect(ambiguous).toEqual([]);
+      expect(bridge.bridge.stats().faultsInjected - before).toBeGreaterThan(0);
+    });
+  }
+
+  it("latch: no await ends ambiguous", async () => {
+    const clean = recordingEdgeLock({}, bridge.redis()).edgelock;
+    const { edgelock } = recordingEdgeLock({ requestTimeout: REQUEST_TIMEOUT }, bridge.redis());
+    const failures: string[] = [];
+    for (let i = 0; i < CYCLES; i++) {
+      const latch = clean.getCountDownLatch(`${prefix}${mode}:latch:${i}`);
+      if (i % 2 === 1) await latch.trySetCount(1); // the others are open (no key)
+      bridge.bridge.setFaults(lose(mode, i + 1));
+      try {
+        const opened = await edgelock.getCountDownLatch(latch.name).await({ waitTime: 0 });
+        expect(opened).toBe(i % 2 === 0);
+      } catch (error) {
+        if (!(error instanceof TransportError)) throw error;
+        failures.push(`cycle ${i}: ${error.message}`);
+      } finally {
+        bridge.bridge.clearFaults();
+      }
+      await latch.delete();
+    }
+    expect(failures).toEqual([]);
+  });
+});
+
+/**
+ * A client on the fault bridge whose next EVALSHA, once armed with `delayNext(ms)`, leaves
+ * `ms` late (a request held up on its way to Redis); `delayNext` resolves when Redis has
+ * answered that request.
+ */
+function delaying(): { redis: RedisLike; delayNext(ms: number): Promise<unknown> } {
+  const real = bridge.redis();
+  let armed: { ms: number; answered: (reply: unknown) => void } | undefined;
+  return {
+    redis: {
+      eval: (script, keys, args) => real.eval(script, keys, args),
+      evalsha: (sha, keys, args) => {
+        const delay = armed;
+        armed = undefined;
+        if (!delay) return real.evalsha(sha, keys, args);
+        return new Promise((resolve, reject) => {
+          setTimeout(() => {
+            const sent = real.evalsha(sha, keys, args);
+            sent.then(delay.answered, delay.answered);
+            sent.then(resolve, reject);
+          }, delay.ms);
+        });
+      },
+    },
+    delayNext: (ms) =>
+      new Promise((answered) => {
+        armed = { ms, answered };
+      }),
+  };
+}
+
+describe("a healthy acquire sends one request", () => {
+  it("every kind, warm client: one request at the bridge per acquire", async () => {
+    const rec = recordingEdgeLock({}, bridge.redis());
+    const e = rec.edgelock;
+    const kinds = Object.entries(KINDS);
+    // Warm: every script cached, and the client's round-trip estimate made.
+    for (const [kind, take] of kinds) {
+      const name = `${prefix}warm:${kind}`;
+      await prepare(e, kind, name);
+      await (await take(e, name)).free();
+    }
+    for (const [kind, take] of kinds) {
+      const name = `${prefix}healthy:${kind}`;
+      await prepare(e, kind, name);
+      const before = bridge.bridge.stats().byCommand.evalsha ?? 0;
+      const taken = await take(e, name);
+      expect((bridge.bridge.stats().byCommand.evalsha ?? 0) - before, kind).toBe(1);
+      expect(rec.events.filter((ev) => ev.type === "acquire").at(-1)?.requests, kind).toBe(1);
+      await taken.free();
+    }
+  });
+});
+
+describe("a copy still on its way after a busy answer", () => {
+  it("is cancelled: when it reaches Redis after the lock was freed, it takes nothing", async () => {
+    const name = `${prefix}late-copy`;
+    const holder = recordingEdgeLock({}, bridge.redis()).edgelock;
+    const held = await holder.getLock(name).tryLock({ leaseTime: 10_000 });
+    if (!held) throw new Error("not acquired");
+    const client = delaying();
+    const rec = recordingEdgeLock({ requestTimeout: REQUEST_TIMEOUT }, client.redis as Redis);
+    await (
+      await rec.edgelock.getLock(`${prefix}late-warm`).tryLock({ leaseTime: 1_000 })
+    )?.release();
+    // The attempt's first request reaches Redis 600 ms late; its copy (after hedgeAfter: 100 ms)
+    // answers busy at once.
+    const late = client.delayNext(600);
+    expect(await rec.edgelock.getLock(name).tryLock({ leaseTime: 10_000 })).toBeNull();
+    expect(rec.events.filter((e) => e.type === "acquire").at(-1)?.requests).toBe(2);
+    // The holder lets go before the late request arrives; the cancel's tombstone ("C") was
+    // written first, so the late request takes nothing.
+    expect(await held.release()).toBe("released");
+    await Promise.all(rec.background);
+    expect(Object.values(await lateRecords(name))).toContain("C");
+    expect(await late).toEqual([-1, 0, 0]);
+    expect(await raw.exists(name)).toBe(0);
+  });
+});
+
+/** The replay records of `name` (lua/lib/replay.lua), by key. */
+async function lateRecords(name: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const key of await raw.keys(`edgelock_replay:{${name}}:*`)) {
+    out[String(key)] = String(await raw.get(key));
+  }
+  return out;
+}
+
+describe("when a copy goes", () => {
+  it("not while this client was stalled: an answer that waited for the event loop is read first", async () => {
+    const rec = recordingEdgeLock({}, bridge.redis());
+    const lock = rec.edgelock.getLock(`${prefix}stall`);
+    // Warm: the script cached, the round-trip estimate made from 4 answers (hedgeAfter: its
+    // floor, 100 ms).
+    for (let i = 0; i < 2; i++) await (await lock.tryLock({ leaseTime: 1_000 }))?.release();
+    const before = bridge.bridge.stats().byCommand.evalsha ?? 0;
+    const pending = lock.tryLock({ leaseTime: 1_000 });
+    // The event loop blocked for 300 ms, past hedgeAfter: the copy's timer fires late, which
+    // is a stall of this client, not a late answer.
+    const until = Date.now() + 300;
+    while (Date.now() < until) {
+      // busy: nothing else runs
+    }
+    const lease = await pending;
+    if (!lease) throw new Error("not acquired");
+    expect((bridge.bridge.stats().byCommand.evalsha ?? 0) - before).toBe(1);
+    expect(rec.events.filter((e) => e.type === "acquire").at(-1)?.requests).toBe(1);
+    await lease.release();
+  });
+
+  it("after a third of requestTimeout on a client that has seen too few answers to measure", async () => {
+    const client = delaying();
+    const rec = recordingEdgeLock({ requestTimeout: 3_000 }, client.redis as Redis);
+    // The first request of a fresh client leaves 1.5 s late: its copy goes after 1 s (a third of
+    // requestTimeout, until 3 answers came).
+    const late = client.delayNext(1_500);
+    const started = Date.now();
+    const lease = await rec.edgelock.getLock(`${prefix}fresh`).tryLock({ leaseTime: 5_000 });
+    const took = Date.now() - started;
+    if (!lease) throw new Error("not acquired");
+    expect(took).toBeGreaterThanOrEqual(1_000);
+    expect(took).toBeLessThan(1_500);
+    expect(rec.events.filter((e) => e.type === "acquire").at(-1)?.requests).toBeGreaterThanOrEqual(
+      2,
+    );
+    await late;
+    expect(await rec.edgelock.getLock(lease.name).getHoldCount(lease.owner)).toBe(1);
+    await lease.release();
+  });
+});
