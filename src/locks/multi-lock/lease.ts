@@ -23,8 +23,9 @@ export interface CompositeInit {
   /** The members it holds (a RedLock's: those that granted). */
   members: readonly Lease[];
   /**
-   * Members granted after the decision (a RedLock's late votes): they join the lease when they
-   * arrive, and a release waits for them, so none is left behind.
+   * Members granted after the decision (a RedLock's late votes): they join the lease once every
+   * endpoint has voted (at most its `endpointTimeout` later), and a release waits for them, so
+   * none is left behind.
    */
   late?: Promise<readonly Lease[]>;
   /** Renews the members: see `LeaseHost.renew`. */
