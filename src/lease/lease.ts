@@ -356,7 +356,7 @@ export class Lease {
  * pause between the two reads counts as a step): `expiresAt` stays what was confirmed, while
  * `signal` aborts on the monotonic clock whatever the step.
  */
-export const CLOCK_STEP_MS = 1_000;
+const CLOCK_STEP_MS = 1_000;
 
 /** A timer that never keeps a Node process alive on its own. */
 function later(run: () => void, ms: number): void {
