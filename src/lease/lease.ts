@@ -57,6 +57,11 @@ export interface LeaseInit {
   expiresAt: number;
   fencingToken?: number | undefined;
   permitIds?: readonly string[] | undefined;
+  /**
+   * Both clocks when the request that set `expiresAt` was sent, when known: a wall-clock step
+   * while it was in flight is then seen too.
+   */
+  sent?: { wall: number; mono: number };
 }
 
 /**
@@ -114,8 +119,8 @@ export class Lease {
     this.#leaseTime = init.leaseTime;
     this.watchdog = init.watchdog;
     this.#expiresAt = init.expiresAt;
-    this.#setWall = Date.now();
-    this.#setMono = performance.now();
+    this.#setWall = init.sent?.wall ?? Date.now();
+    this.#setMono = init.sent?.mono ?? performance.now();
     this.#deadline = this.#setMono + (init.expiresAt - this.#setWall);
     this.fencingToken = init.fencingToken;
     this.permitIds = init.permitIds;

@@ -90,6 +90,7 @@ const noViolations = (label: string, r: SetReport, problems: string[]) => {
   for (const [id, n] of Object.entries(violationsOf(r))) {
     if (n > 0) problems.push(`${label}: ${n} "${id}" violation(s)`);
   }
+  if (r.overlaps.violations > 0) problems.push(`e.g. ${r.overlaps.examples.join("; ")}`);
 };
 
 /** In-process clients on `pair`'s bridge, all running at once; their records. */
@@ -124,7 +125,7 @@ async function runInProcess(
 // (a) ------------------------------------------------------------------------------------------
 
 const setSize = QUICK
-  ? { clients: 3, cycles: 3, holdMaxMs: 1_000 }
+  ? { clients: 3, cycles: 4, holdMaxMs: 1_000 }
   : { clients: 5, cycles: 12, holdMaxMs: 2_000 };
 const setFaults: FaultConfig = {
   rules: [

@@ -7,9 +7,8 @@
  * and logs every attempt in the order it decided them.
  *
  * Runs the same in the test process and in a child process (client-process.ts): a client only
- * produces {@link CycleRecord}s, with times on a clock every process shares
- * (`performance.timeOrigin + performance.now()`: monotonic, and untouched by a preload that moves
- * `Date.now()`). The checkers read the records, the store's log and the final set.
+ * produces {@link CycleRecord}s, with times on a clock every process shares ({@link sharedNow}:
+ * monotonic, and untouched by a preload that moves `Date.now()`). The checkers read the records, the store's log and the final set.
  */
 import { setTimeout as delay } from "node:timers/promises";
 import type { Redis } from "@upstash/redis";
@@ -18,9 +17,14 @@ import { checkOverlaps, type OverlapReport } from "./checkers.js";
 import type { Hold } from "./history.js";
 import type { RawClient } from "./nodes.js";
 
-/** Now on the clock all processes share (epoch ms, sub-ms, monotonic within a process). */
+/**
+ * Now on the clock all processes share: CLOCK_MONOTONIC in ms (`process.hrtime`), one clock for
+ * the whole machine. `performance.timeOrigin + performance.now()` would not do: each process
+ * reads its time origin from the wall clock at start, and a start preempted between its two
+ * reads skews it by as much as the pause.
+ */
 export function sharedNow(): number {
-  return performance.timeOrigin + performance.now();
+  return Number(process.hrtime.bigint()) / 1e6;
 }
 
 /** What one client needs to know (serialisable: it is handed to child processes). */
