@@ -57,6 +57,11 @@ export interface LeaseInit {
   expiresAt: number;
   fencingToken?: number | undefined;
   permitIds?: readonly string[] | undefined;
+  /**
+   * Both clocks when the request that set `expiresAt` was sent, when known: a wall-clock step
+   * while it was in flight is then seen too.
+   */
+  sent?: { wall: number; mono: number };
 }
 
 /**
@@ -76,6 +81,14 @@ export class Lease {
   /** True when acquired without `leaseTime` (Redisson watchdog mode). */
   readonly watchdog: boolean;
   #expiresAt: number;
+  /**
+   * `expiresAt` on the monotonic clock (`performance.now()`), and both clocks when it was set:
+   * the wall clock can be stepped (NTP, a resumed VM), and a step back must not make the lease
+   * look valid, or its expiry timer wait, past the lock's expiry in Redis.
+   */
+  #deadline: number;
+  #setWall: number;
+  #setMono: number;
   /** Fencing token (fenced locks only): a safe integer, strictly increasing per lock name. */
   readonly fencingToken: number | undefined;
   /**
@@ -106,6 +119,9 @@ export class Lease {
     this.#leaseTime = init.leaseTime;
     this.watchdog = init.watchdog;
     this.#expiresAt = init.expiresAt;
+    this.#setWall = init.sent?.wall ?? Date.now();
+    this.#setMono = init.sent?.mono ?? performance.now();
+    this.#deadline = this.#setMono + (init.expiresAt - this.#setWall);
     this.fencingToken = init.fencingToken;
     this.permitIds = init.permitIds;
     this.#armExpiry();
@@ -120,10 +136,14 @@ export class Lease {
    * Local, conservative estimate of expiry: epoch ms (`Date.now()` clock) measured from when the
    * acquire or the last confirmed renewal was *sent*. Never later than the lock's real expiry
    * in Redis (edgelock never shortens a lock's TTL), and `signal` aborts when it passes without
-   * a renewal confirming a later one.
+   * a renewal confirming a later one. If the local clock was stepped back (by
+   * {@link CLOCK_STEP_MS} or more) since it was set, it is moved back with it: a lease never looks
+   * valid longer because the clock went back. A step forward leaves it, so the lease looks
+   * expired sooner (safe).
    */
   get expiresAt(): number {
-    return this.#expiresAt;
+    const back = performance.now() - this.#setMono - (Date.now() - this.#setWall);
+    return back >= CLOCK_STEP_MS ? Math.floor(this.#expiresAt - back) : this.#expiresAt;
   }
 
   /** Aborts with {@link LeaseLostError} when the lease is found lost or is released. */
@@ -266,6 +286,7 @@ export class Lease {
 
   async #renewOnce(leaseTime: number, by: "call" | "timer"): Promise<boolean> {
     const sentAt = Date.now();
+    const sentMono = performance.now();
     // A keep-alive renewal that hangs is abandoned early enough to be retried before the lease
     // runs out; an explicit renew() gets the full requestTimeout.
     const timeout = by === "timer" ? renewalTimeout(leaseTime) : undefined;
@@ -274,30 +295,43 @@ export class Lease {
       this.#leaseTime = leaseTime;
       // The TTL is now at least leaseTime from when Redis applied it (it is never shortened),
       // unless the host knows a shorter validity.
-      this.#extendTo(renewed === true ? sentAt + leaseTime : renewed.expiresAt);
+      if (renewed === true) this.#extendTo(sentAt + leaseTime, sentMono + leaseTime);
+      else this.#extendTo(renewed.expiresAt);
     } else {
       this.markLost();
     }
     return renewed !== false;
   }
 
-  /** Moves `expiresAt` later (never earlier) and re-arms the expiry timer. */
-  #extendTo(expiresAt: number): void {
-    if (expiresAt <= this.#expiresAt || this.ended) return;
+  /**
+   * Moves the expiry later (never earlier) and re-arms the expiry timer. `deadline`: the same
+   * instant on the monotonic clock, when known (measured from a monotonic send time).
+   */
+  #extendTo(expiresAt: number, deadline?: number): void {
+    const wall = Date.now();
+    const mono = performance.now();
+    const at = deadline ?? mono + (expiresAt - wall);
+    // Compared on the monotonic clock: after a step back, a later expiry has a smaller epoch.
+    if (at <= this.#deadline || this.ended) return;
     this.#expiresAt = expiresAt;
+    this.#deadline = at;
+    this.#setWall = wall;
+    this.#setMono = mono;
     this.#armExpiry();
   }
 
   #armExpiry(): void {
     clearTimeout(this.#expiryTimer);
     if (this.ended) return;
+    // Timers run on the monotonic clock; a wall clock stepped forward ends the lease sooner.
+    const left = () => Math.min(this.#deadline - performance.now(), this.#expiresAt - Date.now());
     this.#expiryTimer = setTimeout(
       () => {
-        // A renewal may have moved expiresAt while this timer was queued.
-        if (Date.now() >= this.#expiresAt) this.markLost();
+        // A renewal may have moved the expiry while this timer was queued.
+        if (left() <= 0) this.markLost();
         else this.#armExpiry();
       },
-      Math.max(0, this.#expiresAt - Date.now()),
+      Math.max(0, Math.ceil(left())),
     );
     // Node only: the expiry timer must never keep a process alive on its own.
     (this.#expiryTimer as { unref?: () => void }).unref?.();
@@ -320,6 +354,14 @@ export class Lease {
     return new LeaseLostError(this.name, how);
   }
 }
+
+/**
+ * A wall-clock step back this large or larger moves {@link Lease.expiresAt} back with it. Smaller
+ * differences between the two clocks are read noise (Date.now() truncates to whole ms, and a
+ * pause between the two reads counts as a step): `expiresAt` stays what was confirmed, while
+ * `signal` aborts on the monotonic clock whatever the step.
+ */
+const CLOCK_STEP_MS = 1_000;
 
 /** A timer that never keeps a Node process alive on its own. */
 function later(run: () => void, ms: number): void {

@@ -95,6 +95,8 @@ export function attemptUntil(waitTime: number | undefined): number {
 export interface Grant {
   id: string;
   sentAt: number;
+  /** `sentAt` on the monotonic clock (`performance.now()`), when the attempt measured it. */
+  sentMono?: number;
   epoch: number;
   /**
    * The TTL the hold has in Redis from `sentAt` when shorter than the lease (a fair lock's
@@ -220,7 +222,8 @@ export function acquire(
       ...(leave && waiterExits(ctx, counter, (waiter) => leave(waiter, settings.owner))),
       foreignChannel: protocol.foreignChannel ?? keys.channel(protocol.name),
       fromGrant: protocol.handsOff
-        ? (payload, sentAt) => grantFromHandOff(payload, sentAt, settings.leaseTime)
+        ? (payload, sentAt, sentMono) =>
+            grantFromHandOff(payload, sentAt, sentMono, settings.leaseTime)
         : undefined,
     }),
   );
@@ -276,20 +279,21 @@ async function leaseOnGrant(
 
 /**
  * The grant a hand-off message carries (`<epoch>`): the lock is held from the hand-off, which came
- * after the busy attempt sent at `sentAt`, for min(leaseTime, claim window); the lease confirms
- * its full lease time before that runs out. `undefined` (confirm with an attempt) when too little
- * of that is known to be left.
+ * after the busy attempt sent at `sentAt` (`sentMono` on the monotonic clock), for
+ * min(leaseTime, claim window); the lease confirms its full lease time before that runs out.
+ * `undefined` (confirm with an attempt) when too little of that is known to be left.
  */
 export function grantFromHandOff(
   payload: string,
   sentAt: number,
+  sentMono: number,
   leaseTime: number,
 ): Grant | undefined {
   const epoch = Number(payload);
   if (!Number.isSafeInteger(epoch) || epoch <= 0) return undefined;
   const ttl = Math.min(leaseTime, FAIR_CLAIM_WINDOW_MS);
-  if (sentAt + ttl - Date.now() <= ttl / 4) return undefined;
-  return { id: randomHex(), sentAt, epoch, ttl };
+  if (sentMono + ttl - performance.now() <= ttl / 4) return undefined;
+  return { id: randomHex(), sentAt, sentMono, epoch, ttl };
 }
 
 /** Reports an acquire call through `onEvent`. */
@@ -332,6 +336,7 @@ export async function leaseFor(
     leaseTime: s.leaseTime,
     watchdog: s.watchdog,
     expiresAt: grant.sentAt + Math.min(s.leaseTime, grant.ttl ?? s.leaseTime),
+    ...(grant.sentMono === undefined ? {} : { sent: { wall: grant.sentAt, mono: grant.sentMono } }),
   });
   if (grant.ttl !== undefined && grant.ttl < s.leaseTime) lease.confirmBefore(lease.expiresAt);
   await keepAliveOrGiveBack(ctx, lease, s.keepAlive);

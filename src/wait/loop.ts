@@ -71,10 +71,10 @@ export interface WaitSpec<T> {
   /**
    * For a kind whose releases hand the lock to a registered waiter (lib/wake.lua,
    * hand_off_one): the value a hand-off message's payload grants, `sentAt` being when the last
-   * busy attempt was sent (the hand-off came after it), or `undefined` to confirm it with an
-   * attempt instead.
+   * busy attempt was sent (the hand-off came after it; `sentMono`: the same on the monotonic
+   * clock), or `undefined` to confirm it with an attempt instead.
    */
-  fromGrant?(payload: string, sentAt: number): T | undefined;
+  fromGrant?(payload: string, sentAt: number, sentMono: number): T | undefined;
 }
 
 /**
@@ -303,6 +303,7 @@ export async function waitFor<T>(
   // A hand-off the last wait received: the next "attempt" takes it without a request.
   let granted: T | undefined;
   let sentAt = 0;
+  let sentMono = 0;
   let settled = false;
   try {
     const result = await pollUntil(
@@ -319,6 +320,7 @@ export async function waitFor<T>(
           registered = "";
         }
         sentAt = Date.now();
+        sentMono = performance.now();
         // An attempt that fails after Redis applied it (its answer lost) may have registered the
         // waiter: count it registered until an answer says otherwise, so that the wait's end
         // unregisters it rather than leaving a registration a release would hand the lock to.
@@ -336,7 +338,7 @@ export async function waitFor<T>(
           ? undefined
           : async (ms, foreign) => {
               const { again, payload } = await waker.wait(ms, foreign);
-              if (payload) granted = spec.fromGrant?.(payload, sentAt);
+              if (payload) granted = spec.fromGrant?.(payload, sentAt, sentMono);
               return again;
             },
         blockCap: LOCK_WAITER_SLOT_MS / 2,

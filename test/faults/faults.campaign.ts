@@ -13,12 +13,14 @@ import { type CampaignResult, campaigns, QUICK, runCampaign } from "./campaigns.
 import { type RawClient, RedisNode, rawClient } from "./nodes.js";
 import { runQuorumCampaign } from "./redlock.js";
 import { type QuorumResult, renderReport } from "./report.js";
+import { runSetCampaign, type SetCampaignResult, setCampaigns } from "./set-campaign.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const scratch = `${here}/../../node_modules/.vitest`;
 
 const results: CampaignResult[] = [];
 let quorum: QuorumResult | undefined;
+const setResults: SetCampaignResult[] = [];
 const started = performance.now();
 // The unguarded counter lives on a redis-server no nemesis touches.
 let resourceNode: RedisNode | undefined;
@@ -32,14 +34,22 @@ beforeAll(async () => {
 afterAll(async () => {
   await resource?.close();
   await resourceNode?.stop();
-  const report = renderReport(results, quorum, {
-    quick: QUICK,
-    totalMs: performance.now() - started,
-    date: new Date().toISOString().slice(0, 10),
-    node: process.version,
-  });
+  const report = renderReport(
+    results,
+    quorum,
+    {
+      quick: QUICK,
+      totalMs: performance.now() - started,
+      date: new Date().toISOString().slice(0, 10),
+      node: process.version,
+    },
+    setResults,
+  );
   // Only a complete full-size run replaces RESULTS.md (not a -t filtered or CI-sized one).
-  const complete = results.length === campaigns.length && quorum !== undefined;
+  const complete =
+    results.length === campaigns.length &&
+    quorum !== undefined &&
+    setResults.length === setCampaigns.length;
   const output =
     complete && !QUICK
       ? `${here}/RESULTS.md`
@@ -63,4 +73,15 @@ describe("fault campaigns", () => {
     quorum = await runQuorumCampaign();
     expect(quorum.problems).toEqual([]);
   });
+});
+
+describe("lock workloads as Jepsen runs them on etcd (lock-protected set)", () => {
+  for (const campaign of setCampaigns) {
+    it(campaign.title, async () => {
+      if (!resource || !resourceNode) throw new Error("resource redis-server not started");
+      const result = await runSetCampaign(campaign, { raw: resource, url: resourceNode.url });
+      setResults.push(result);
+      expect(result.problems).toEqual([]);
+    });
+  }
 });

@@ -1,5 +1,6 @@
 /** Renders the fault suite's results as Markdown (test/faults/RESULTS.md). */
 import { type CampaignResult, type CheckerId, violations } from "./campaigns.js";
+import { renderSetSection, type SetCampaignResult } from "./set-campaign.js";
 import type { RunReport } from "./workload.js";
 
 /** One `tryLock` of the RedLock quorum campaign. */
@@ -36,6 +37,7 @@ export function renderReport(
   results: readonly CampaignResult[],
   quorum: QuorumResult | undefined,
   meta: { quick: boolean; totalMs: number; date: string; node: string },
+  sets: readonly SetCampaignResult[] = [],
 ): string {
   const out: string[] = [];
   const failed = results.filter((r) => r.problems.length > 0).length;
@@ -45,6 +47,9 @@ export function renderReport(
       `in ${(meta.totalMs / 1000).toFixed(0)} s: ${results.length} campaigns, ${failed} failed` +
       (quorum
         ? `; RedLock quorum: ${quorum.rows.length} subsets, ${quorum.problems.length} problems`
+        : "") +
+      (sets.length
+        ? `; lock-protected set: ${sets.length} campaigns, ${sets.filter((r) => r.problems.length > 0).length} failed`
         : "") +
       ".",
     "",
@@ -87,6 +92,7 @@ export function renderReport(
   out.push(...checkersText());
   for (const r of results) out.push(...campaignSection(r));
   if (quorum) out.push(...quorumSection(quorum));
+  out.push(...renderSetSection(sets));
   return `${out.join("\n")}\n`;
 }
 

@@ -66,6 +66,7 @@ export class FairLockHolds extends HashHolds<FairLockInspection> {
   ): Promise<AttemptReply & { id: string; position: number }> {
     const id = randomHex();
     const sentAt = Date.now();
+    const sentMono = performance.now();
     const [status, value, epoch, jvm] = await runAttempt(
       this.ctx,
       {
@@ -89,7 +90,8 @@ export class FairLockHolds extends HashHolds<FairLockInspection> {
       // A busy answer is recorded ("Q", "B"): a later copy replays it, and nothing to undo.
       s.attemptUntil,
     );
-    if (status === 1) return { status: "acquired", grant: { id, sentAt, epoch }, id, position: -1 };
+    if (status === 1)
+      return { status: "acquired", grant: { id, sentAt, sentMono, epoch }, id, position: -1 };
     // For a busy reply the third value is the owner's place in the queue, the fourth whether a
     // Redisson client holds the lock or waits ahead of it.
     return {

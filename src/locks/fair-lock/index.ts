@@ -116,9 +116,9 @@ export class FairLock extends HashLock<FairLockInspection> {
         beside: listenBeside,
         // The lock is ours, held for the claim window from the hand-off. A lease shorter than the
         // window confirms with an attempt instead, which makes the TTL exactly the lease.
-        fromGrant: (payload, sentAt) =>
+        fromGrant: (payload, sentAt, sentMono) =>
           s.leaseTime >= FAIR_CLAIM_WINDOW_MS
-            ? grantFromHandOff(payload, sentAt, s.leaseTime)
+            ? grantFromHandOff(payload, sentAt, sentMono, s.leaseTime)
             : undefined,
         // Give the place up (and a hand-off that may have just arrived) before saying no.
         leave: async (waitId) => {

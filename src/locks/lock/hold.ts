@@ -72,6 +72,7 @@ export abstract class LockScriptHolds<I extends Inspection> extends HashHolds<I>
   ): Promise<AttemptReply> {
     const id = randomHex();
     const sentAt = Date.now();
+    const sentMono = performance.now();
     const [status = 0, value = 0, epoch = 0, fencingToken] = await runAttempt(
       this.ctx,
       {
@@ -92,7 +93,8 @@ export abstract class LockScriptHolds<I extends Inspection> extends HashHolds<I>
       s.attemptUntil,
       ([status]) => status === 1,
     );
-    if (status === 1) return { status: "acquired", grant: { id, sentAt, epoch, fencingToken } };
+    if (status === 1)
+      return { status: "acquired", grant: { id, sentAt, sentMono, epoch, fencingToken } };
     if (status === 2) return { status: "completed", pttl: value };
     // -1: this attempt's request id was already used; the caller polls again with a new id.
     if (status === 0 && epoch === 1) return { status: "busy", pttl: value, foreign: true };

@@ -325,6 +325,7 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
         leaseTime: s.leaseTime,
         watchdog: s.watchdog,
         expiresAt: polled.value.sentAt + s.leaseTime,
+        sent: { wall: polled.value.sentAt, mono: polled.value.sentMono },
       });
       await keepAliveOrGiveBack(this.#ctx, lease, s.keepAlive);
       acquired = true;
@@ -346,11 +347,13 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
     counter: RequestCounter,
     until: number,
   ): Promise<
-    { id: string; permitIds: string[]; sentAt: number } | { pttl: number; foreign: boolean }
+    | { id: string; permitIds: string[]; sentAt: number; sentMono: number }
+    | { pttl: number; foreign: boolean }
   > {
     const id = permitRequestId();
     const permitIds = permitIdsOf(id, count);
     const sentAt = Date.now();
+    const sentMono = performance.now();
     const [status = 0, value = -1, foreign = 0] = await runAttempt(
       this.#ctx,
       {
@@ -366,7 +369,7 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
       until,
       ([status]) => status === 1,
     );
-    if (status === 1) return { id, permitIds, sentAt };
+    if (status === 1) return { id, permitIds, sentAt, sentMono };
     // -1: this request id was cancelled, or its permits are gone; attempt again with new ids.
     return { pttl: status === 0 ? value : 0, foreign: foreign === 1 };
   }
@@ -378,6 +381,7 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
     leaseTime: number;
     watchdog: boolean;
     expiresAt: number;
+    sent?: { wall: number; mono: number };
   }): PermitLease {
     const ids = [...init.permitIds];
     const host: LeaseHost = {
@@ -417,6 +421,7 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
       leaseTime: init.leaseTime,
       watchdog: init.watchdog,
       expiresAt: init.expiresAt,
+      ...(init.sent === undefined ? {} : { sent: init.sent }),
     }) as PermitLease;
   }
 

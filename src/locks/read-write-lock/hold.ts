@@ -110,6 +110,7 @@ export class ReadWriteHolds extends HashHolds<ReadWriteLockInspection> {
   ): Promise<AttemptReply> {
     const id = randomHex();
     const sentAt = Date.now();
+    const sentMono = performance.now();
     const [status, value, epoch] = await runAttempt(
       this.ctx,
       {
@@ -125,7 +126,7 @@ export class ReadWriteHolds extends HashHolds<ReadWriteLockInspection> {
       s.attemptUntil,
       ([status]) => status === 1,
     );
-    if (status === 1) return { status: "acquired", grant: { id, sentAt, epoch } };
+    if (status === 1) return { status: "acquired", grant: { id, sentAt, sentMono, epoch } };
     if (status === 3) throw new LockUpgradeError(this.name);
     // A lock a Redisson client made (no epoch key): its release publishes only on Redisson's
     // channel, which the wait then listens on.
