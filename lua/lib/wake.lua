@@ -25,10 +25,12 @@ local function waiting_grants()
 end
 
 -- Registers (or refreshes) waiter `id` for `ms`; with `grant` ("<leaseMs>|<owner>"), a release
--- may hand it the lock (hand_off_one). The keys live as long as the last registration.
+-- may hand it the lock (hand_off_one). The keys live as long as the last registration. Returns
+-- true when this registration created the registry (nobody else is registered).
 local function waiting_add(id, ms, grant)
   redis.call('zadd', waiting, clock_ms() + ms, id)
-  if redis.call('pttl', waiting) < ms then
+  local pttl = redis.call('pttl', waiting)
+  if pttl < ms then
     redis.call('pexpire', waiting, ms)
   end
   if grant then
@@ -38,6 +40,7 @@ local function waiting_add(id, ms, grant)
       redis.call('pexpire', grants, ms)
     end
   end
+  return pttl == -1
 end
 
 -- "edgelock_waiting:{<name>}:any": a STRING that exists while the ZSET may hold a registration
@@ -146,7 +149,9 @@ end
 
 -- The lock `name` was freed (needs lib/hold.lua): hands it to the first live waiter that asked
 -- for a grant, held by its owner for min(its lease, claimMs) and marked with its id
--- ('edgelock:grant'), and sends it "<id>|<epoch>", so it holds the lock without another request;
+-- ('edgelock:grant'), and sends it "<id>|<epoch>", so it holds the lock without another request
+-- (the epoch is the server time of the hand-off in microseconds, and the lock expires at exactly
+-- floor(epoch / 1000) + min(its lease, claimMs) ms on that clock);
 -- a waiter that asked for none is only woken (the next one too when nobody received that). A
 -- grant is never taken back, whatever PUBLISH counts: the count covers only this node's
 -- subscribers (Redis Cluster delivers to the others too), so a waiter may hold the lock on a
@@ -173,7 +178,9 @@ local function hand_off_one(claimMs)
       -- A hand-off means others may wait too: the new incarnation tells its release to look.
       redis.call('hset', name, owner, 1, 'edgelock:grant', head, 'edgelock:waiters', 1)
       local e = new_epoch()
-      redis.call('pexpire', name, math.max(1, math.min(tonumber(ms), claimMs)))
+      -- At an absolute time on the clock the epoch was read from, so that the waiter knows the
+      -- expiry exactly (floor(epoch / 1000) + ttl), not only from when its message arrived.
+      redis.call('pexpireat', name, clock_ms() + math.max(1, math.min(tonumber(ms), claimMs)))
       if redis.call('publish', wake_channel(head), head .. '|' .. e) == 0 then
         wake_one()
       end

@@ -71,10 +71,17 @@ export interface WaitSpec<T> {
   /**
    * For a kind whose releases hand the lock to a registered waiter (lib/wake.lua,
    * hand_off_one): the value a hand-off message's payload grants, `sentAt` being when the last
-   * busy attempt was sent (the hand-off came after it), or `undefined` to confirm it with an
+   * busy attempt was sent (the hand-off came after it) and `serverTime` the server time at which
+   * that attempt registered the waiter (0: not known), or `undefined` to confirm it with an
    * attempt instead.
    */
-  fromGrant?(payload: string, sentAt: number): T | undefined;
+  fromGrant?(payload: string, sentAt: number, serverTime: number): T | undefined;
+  /**
+   * Longest single wait for a wake-up, in ms: less than half the registration the kind's busy
+   * attempts make, so that the waiter is back before it lapses. Default
+   * `LOCK_WAITER_SLOT_MS / 2`.
+   */
+  blockCap?: number;
 }
 
 /**
@@ -287,6 +294,7 @@ export async function waitFor<T>(
   // A hand-off the last wait received: the next "attempt" takes it without a request.
   let granted: T | undefined;
   let sentAt = 0;
+  let serverTime = 0;
   let settled = false;
   try {
     const result = await pollUntil(
@@ -310,6 +318,7 @@ export async function waitFor<T>(
         if (waiter !== "") registered = waiter;
         const outcome = await spec.attempt(waiter, waker.subscribed, waker.id, mayBeRegistered);
         registered = "acquired" in outcome ? "" : waiter;
+        serverTime = "acquired" in outcome ? 0 : (outcome.serverTime ?? 0);
         return outcome;
       },
       {
@@ -320,10 +329,10 @@ export async function waitFor<T>(
           ? undefined
           : async (ms, foreign) => {
               const { again, payload } = await waker.wait(ms, foreign);
-              if (payload) granted = spec.fromGrant?.(payload, sentAt);
+              if (payload) granted = spec.fromGrant?.(payload, sentAt, serverTime);
               return again;
             },
-        blockCap: LOCK_WAITER_SLOT_MS / 2,
+        blockCap: spec.blockCap ?? LOCK_WAITER_SLOT_MS / 2,
         // Every sleep or wait is reported as a `wait` event before it starts.
         onSleep: (delayMs, attempt) =>
           ctx.emit({
@@ -351,4 +360,18 @@ export async function waitFor<T>(
     if (registered !== "") spec.unregister?.(registered);
     if (!settled) spec.abandon?.(waker.id);
   }
+}
+
+/**
+ * Keeps the client's open subscription on `<prefix>:<client>` open until `signal` aborts (a
+ * lease on the name ended: released, expired or lost), so that a client that waits again after
+ * its hold registers with its first attempt instead of subscribing again. It opens nothing: a
+ * subscription that is not open (never made, or closed when full) stays so, which keeps
+ * within `maxSubscriptions`.
+ */
+export function keepOpenWhile(ctx: LockContext, prefix: string, signal: AbortSignal): void {
+  if (signal.aborted) return;
+  const hub = wakeHubOf(ctx);
+  const slot = hub.joinOpen(prefix, hub.waitId());
+  if (slot) signal.addEventListener("abort", () => slot.leave(), { once: true });
 }
