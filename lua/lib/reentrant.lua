@@ -8,18 +8,20 @@
 -- (BY names the request that created it), so no record is written while the hold lives; one
 -- is written only where the hold may be gone within the replay window (a lease shorter than it,
 -- a re-entry), and a release that deletes the lock writes one (lib/release.lua). The same
--- EXISTS also reads the waiter registry's mark (lib/wake.lua): a lock created while nobody is
--- registered has no WAITERS field, so its release does not read the registry either.
+-- EXISTS also reads the waiter registry (lib/wake.lua: the ZSET exists exactly while it may
+-- hold a registration, as long as the last one, so it needs no mark of its own): a lock created
+-- while nobody is registered has no WAITERS field, so its release does not read the registry
+-- either.
 -- @include lib/reentrant-args.lua
 -- @include lib/hold.lua
 -- @include lib/replay.lua
 -- @include lib/wake.lua
 
 -- True when the lock is free, no replay record of this request exists and no waiter is
--- registered: one EXISTS over the three keys. Then hold_create takes it; otherwise the caller
+-- registered (no registry): one EXISTS over the three keys. Then hold_create takes it; otherwise the caller
 -- reads the record and the HASH (hold_absent tells a free lock with waiters registered).
 local function hold_free()
-  return redis.call('exists', name, replayKey .. ':' .. id, waiting_mark_key()) == 0
+  return redis.call('exists', name, replayKey .. ':' .. id, waiting) == 0
 end
 
 -- True when the lock does not exist (after hold_free said something does).
@@ -94,8 +96,8 @@ end
 -- the lock over in it. Returns whether another registration is ahead of it: then the holder's
 -- expiry is the first waiter's to catch (it takes the expired lock, and its release hands it
 -- on), and this one need not come back then.
--- Billed   keeping its place: ZSCORE, HSET, ZRANK (+ TIME); otherwise what waiting_add and
---          waiting_mark call (+ ZSCORE when it may be registered)
+-- Billed   keeping its place: ZSCORE, HSET, ZRANK (+ TIME); otherwise what waiting_add calls
+--          (+ ZSCORE when it may be registered)
 local function hold_register(grant)
   local ms = tonumber(waitMs)
   if registered then
@@ -111,9 +113,7 @@ local function hold_register(grant)
       return redis.call('zrank', waiting, waiter) > 0
     end
   end
-  local alone = waiting_add(waiter, ms, grant)
-  waiting_mark(ms)
-  return not alone
+  return not waiting_add(waiter, ms, grant)
 end
 
 -- Re-enters the lock of `owner` or, held by another, registers `waiter`. Returns the epoch and

@@ -81,17 +81,24 @@ local function waiting_pop(head)
   if grant then
     redis.call('hdel', grants, head)
   end
-  waiting_remove(head)
+  redis.call('zrem', waiting, head)
+  if redis.call('exists', waiting) == 0 then
+    redis.call('del', waiting_mark_key())
+  end
   return grant
 end
 
 -- Drops the registrations that lapsed (their calls are gone) and answers true when a live one
--- is left. With nobody registered it costs one read (ZRANGE) and no clock.
+-- may be left: the first registered one when none lapsed. With nobody registered it costs one
+-- read (ZRANGE) and no clock.
 local function waiting_live()
-  if not redis.call('zrange', waiting, 0, 0)[1] then
+  local head = redis.call('zrange', waiting, 0, 0)[1]
+  if not head then
     return false
   end
-  redis.call('zremrangebyscore', waiting, '-inf', clock_ms())
+  if redis.call('zremrangebyscore', waiting, '-inf', clock_ms()) == 0 then
+    return head
+  end
   return true
 end
 
@@ -160,11 +167,15 @@ end
 -- here (its client may be gone), the next live waiter is also woken, so that it comes back by
 -- the end of the claim window rather than at its own bound.
 local function hand_off_one(claimMs)
-  if not waiting_live() then
+  local live = waiting_live()
+  if not live then
     return
   end
+  -- The head waiting_live read, when still first (nothing lapsed): no second read.
+  local first = live ~= true and live or nil
   while true do
-    local head = redis.call('zrange', waiting, 0, 0)[1]
+    local head = first or redis.call('zrange', waiting, 0, 0)[1]
+    first = nil
     if not head then
       redis.call('del', waiting_mark_key())
       return
@@ -175,9 +186,10 @@ local function hand_off_one(claimMs)
       ms, owner = string.match(grant, '^(%d+)|(.*)$')
     end
     if owner then
-      -- A hand-off means others may wait too: the new incarnation tells its release to look.
-      redis.call('hset', name, owner, 1, 'edgelock:grant', head, 'edgelock:waiters', 1)
-      local e = new_epoch()
+      -- A hand-off means others may wait too: the new incarnation (its epoch on the server clock,
+      -- as new_epoch's) tells its release to look.
+      local e = clock_us()
+      redis.call('hset', name, owner, 1, GRANT, head, WAITERS, 1, EPOCH, e)
       -- At an absolute time on the clock the epoch was read from, so that the waiter knows the
       -- expiry exactly (floor(epoch / 1000) + ttl), not only from when its message arrived.
       redis.call('pexpireat', name, clock_ms() + math.max(1, math.min(tonumber(ms), claimMs)))
