@@ -366,12 +366,12 @@ export async function waitFor<T>(
  * Keeps the client's open subscription on `<prefix>:<client>` open until `signal` aborts (a
  * lease on the name ended: released, expired or lost), so that a client that waits again after
  * its hold registers with its first attempt instead of subscribing again. It opens nothing: a
- * subscription that is not open (never made, or closed when full) stays so, which keeps
- * within `maxSubscriptions`.
+ * subscription that is not open stays so, and a wait on another name that finds
+ * `maxSubscriptions` open closes one kept open only for holds (or idle).
  */
 export function keepOpenWhile(ctx: LockContext, prefix: string, signal: AbortSignal): void {
   if (signal.aborted) return;
   const hub = wakeHubOf(ctx);
-  const slot = hub.joinOpen(prefix, hub.waitId());
+  const slot = hub.joinOpen(prefix, hub.waitId(), true);
   if (slot) signal.addEventListener("abort", () => slot.leave(), { once: true });
 }

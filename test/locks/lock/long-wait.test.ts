@@ -78,6 +78,32 @@ describe.each(kinds)("long waits: $kind", ({ get }) => {
     expect(client.events.filter((e) => e.type === "wait-strategy")).toHaveLength(1);
   });
 
+  it("a subscription kept open for a hold gives its place to a wait on another name when the client is at maxSubscriptions", async () => {
+    const held = `${prefix}${get.name}-held-${Math.random()}`;
+    const next = `${prefix}${get.name}-next-${Math.random()}`;
+    const other = recordingEdgeLock();
+    const first = await get(other.edgelock, held).lock({ leaseTime: 20_000 });
+    const client = recordingEdgeLock({ maxSubscriptions: 1 });
+    const pending = get(client.edgelock, held).tryLock({ waitTime: 20_000, leaseTime: 10_000 });
+    await client.until((_e, all) => waits(all) === 2);
+    await first.release();
+    const lease = await pending;
+    expect(lease).not.toBeNull();
+    const blocker = await get(other.edgelock, next).lock({ leaseTime: 20_000 });
+    const waiting = get(client.edgelock, next).tryLock({ waitTime: 20_000, leaseTime: 10_000 });
+    // Busy, then subscribed (in place of the held name's subscription) and registered.
+    await client.until((_e, all) => waits(all) === 4);
+    const strategies = client.events.flatMap((e) =>
+      e.type === "wait-strategy" ? [e.strategy] : [],
+    );
+    expect(strategies).toEqual(["subscribe", "subscribe"]);
+    expect(await blocker.release()).toBe("released");
+    const second = await waiting;
+    expect(second).not.toBeNull();
+    expect(await second?.release()).toBe("released");
+    expect(await lease?.release()).toBe("released");
+  });
+
   it("only the first registered waiter comes back when the holder's lease runs out unreleased; the next gets the lock from its release", async () => {
     const name = `${prefix}${get.name}-order-${Math.random()}`;
     // A holder that never releases: its lease runs out.
