@@ -38,7 +38,9 @@ export const SCENARIOS = [
   // billed commands instead of 27. Budgets are the sizes measured then plus 0.3 kB. Then 0.1 to
   // 0.3 kB more per entry (measured; budgets raised to measured + 0.2 kB) for the bill in every
   // event: the counting wrapper every script is sent in (src/transport/billed.ts) and the `call`
-  // event of the calls no other event reported.
+  // event of the calls no other event reported. Then 0.1 to 0.4 kB more (measured; budgets
+  // raised to measured + 0.2 kB) for waits at the hand-off limit: a hand-off dated on the server
+  // clock, waiters keeping their place, subscriptions kept open for holds.
   // 27.0 kB before the split (every primitive hung on EdgeLock), 27.1 kB measured after the Lua
   // libraries were shared (one clock, one cancel-or-undo, one reentrant acquire: their call
   // wrappers cost gzip ~0.15 kB that repeated text did not) and the repeated TypeScript was
@@ -48,7 +50,7 @@ export const SCENARIOS = [
   // SHA-1s (1.6 kB of hex that gzip cannot shrink) are computed at first run
   // (src/transport/sha1.ts) instead of shipped: the target is met. 24.9 kB since the shipped
   // scripts' locals have short names (lua/gen.mjs renameLocals: Lua 6.8 -> 5.9 kB).
-  { name: "edgelock", entries: ["edgelock"], base: REDIS, budget: 28.0, target: 27 },
+  { name: "edgelock", entries: ["edgelock"], base: REDIS, budget: 28.5, target: 27 },
   // 13.1 kB measured at the split, 13.6 kB after the JVM wake-ups, the shared Lua libraries and
   // the awaited leave of a waiter that gives up: 2.0 kB Lua, 11.6 kB JS, of which ~8 kB the core
   // client and the lease (the multi-lock entry). 14.1 kB with `restoreLockLease` (every entry that
@@ -58,7 +60,7 @@ export const SCENARIOS = [
   // locals have short names (lua/gen.mjs renameLocals). 13.8 kB (Lua 2.0 kB) since a waiter
   // that ends gives back a hand-off it missed (lua/lock/decline.lua) and passes on a wake-up it
   // missed (lib/wake.lua waiting_leave): 0.1-0.3 kB in every entry with waiters.
-  { name: "edgelock/lock", entries: ["edgelock/lock"], base: REDIS, budget: 15.0, target: 8 },
+  { name: "edgelock/lock", entries: ["edgelock/lock"], base: REDIS, budget: 15.5, target: 8 },
   {
     name: "edgelock/fair-lock",
     entries: ["edgelock/fair-lock"],
@@ -66,7 +68,7 @@ export const SCENARIOS = [
     // 12.7 kB at the split; 13.5 kB with the JVM wake-ups on Redisson's per-waiter channel;
     // 14.0 kB with `restoreFairLockLease`; 13.6 kB with short names for the shipped scripts'
     // locals (lua/gen.mjs renameLocals).
-    budget: 14.4,
+    budget: 14.8,
     target: 10,
   },
   {
@@ -76,7 +78,7 @@ export const SCENARIOS = [
     // 13.3 kB at the split; 13.8 kB with its own holds over the shared reentrant acquire;
     // 14.3 kB with `restoreFencedLockLease`; 13.7 kB with short names for the shipped scripts'
     // locals (lua/gen.mjs renameLocals).
-    budget: 15.1,
+    budget: 15.6,
     target: 10,
   },
   {
@@ -86,7 +88,7 @@ export const SCENARIOS = [
     // 13.7 kB at the split; 14.3 kB with the JVM wake-ups and the shared Lua libraries; 14.8 kB
     // with `restoreReadWriteLockLease`; 14.2 kB with short names for the shipped scripts'
     // locals (lua/gen.mjs renameLocals).
-    budget: 15.3,
+    budget: 15.6,
     target: 10,
   },
   {
@@ -134,7 +136,7 @@ export const SCENARIOS = [
     name: "edgelock/idempotency",
     entries: ["edgelock/idempotency"],
     base: REDIS,
-    budget: 12.3,
+    budget: 12.6,
     target: 10,
   },
   // A Hono app's `withLock` with the lock entry's client, over Hono: 26.0 kB with EdgeLock.
@@ -145,7 +147,7 @@ export const SCENARIOS = [
     base: HONO,
     // 13.4 kB at the split, 13.8 kB with the JVM wake-ups, 13.75 kB with the lock's; 13.4 kB
     // with short names for the shipped scripts' locals (lua/gen.mjs renameLocals).
-    budget: 14.9,
+    budget: 15.3,
     target: 9,
   },
   // Both Vercel helpers (`lockWebhook`: an idempotency key, `lockCron`: a lock) with the lock
@@ -157,7 +159,7 @@ export const SCENARIOS = [
     entries: ["edgelock/vercel", "edgelock/lock"],
     pick: { "edgelock/vercel": ["lockWebhook", "lockCron"], "edgelock/lock": ["EdgeLockClient"] },
     base: REDIS,
-    budget: 15.9,
+    budget: 16.4,
     target: 9,
   },
   // The LeaseKeeper with the renewals of every kind of lease (src/renewers.ts) and the cron
@@ -170,7 +172,7 @@ export const SCENARIOS = [
     name: "edgelock/cloudflare",
     entries: ["edgelock/cloudflare"],
     base: REDIS,
-    budget: 15.0,
+    budget: 15.2,
     target: 9,
   },
 ];
