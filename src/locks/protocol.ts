@@ -217,8 +217,17 @@ export async function acquire(
       ...(leave && waiterExits(ctx, counter, (waiter) => leave(waiter, settings.owner))),
       foreignChannel: protocol.foreignChannel ?? keys.channel(protocol.name),
       ...(protocol.handsOff && {
+        // A lease shorter than the claim window is handed over for itself: dated from the
+        // server clock it loses the attempt's one-way delay, which on a loaded client can be
+        // most of a lease of a few hundred ms by the time the lease is made, so it is dated
+        // from the attempt alone (confirmed with an attempt unless that was very recent).
         fromGrant: (payload: string, sentAt: number, serverTime: number) =>
-          grantFromHandOff(payload, sentAt, serverTime, settings.leaseTime),
+          grantFromHandOff(
+            payload,
+            sentAt,
+            settings.leaseTime >= FAIR_CLAIM_WINDOW_MS ? serverTime : 0,
+            settings.leaseTime,
+          ),
         blockCap: LOCK_HAND_OFF_SLOT_MS / 3,
       }),
     }),
