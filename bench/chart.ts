@@ -30,6 +30,7 @@ const LABELS: Record<string, string> = {
   "upstash-lock": "@upstash/lock (HTTP)",
   redlock: "redlock (TCP)",
   "redis-semaphore": "redis-semaphore (TCP)",
+  "bare-handoff": "bare hand-off, reference (HTTP)",
 };
 
 /** Peers whose `sameBudget` run differs from their default (the others are drawn once). */

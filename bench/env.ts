@@ -12,6 +12,7 @@ import { Redis as IORedis } from "ioredis";
 import { type RedisServer, startRedisServer } from "../demo/redis-server.js";
 import { type CommandCounts, parseCommandStats } from "./billing.js";
 import type { BridgeReply, BridgeRequest } from "./bridge-protocol.js";
+import { now } from "./stats.js";
 
 /** Counters read before and after a measured phase; see {@link BenchEnv.counters}. */
 export interface Counters {
@@ -83,6 +84,24 @@ export async function startBenchEnv(): Promise<BenchEnv> {
   }
 }
 
+/**
+ * When each message delivered to a subscription of the benchmark's HTTP clients arrived
+ * (`now()`, before any listener of the library sees it), so that the contended scenario can
+ * split a hand-off into the release's trip to the next holder's message and what the next
+ * holder does after it.
+ */
+export const messageArrivals: number[] = [];
+
+function timingMessages(redis: Redis): Redis {
+  const subscribe = redis.subscribe.bind(redis);
+  redis.subscribe = ((channels: string | string[]) => {
+    const sub = subscribe(channels);
+    sub.on("message", () => messageArrivals.push(now()));
+    return sub;
+  }) as typeof redis.subscribe;
+  return redis;
+}
+
 function makeEnv(redis: RedisServer, bridge: BridgeChild, admin: IORedis, token: string): BenchEnv {
   const tcpClients = new Set<IORedis>();
   const sent = { commands: 0 };
@@ -91,7 +110,7 @@ function makeEnv(redis: RedisServer, bridge: BridgeChild, admin: IORedis, token:
     bridgeUrl: bridge.url,
     token,
     admin,
-    http: (options = {}) => new Redis({ url: bridge.url, token, ...options }),
+    http: (options = {}) => timingMessages(new Redis({ url: bridge.url, token, ...options })),
     tcp: async () => {
       const client = await connectTcp(redis.url);
       countSends(client, sent);

@@ -19,6 +19,7 @@ export const LIBRARY_NAMES = [
   "upstash-lock",
   "redlock",
   "redis-semaphore",
+  "bare-handoff",
 ] as const;
 export type LibraryName = (typeof LIBRARY_NAMES)[number];
 

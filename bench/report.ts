@@ -22,6 +22,7 @@ const NAMES: Record<LibraryName, string> = {
   "upstash-lock": "@upstash/lock",
   redlock: "redlock",
   "redis-semaphore": "redis-semaphore",
+  "bare-handoff": "bare hand-off (reference)",
 };
 
 /** Formats a number for a table cell; `–` for missing. */

@@ -90,6 +90,9 @@ export function evaluateTargets(
   const c16 = r.contended?.["16"]?.edgelock;
   const fair16 = r.contended?.["16"]?.["edgelock-fair"];
   const fair64 = r.contended?.["64"]?.["edgelock-fair"];
+  const bare16 = r.contended?.["16"]?.["bare-handoff"]?.throughputRatio;
+  const gapToBare = (ratio: number | null | undefined) =>
+    ratio != null && bare16 != null ? Math.round((bare16 - ratio) * 1000) / 1000 : null;
   const rtt = r.limit?.evalshaP50Ms;
   const make = (
     id: string,
@@ -170,6 +173,20 @@ export function evaluateTargets(
       "fair lock: hand-off p50 / one HTTP round trip (EVALSHA p50) at 16 clients",
       fair16?.handoffP50Ms != null && rtt ? fair16.handoffP50Ms / rtt : null,
       1.6,
+      "max",
+    ),
+    make(
+      "bareGap16",
+      "throughput / ideal at 16 clients: bare hand-off's (reference) minus the reentrant lock's",
+      gapToBare(c16?.throughputRatio),
+      0.03,
+      "max",
+    ),
+    make(
+      "bareGapFair16",
+      "throughput / ideal at 16 clients: bare hand-off's (reference) minus the fair lock's",
+      gapToBare(fair16?.throughputRatio),
+      0.03,
       "max",
     ),
     make(

@@ -10,6 +10,7 @@ import { loadavg } from "node:os";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { BackoffOptions } from "../src/index.js";
+import { bareHandOffLibrary } from "./bare-handoff.js";
 import { renderChart } from "./chart.js";
 import { startBenchEnv } from "./env.js";
 import { createLibraries } from "./libraries.js";
@@ -53,12 +54,13 @@ const started = now();
 const { json: _json, outDir: _outDir, ...config } = options;
 const env = await startBenchEnv();
 const prefix = `bench:${randomBytes(4).toString("hex")}:`;
-const libs = createLibraries(options.backoff).filter(
+// The bare hand-off lock is the contended scenarios' reference row (bench/bare-handoff.ts).
+const libs = [...createLibraries(options.backoff), bareHandOffLibrary].filter(
   (lib) => !options.libraries || options.libraries.includes(lib.name),
 );
 // How a library waits only shows where there is waiting: the polling variant of edgelock is left
 // out of the scenarios without contention.
-const waitless = libs.filter((lib) => lib.name !== "edgelock-poll");
+const waitless = libs.filter((lib) => lib.name !== "edgelock-poll" && lib.name !== "bare-handoff");
 let partial: Pick<
   BenchResults,
   | "machine"
@@ -151,7 +153,7 @@ try {
         measureMs: options.longHoldMeasureMs,
         rounds: 1,
         prefix,
-        libs: libs.filter((l) => l.name.startsWith("edgelock")),
+        libs: libs.filter((l) => l.name.startsWith("edgelock") || l.name === "bare-handoff"),
         variants: [],
         variantClients: 0,
       },

@@ -60,16 +60,29 @@ export const MIN_REPLAY_WINDOW_MS = 1_000;
 export const FAIR_CLAIM_WINDOW_MS = 2_000;
 /**
  * Fair lock: how long a waiter keeps its place in the queue without coming back. A waiter comes
- * back at least every half of it (each wait or sleep is bounded by that), so a dead waiter is
- * skipped at most this long after it died.
+ * back at least every third of it (each wait or sleep is bounded by that), so a dead waiter is
+ * skipped at most this long after it died; a hand-off to it that nobody hears wakes the next
+ * waiter at once (lua/lib/fair.lua), so a dead waiter at the head costs the others a claim
+ * window, not its slot. Long enough that a waiter behind a few long holds waits them out
+ * without coming back.
  */
-export const FAIR_SLOT_MS = 30_000;
+export const FAIR_SLOT_MS = 60_000;
 /**
  * Reentrant lock: how long a waiter stays registered for a wake-up without coming back. Each
  * busy attempt of a waiting call refreshes it, and the call blocks at most half of it at a time,
  * so a waiter that died costs at most one needless token within this time.
  */
 export const LOCK_WAITER_SLOT_MS = 30_000;
+/**
+ * Reentrant lock: how long a waiter that asks for a hand-off stays registered without coming
+ * back. Its waits last at most a third of it, and it keeps its place in the registry while at
+ * least half is left (lua/lib/reentrant.lua), so a waiter that comes back at the end of a wait
+ * is not put behind waiters that registered after it; longer than {@link LOCK_WAITER_SLOT_MS}
+ * so that a waiter behind a few long holds waits them out without coming back. A waiter that
+ * died is handed the lock at most once (its registration ends with the hand-off), and nobody
+ * hearing that hand-off wakes the next waiter.
+ */
+export const LOCK_HAND_OFF_SLOT_MS = 60_000;
 /** Default `waitTime` of `withLock` when the caller gives none. */
 export const DEFAULT_WITH_LOCK_WAIT_MS = 10_000;
 /** Most permits a semaphore call takes, gives or sets at once (2^31 − 1, Redisson's int). */

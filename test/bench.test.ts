@@ -80,6 +80,11 @@ describe("npm run bench", () => {
       expect(r.uncontended[name].billedPerCycle, name).toBeGreaterThanOrEqual(2);
       expect(r.contended["4"][name].billedPerAcquisition, name).toBeGreaterThanOrEqual(2);
     }
+    // The bare hand-off lock, the contended reference row, runs only where there is contention:
+    // a queued acquire and a release that hands over, at most 3 + 5 calls.
+    expect(r.uncontended["bare-handoff"]).toBeUndefined();
+    expect(r.contended["4"]["bare-handoff"]).toMatchObject({ overlaps: 0, errors: 0 });
+    expect(r.contended["4"]["bare-handoff"].billedPerAcquisition).toBeLessThanOrEqual(9);
     expect(r.bundle).toBeNull();
     expect(r.targets.map((t: { id: string }) => t.id)).toContain("coreBundle");
   });

@@ -7,7 +7,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { type BackoffOptions, DEFAULT_BACKOFF } from "../../src/index.js";
 import { type Bill, billOf } from "../billing.js";
-import type { BenchEnv } from "../env.js";
+import { type BenchEnv, messageArrivals } from "../env.js";
 import {
   edgelockLibrary,
   type Held,
@@ -56,6 +56,13 @@ export interface ContendedResult {
   /** Next holder's acquire resolved − previous holder leaving its critical section, ms. */
   handoffP50Ms: number | null;
   handoffP99Ms: number | null;
+  /**
+   * The hand-off split where the next holder's acquire ended on a message of its subscription:
+   * p50 of the previous holder leaving its critical section (its release sent) → that message
+   * arriving, and of that message → the acquire resolved, ms (`null`: no such hand-offs).
+   */
+  releaseToMessageP50Ms: number | null;
+  messageToAcquiredP50Ms: number | null;
   /** Per-client acquisitions in the window (all rounds pooled). */
   fairnessMin: number;
   fairnessMean: number | null;
@@ -106,6 +113,8 @@ interface RoundData {
   bill: Bill;
   cpu: number;
   bridgeCpu: number;
+  /** When messages reached this round's subscriptions (env.ts `messageArrivals`). */
+  messages: number[];
 }
 
 /** An edgelock run with a non-default backoff, at {@link ContendedOptions.variantClients}. */
@@ -232,6 +241,7 @@ async function runRound(
     }
   });
 
+  messageArrivals.length = 0;
   await sleep(options.warmMs);
   const before = await env.counters();
   const cpu0 = cpuMicros();
@@ -255,6 +265,7 @@ async function runRound(
     bill: billOf(before.commandStats, after.commandStats),
     cpu,
     bridgeCpu: lib.transport === "http" ? after.bridgeCpuMicros - before.bridgeCpuMicros : 0,
+    messages: messageArrivals.splice(0),
   };
 }
 
@@ -271,6 +282,8 @@ function summarize(rounds: readonly RoundData[], holdMs: number): ContendedResul
   let errors = 0;
   let firstError: unknown;
   const handoffs: number[] = [];
+  const toMessage: number[] = [];
+  const afterMessage: number[] = [];
   const holds: number[] = [];
   const perClient: number[] = [];
   for (const round of rounds) {
@@ -284,7 +297,15 @@ function summarize(rounds: readonly RoundData[], holdMs: number): ContendedResul
       const prev = sorted[i - 1];
       if (!prev) continue;
       if (s.acquiredAt < prev.releasedAt) overlaps += 1;
-      else handoffs.push(s.acquiredAt - prev.releasedAt);
+      else {
+        handoffs.push(s.acquiredAt - prev.releasedAt);
+        // The last message between the release and the acquisition: the one it resolved on.
+        const m = lastIn(round.messages, prev.releasedAt, s.acquiredAt);
+        if (m !== undefined) {
+          toMessage.push(m - prev.releasedAt);
+          afterMessage.push(s.acquiredAt - m);
+        }
+      }
     }
     windowMs += round.windowEnd - round.windowStart;
     requests += round.requests;
@@ -308,6 +329,8 @@ function summarize(rounds: readonly RoundData[], holdMs: number): ContendedResul
     billedWritesPerAcquisition: acquisitions ? round(billedWrites / acquisitions, 1) : null,
     handoffP50Ms: round(percentile(handoffs, 50)),
     handoffP99Ms: round(percentile(handoffs, 99)),
+    releaseToMessageP50Ms: toMessage.length ? round(percentile(toMessage, 50)) : null,
+    messageToAcquiredP50Ms: afterMessage.length ? round(percentile(afterMessage, 50)) : null,
     fairnessMin: fairMin,
     fairnessMean: round(fairMean, 1),
     fairnessMax: perClient.length ? Math.max(...perClient) : 0,
@@ -324,4 +347,14 @@ function summarize(rounds: readonly RoundData[], holdMs: number): ContendedResul
     bridgeCpuBusy: bridgeCpu ? round(bridgeCpu / (windowMs * 1000), 2) : null,
     windowMs: Math.round(windowMs),
   };
+}
+
+/** The last of the ascending `times` in [from, to], or `undefined`. */
+function lastIn(times: readonly number[], from: number, to: number): number | undefined {
+  let found: number | undefined;
+  for (const t of times) {
+    if (t > to) break;
+    if (t >= from) found = t;
+  }
+  return found;
 }

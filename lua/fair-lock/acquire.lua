@@ -29,6 +29,8 @@
 --          (0 = first, -1 = not queued), jvm = 1 when a Redisson client holds the lock (no epoch)
 --          or waits ahead of the owner (not in our registry): its release tells the next waiter
 --          only on Redisson's channel "<KEYS[5]>:<owner>", which the waiter then also listens on
+--          | {0, pttl, position, jvm, now} the same when this request queued the owner: now is
+--          the server time in ms it did (it dates a hand-off's expiry on the waiter's clock)
 --          | {-1, 0, 0, 0} this request was cancelled, or the hold it made is already gone
 -- Records  "A<epoch>" re-entered, confirmed a hand-off, or created the lock with a lease shorter
 --          than the replay window | "Q" queued | "B" busy without queueing. A lock it creates
@@ -49,8 +51,8 @@ local waiter = ARGV[7]
 -- @include lib/hold.lua
 -- @include lib/fair.lua
 
--- The busy reply (see Returns).
-local function busy()
+-- The busy reply (see Returns); `now`: the server time the owner was queued at.
+local function busy(now)
   local position = redis.call('lpos', queue, owner) or -1
   local jvm = 0
   if redis.call('exists', name) == 1 and epoch() == '' then
@@ -63,7 +65,11 @@ local function busy()
       end
     end
   end
-  return {0, redis.call('pttl', name), position, jvm}
+  local pttl = redis.call('pttl', name)
+  if now then
+    return {0, pttl, position, jvm, now}
+  end
+  return {0, pttl, position, jvm}
 end
 
 -- Takes the free lock for `owner` in a new incarnation named after this request (lib/hold.lua
@@ -144,7 +150,7 @@ if slotMs > 0 then
   local now = clock_ms()
   queue_up(owner, waiter, now, now + slotMs)
   replay_set(id, 'Q')
-else
-  replay_set(id, 'B')
+  return busy(now)
 end
+replay_set(id, 'B')
 return busy()

@@ -108,7 +108,8 @@ end
 -- The lock is free: give it to the first live waiter (`head` when the caller already found it with
 -- first_live). One of ours gets the lock for a claim window, marked with its waiter id (GRANT),
 -- and is sent "<waiter>|<epoch>": it holds the lock from then on, and makes the TTL its lease with
--- its first renewal (or its next attempt confirms the grant). A Redisson waiter is woken on its
+-- its first renewal (or its next attempt confirms the grant). When nobody heard that message,
+-- the next live waiter is woken too. A Redisson waiter is woken on its
 -- channel and takes the lock itself. Nobody queued: one LINDEX, nothing else.
 local function hand_off(head)
   head = head or first_live()
@@ -121,9 +122,23 @@ local function hand_off(head)
     return
   end
   leave(head)
-  -- A new incarnation, on the server clock (no request of the waiter's names it).
+  -- A new incarnation, on the server clock (no request of the waiter's names it). It expires at
+  -- an absolute time on that clock, so that the waiter knows the expiry exactly
+  -- (floor(epoch / 1000) + claimMs), not only from when its message arrived.
   local e = clock_us()
   redis.call('hset', name, head, 1, GRANT, waiter, EPOCH, e)
-  redis.call('pexpire', name, claimMs)
-  redis.call('publish', fair_wake_channel(waiter), waiter .. '|' .. e)
+  redis.call('pexpireat', name, clock_ms() + claimMs)
+  if redis.call('publish', fair_wake_channel(waiter), waiter .. '|' .. e) == 0 then
+    -- Nobody heard it here (its client may be gone): the next live waiter is told to come back,
+    -- and is then first, back when the claim window ends, rather than at its own bound.
+    local next = first_live()
+    if next then
+      local id = waiter_of(next)
+      if id then
+        redis.call('publish', fair_wake_channel(id), id)
+      else
+        redis.call('publish', channel .. ':' .. next, 0)
+      end
+    end
+  end
 end

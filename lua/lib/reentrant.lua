@@ -8,18 +8,20 @@
 -- (BY names the request that created it), so no record is written while the hold lives; one
 -- is written only where the hold may be gone within the replay window (a lease shorter than it,
 -- a re-entry), and a release that deletes the lock writes one (lib/release.lua). The same
--- EXISTS also reads the waiter registry's mark (lib/wake.lua): a lock created while nobody is
--- registered has no WAITERS field, so its release does not read the registry either.
+-- EXISTS also reads the waiter registry (lib/wake.lua: the ZSET exists exactly while it may
+-- hold a registration, as long as the last one, so it needs no mark of its own): a lock created
+-- while nobody is registered has no WAITERS field, so its release does not read the registry
+-- either.
 -- @include lib/reentrant-args.lua
 -- @include lib/hold.lua
 -- @include lib/replay.lua
 -- @include lib/wake.lua
 
 -- True when the lock is free, no replay record of this request exists and no waiter is
--- registered: one EXISTS over the three keys. Then hold_create takes it; otherwise the caller
+-- registered (no registry): one EXISTS over the three keys. Then hold_create takes it; otherwise the caller
 -- reads the record and the HASH (hold_absent tells a free lock with waiters registered).
 local function hold_free()
-  return redis.call('exists', name, replayKey .. ':' .. id, waiting_mark_key()) == 0
+  return redis.call('exists', name, replayKey .. ':' .. id, waiting) == 0
 end
 
 -- True when the lock does not exist (after hold_free said something does).
@@ -87,23 +89,50 @@ local function hold_confirm(s)
   end
 end
 
+-- Registers `waiter` (lib/wake.lua), asking with `grant` ("<leaseMs>|<owner>") for a hand-off.
+-- A waiter that is registered already keeps its place while at least half its registration is
+-- left (it comes back within that half: wait/loop.ts), so that coming back never puts it behind
+-- waiters that registered after it: the registry stays in registration order, and releases hand
+-- the lock over in it. Returns whether another registration is ahead of it: then the holder's
+-- expiry is the first waiter's to catch (it takes the expired lock, and its release hands it
+-- on), and this one need not come back then.
+-- Billed   keeping its place: ZSCORE, HSET, ZRANK (+ TIME); otherwise what waiting_add calls
+--          (+ ZSCORE when it may be registered)
+local function hold_register(grant)
+  local ms = tonumber(waitMs)
+  if registered then
+    local lapses = tonumber(redis.call('zscore', waiting, waiter))
+    local left = lapses and lapses - clock_ms()
+    if left and left >= ms / 2 then
+      if grant then
+        local grants = waiting_grants()
+        if redis.call('hset', grants, waiter, grant) == 1 and redis.call('pttl', grants) < left then
+          redis.call('pexpire', grants, math.ceil(left))
+        end
+      end
+      return redis.call('zrank', waiting, waiter) > 0
+    end
+  end
+  return not waiting_add(waiter, ms, grant)
+end
+
 -- Re-enters the lock of `owner` or, held by another, registers `waiter`. Returns the epoch and
--- the hold count. Held by another owner: returns nil, the lock's pttl (-1: no TTL) and jvm, 1
--- when the holder is no edgelock client (no epoch: a Redisson client, whose release publishes
--- only on Redisson's channel, so nothing would wake a registered waiter, which polls instead);
--- otherwise `waiter` is registered, asking with `grant` for a release to hand it the lock
--- ("<leaseMs>|<owner>"; without it, it is only woken). The re-entry is recorded ("A<epoch>"
--- plus `suffix`): a replay finds it.
+-- the hold count. Held by another owner: returns nil, the lock's pttl (-1: no TTL), jvm (1
+-- when the holder is no edgelock client: no epoch, a Redisson client, whose release publishes
+-- only on Redisson's channel, so nothing would wake a registered waiter, which polls instead)
+-- and, when `waiter` was registered (hold_register, asking with `grant` for a release to hand
+-- it the lock; without it, it is only woken), whether another waiter is ahead of it. The
+-- re-entry is recorded ("A<epoch>" plus `suffix`): a replay finds it.
 local function hold_acquire(s, grant, suffix)
   if not s.count then
+    local ahead
     if waiter ~= '' and s.epoch ~= '' then
-      waiting_add(waiter, tonumber(waitMs), grant and (leaseMs .. '|' .. owner) or nil)
-      waiting_mark(tonumber(waitMs))
+      ahead = hold_register(grant and (leaseMs .. '|' .. owner) or nil)
       if not s.waiters then
         redis.call('hset', name, WAITERS, 1)
       end
     end
-    return nil, redis.call('pttl', name), s.epoch == '' and 1 or 0
+    return nil, redis.call('pttl', name), s.epoch == '' and 1 or 0, ahead
   end
   if waiter ~= '' and registered then
     waiting_remove(waiter)

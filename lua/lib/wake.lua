@@ -27,10 +27,12 @@ local function waiting_grants()
 end
 
 -- Registers (or refreshes) waiter `id` for `ms`; with `grant` ("<leaseMs>|<owner>"), a release
--- may hand it the lock (hand_off_one). The keys live as long as the last registration.
+-- may hand it the lock (hand_off_one). The keys live as long as the last registration. Returns
+-- true when this registration created the registry (nobody else is registered).
 local function waiting_add(id, ms, grant)
   redis.call('zadd', waiting, clock_ms() + ms, id)
-  if redis.call('pttl', waiting) < ms then
+  local pttl = redis.call('pttl', waiting)
+  if pttl < ms then
     redis.call('pexpire', waiting, ms)
   end
   if grant then
@@ -40,6 +42,7 @@ local function waiting_add(id, ms, grant)
       redis.call('pexpire', grants, ms)
     end
   end
+  return pttl == -1
 end
 
 -- "edgelock_waiting:{<name>}:any": a STRING that exists while the ZSET may hold a registration
@@ -80,17 +83,24 @@ local function waiting_pop(head)
   if grant then
     redis.call('hdel', grants, head)
   end
-  waiting_remove(head)
+  redis.call('zrem', waiting, head)
+  if redis.call('exists', waiting) == 0 then
+    redis.call('del', waiting_mark_key())
+  end
   return grant
 end
 
 -- Drops the registrations that lapsed (their calls are gone) and answers true when a live one
--- is left. With nobody registered it costs one read (ZRANGE) and no clock.
+-- may be left: the first registered one when none lapsed. With nobody registered it costs one
+-- read (ZRANGE) and no clock.
 local function waiting_live()
-  if not redis.call('zrange', waiting, 0, 0)[1] then
+  local head = redis.call('zrange', waiting, 0, 0)[1]
+  if not head then
     return false
   end
-  redis.call('zremrangebyscore', waiting, '-inf', clock_ms())
+  if redis.call('zremrangebyscore', waiting, '-inf', clock_ms()) == 0 then
+    return head
+  end
   return true
 end
 
@@ -148,7 +158,9 @@ end
 
 -- The lock `name` was freed (needs lib/hold.lua): hands it to the first live waiter that asked
 -- for a grant, held by its owner for min(its lease, claimMs) and marked with its id
--- ('edgelock:grant'), and sends it "<id>|<epoch>", so it holds the lock without another request;
+-- ('edgelock:grant'), and sends it "<id>|<epoch>", so it holds the lock without another request
+-- (the epoch is the server time of the hand-off in microseconds, and the lock expires at exactly
+-- floor(epoch / 1000) + min(its lease, claimMs) ms on that clock);
 -- a waiter that asked for none is only woken (the next one too when nobody received that). A
 -- grant is never taken back, whatever PUBLISH counts: the count covers only this node's
 -- subscribers (Redis Cluster delivers to the others too), so a waiter may hold the lock on a
@@ -157,11 +169,15 @@ end
 -- here (its client may be gone), the next live waiter is also woken, so that it comes back by
 -- the end of the claim window rather than at its own bound.
 local function hand_off_one(claimMs)
-  if not waiting_live() then
+  local live = waiting_live()
+  if not live then
     return
   end
+  -- The head waiting_live read, when still first (nothing lapsed): no second read.
+  local first = live ~= true and live or nil
   while true do
-    local head = redis.call('zrange', waiting, 0, 0)[1]
+    local head = first or redis.call('zrange', waiting, 0, 0)[1]
+    first = nil
     if not head then
       redis.call('del', waiting_mark_key())
       return
@@ -172,10 +188,13 @@ local function hand_off_one(claimMs)
       ms, owner = string.match(grant, '^(%d+)|(.*)$')
     end
     if owner then
-      -- A hand-off means others may wait too: the new incarnation tells its release to look.
-      redis.call('hset', name, owner, 1, 'edgelock:grant', head, 'edgelock:waiters', 1)
-      local e = new_epoch()
-      redis.call('pexpire', name, math.max(1, math.min(tonumber(ms), claimMs)))
+      -- A hand-off means others may wait too: the new incarnation (its epoch on the server clock,
+      -- as new_epoch's) tells its release to look.
+      local e = clock_us()
+      redis.call('hset', name, owner, 1, GRANT, head, WAITERS, 1, EPOCH, e)
+      -- At an absolute time on the clock the epoch was read from, so that the waiter knows the
+      -- expiry exactly (floor(epoch / 1000) + ttl), not only from when its message arrived.
+      redis.call('pexpireat', name, clock_ms() + math.max(1, math.min(tonumber(ms), claimMs)))
       if redis.call('publish', wake_channel(head), head .. '|' .. e) == 0 then
         wake_one()
       end

@@ -26,6 +26,8 @@
 --          | {0, pttl, jvm} held by another owner (pttl -1: no TTL); jvm 1 when the holder is
 --          not an edgelock client (no epoch field: a Redisson client, whose release publishes
 --          only on Redisson's channel)
+--          | {0, pttl, 0, now, ahead} the same, the waiter registered: server time in ms when
+--          it was, and 1 when another registered waiter is ahead of it (lib/reentrant.lua)
 --          | {2, pttl, 0} the completion marker exists (its pttl, -1: no TTL)
 --          | {-1, 0, 0} this request was cancelled, or the hold it made is already gone
 -- Records  "A<epoch>" for a re-entry, or a lock created with a lease shorter than the replay
@@ -76,11 +78,16 @@ end
 -- A release may have handed the lock to this waiter; a busy attempt asks for that with ARGV[7].
 local e, count = hold_confirm(s)
 if not e then
-  local jvm
-  e, count, jvm = hold_acquire(s, ARGV[7] == '1')
+  local jvm, ahead
+  e, count, jvm, ahead = hold_acquire(s, ARGV[7] == '1')
   if not e then
-    -- `count` is the holder's pttl here.
-    return {0, count, jvm}
+    -- `count` is the holder's pttl here. A registered waiter also learns the server time of its
+    -- registration (the clock was read for it: no call more), which dates a hand-off's expiry
+    -- on its own clock (src/locks/protocol.ts, grantFromHandOff).
+    if ahead == nil then
+      return {0, count, jvm}
+    end
+    return {0, count, jvm, clock_ms(), ahead and 1 or 0}
   end
 end
 return {1, count, tonumber(e) or 0}

@@ -146,7 +146,12 @@ export abstract class HashHolds<I extends Inspection> implements HoldProtocol {
    * owner, the replay window, the request id, the waiter id and how long its registration lasts.
    */
   protected attemptArgs(s: HoldSettings, id: string, waiter: string): (string | number)[] {
-    return [s.owner, this.ctx.replayWindow, id, waiter, LOCK_WAITER_SLOT_MS];
+    return [s.owner, this.ctx.replayWindow, id, waiter, this.waiterSlot];
+  }
+
+  /** How long a waiter's registration lasts, in ms (lib/wake.lua). */
+  protected get waiterSlot(): number {
+    return LOCK_WAITER_SLOT_MS;
   }
 
   /** The registered waiters and their wake channels: keys of every script that can free it. */

@@ -31,13 +31,13 @@ import {
   type ReleaseResult,
   type SerializedLease,
 } from "../lease/lease.js";
-import { FAIR_CLAIM_WINDOW_MS } from "../limits.js";
+import { FAIR_CLAIM_WINDOW_MS, LOCK_HAND_OFF_SLOT_MS } from "../limits.js";
 import { lockLeave } from "../lua/lock.gen.js";
 import type { RequestCounter, ScriptCall } from "../transport/index.js";
 import { asInteger } from "../transport/index.js";
 import { checkLeaseTime, checkOwner, checkSignal } from "../validate.js";
 import type { AttemptOutcome } from "../wait/backoff.js";
-import { waitFor } from "../wait/loop.js";
+import { keepOpenWhile, waitFor } from "../wait/loop.js";
 import { keys, type LockContext } from "./context.js";
 import { resendUntilAnswered, runDefinite } from "./definite.js";
 
@@ -115,6 +115,10 @@ export type AttemptReply =
       pttl: number;
       /** The holder is not an edgelock client (a Redisson client): its release wakes nobody. */
       foreign?: boolean;
+      /** Server time in ms when the attempt registered its waiter (see `AttemptOutcome`). */
+      serverTime?: number;
+      /** Another registered waiter is ahead of this one (see `AttemptOutcome`). */
+      behind?: boolean;
     }
   | { status: "completed"; pttl: number };
 
@@ -196,7 +200,7 @@ export function holdSettings(ctx: LockContext, o: LeaseOptions): HoldSettings {
  * subscribe, a kind without wake-ups, or a failed subscription, it sleeps with the PTTL-bounded
  * backoff of wait.ts instead. Emits `waiting` and `wait` events and one `acquire` event.
  */
-export function acquire(
+export async function acquire(
   ctx: LockContext,
   protocol: HoldProtocol,
   settings: HoldSettings,
@@ -205,7 +209,7 @@ export function acquire(
   if (waitTime === 0) return acquireOnce(ctx, protocol, settings);
   const leave = protocol.leaveCall?.bind(protocol);
   const s: HoldSettings = { ...settings, attemptUntil: attemptUntil(waitTime) };
-  return leaseOnGrant(ctx, protocol, s, (counter) =>
+  const result = await leaseOnGrant(ctx, protocol, s, (counter) =>
     waitFor(ctx, {
       name: protocol.name,
       wakeKey: protocol.wakeKey,
@@ -215,18 +219,38 @@ export function acquire(
       attempt: async (waiter, subscribed, _waitId, registered): Promise<AttemptOutcome<Grant>> => {
         const reply = await protocol.attempt(s, counter, waiter, subscribed, registered);
         if (reply.status === "acquired") return { acquired: reply.grant };
-        return reply.status === "busy" && reply.foreign
-          ? { pttl: reply.pttl, foreign: true }
-          : { pttl: reply.pttl };
+        if (reply.status !== "busy") return { pttl: reply.pttl };
+        const { pttl, foreign, serverTime, behind } = reply;
+        return {
+          pttl,
+          ...(foreign && { foreign }),
+          ...(serverTime !== undefined && { serverTime }),
+          ...(behind && { behind }),
+        };
       },
       ...(leave && waiterExits(ctx, counter, (waiter) => leave(waiter, settings.owner))),
       foreignChannel: protocol.foreignChannel ?? keys.channel(protocol.name),
-      fromGrant: protocol.handsOff
-        ? (payload, sentAt, sentMono) =>
-            grantFromHandOff(payload, sentAt, sentMono, settings.leaseTime)
-        : undefined,
+      ...(protocol.handsOff && {
+        // A lease shorter than the claim window is handed over for itself: dated from the
+        // server clock it loses the attempt's one-way delay, which on a loaded client can be
+        // most of a lease of a few hundred ms by the time the lease is made, so it is dated
+        // from the attempt alone (confirmed with an attempt unless that was very recent).
+        fromGrant: (payload: string, sentAt: number, sentMono: number, serverTime: number) =>
+          grantFromHandOff(
+            payload,
+            sentAt,
+            sentMono,
+            settings.leaseTime >= FAIR_CLAIM_WINDOW_MS ? serverTime : 0,
+            settings.leaseTime,
+          ),
+        blockCap: LOCK_HAND_OFF_SLOT_MS / 3,
+      }),
     }),
   );
+  if (result.lease && protocol.wakeKey) {
+    keepOpenWhile(ctx, protocol.wakeKey, result.lease);
+  }
+  return result;
 }
 
 /**
@@ -278,22 +302,47 @@ async function leaseOnGrant(
 }
 
 /**
- * The grant a hand-off message carries (`<epoch>`): the lock is held from the hand-off, which came
- * after the busy attempt sent at `sentAt` (`sentMono` on the monotonic clock), for
- * min(leaseTime, claim window); the lease confirms its full lease time before that runs out.
- * `undefined` (confirm with an attempt) when too little of that is known to be left.
+ * The grant a hand-off message carries (`<epoch>`): the lock is held from the hand-off for
+ * ttl = min(leaseTime, claim window), and the lease confirms its full lease time (its first
+ * renewal, or its release) before that runs out. `undefined` (confirm with an attempt) when too
+ * little of it is known to be left.
+ *
+ * When the lock expires, on this client's clock: the hand-off set it to expire at exactly
+ * E = floor(epoch / 1000) + ttl on the server's clock (the epoch is the server time of the
+ * hand-off in µs; lib/wake.lua and lib/fair.lua use PEXPIREAT). The server clock's offset to
+ * this one is unknown, but the busy attempt sent at `sentAt` (this clock; `sentMono` on the
+ * monotonic clock, which a step of the wall clock does not move) registered the waiter at
+ * `serverTime` (server clock, ms, floored), and that happened after it was sent: the offset is at
+ * most serverTime + 1 − sentAt, so E is no earlier here than sentAt + (E − serverTime) − 1. That
+ * holds however long ago the attempt was, and whenever the message arrives (a message late by
+ * any delay only leaves less of the lease, never a lease longer than Redis keeps the lock); it
+ * assumes, as every lease does, that the two clocks advance at the same rate. Without
+ * `serverTime` (0) the hand-off is only known to have come after `sentAt`: the lock is held
+ * until at least sentAt + ttl.
  */
 export function grantFromHandOff(
   payload: string,
   sentAt: number,
   sentMono: number,
+  serverTime: number,
   leaseTime: number,
 ): Grant | undefined {
   const epoch = Number(payload);
   if (!Number.isSafeInteger(epoch) || epoch <= 0) return undefined;
   const ttl = Math.min(leaseTime, FAIR_CLAIM_WINDOW_MS);
-  if (sentMono + ttl - performance.now() <= ttl / 4) return undefined;
-  return { id: randomHex(), sentAt, sentMono, epoch, ttl };
+  // From the attempt's send to the lock's expiry, on any clock that runs at the server's rate.
+  const span = serverTime > 0 ? Math.floor(epoch / 1000) + ttl - serverTime - 1 : ttl;
+  // The lease's own timer then confirms it within the half of what is left (Lease#confirmBefore).
+  if (sentMono + span - performance.now() <= ttl / 4) return undefined;
+  // The lease counts `ttl` from the grant's send times: moved by span − ttl on both clocks, it
+  // ends where the lock does.
+  return {
+    id: randomHex(),
+    sentAt: sentAt + span - ttl,
+    sentMono: sentMono + span - ttl,
+    epoch,
+    ttl,
+  };
 }
 
 /** Reports an acquire call through `onEvent`. */

@@ -99,6 +99,17 @@ export type AttemptOutcome<T> =
       foreign?: boolean;
       /** Longest block or sleep before the next attempt, in ms (e.g. to renew a queue slot). */
       cap?: number;
+      /**
+       * Another registered waiter is ahead of this one: when the holder's lease runs out
+       * unreleased, that waiter takes the lock (and its release hands it on), so a wait for a
+       * wake-up is not bounded by the holder's PTTL (sleeps still are).
+       */
+      behind?: boolean;
+      /**
+       * Server time in ms (Redis TIME) when the attempt registered the waiter: dates a hand-off
+       * the wait then receives (src/locks/protocol.ts, grantFromHandOff).
+       */
+      serverTime?: number;
     };
 
 /** Options of {@link pollUntil}. */
@@ -149,7 +160,7 @@ export async function pollUntil<T>(
     const report = options.onWait;
     let ms: number | undefined;
     if (options.block) {
-      ms = blockBound(outcome.pttl, cap, options.blockCap ?? remaining);
+      ms = blockBound(outcome.behind ? -1 : outcome.pttl, cap, options.blockCap ?? remaining);
       report?.("waiting", 0, n + 1, ms);
       if (!(await options.block(ms, outcome.foreign === true))) ms = undefined;
     }

@@ -72,9 +72,16 @@ export interface WaitSpec<T> {
    * For a kind whose releases hand the lock to a registered waiter (lib/wake.lua,
    * hand_off_one): the value a hand-off message's payload grants, `sentAt` being when the last
    * busy attempt was sent (the hand-off came after it; `sentMono`: the same on the monotonic
-   * clock), or `undefined` to confirm it with an attempt instead.
+   * clock) and `serverTime` the server time at which that attempt registered the waiter (0: not
+   * known), or `undefined` to confirm it with an attempt instead.
    */
-  fromGrant?(payload: string, sentAt: number, sentMono: number): T | undefined;
+  fromGrant?(payload: string, sentAt: number, sentMono: number, serverTime: number): T | undefined;
+  /**
+   * Longest single wait for a wake-up, in ms: less than half the registration the kind's busy
+   * attempts make, so that the waiter is back before it lapses. Default
+   * `LOCK_WAITER_SLOT_MS / 2`.
+   */
+  blockCap?: number;
 }
 
 /**
@@ -304,6 +311,7 @@ export async function waitFor<T>(
   let granted: T | undefined;
   let sentAt = 0;
   let sentMono = 0;
+  let serverTime = 0;
   let settled = false;
   try {
     const result = await pollUntil(
@@ -328,6 +336,7 @@ export async function waitFor<T>(
         if (waiter !== "") registered = waiter;
         const outcome = await spec.attempt(waiter, waker.subscribed, waker.id, mayBeRegistered);
         registered = "acquired" in outcome ? "" : waiter;
+        serverTime = "acquired" in outcome ? 0 : (outcome.serverTime ?? 0);
         return outcome;
       },
       {
@@ -338,10 +347,10 @@ export async function waitFor<T>(
           ? undefined
           : async (ms, foreign) => {
               const { again, payload } = await waker.wait(ms, foreign);
-              if (payload) granted = spec.fromGrant?.(payload, sentAt, sentMono);
+              if (payload) granted = spec.fromGrant?.(payload, sentAt, sentMono, serverTime);
               return again;
             },
-        blockCap: LOCK_WAITER_SLOT_MS / 2,
+        blockCap: spec.blockCap ?? LOCK_WAITER_SLOT_MS / 2,
         // Every sleep or block is reported as a `waiting` event before it starts (with its
         // longest length) and as a `wait` event when it ends (with the time it took).
         onWait: (type, durationMs, attempt, maxMs) =>
@@ -363,4 +372,24 @@ export async function waitFor<T>(
     if (registered !== "") spec.unregister?.(registered);
     if (!settled) spec.abandon?.(waker.id);
   }
+}
+
+/**
+ * Keeps the client's open subscription on `<prefix>:<client>` open until `lease` ends (released,
+ * expired or lost), so that a client that waits again after
+ * its hold registers with its first attempt instead of subscribing again. It opens nothing: a
+ * subscription that is not open stays so, and a wait on another name that finds
+ * `maxSubscriptions` open closes one kept open only for holds (or idle).
+ */
+export function keepOpenWhile(
+  ctx: LockContext,
+  prefix: string,
+  lease: { readonly ended: boolean; readonly signal: AbortSignal },
+): void {
+  if (lease.ended) return;
+  const hub = wakeHubOf(ctx);
+  const slot = hub.joinOpen(prefix, hub.waitId(), true);
+  // The signal is read only when a subscription is kept open: a lease whose signal nobody reads
+  // makes no AbortController.
+  if (slot) lease.signal.addEventListener("abort", () => slot.leave(), { once: true });
 }

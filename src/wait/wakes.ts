@@ -90,16 +90,19 @@ export class WakeSlot {
   readonly id: string;
   readonly #shared: Shared;
   readonly #release: (slot: WakeSlot) => void;
+  /** Only keeps the subscription open for a hold (see {@link WakeHub.joinOpen}); never waits. */
+  readonly holding: boolean;
   #pending: string | undefined;
   #waiting: ((outcome: WakeOutcome) => void) | undefined;
   #relay: WakeSlot | undefined;
   #left = false;
 
   /** Internal: see {@link WakeHub.join}. */
-  constructor(id: string, shared: Shared, release: (slot: WakeSlot) => void) {
+  constructor(id: string, shared: Shared, release: (slot: WakeSlot) => void, holding = false) {
     this.id = id;
     this.#shared = shared;
     this.#release = release;
+    this.holding = holding;
   }
 
   /** Whether the subscription failed or its stream ended: nothing wakes this slot any more. */
@@ -220,12 +223,14 @@ export class WakeHub {
 
   /**
    * A place for wait `id` ({@link waitId}) on `<prefix>:<hub id>` whose subscription is confirmed already, or
-   * `undefined` (none open yet: see {@link join}).
+   * `undefined` (none open yet: see {@link join}). `holding`: the place only keeps the
+   * subscription open while the client holds a lease on the name; a wait that finds every
+   * subscription taken closes one that only such places keep open.
    */
-  joinOpen(prefix: string, id: string): WakeSlot | undefined {
+  joinOpen(prefix: string, id: string, holding = false): WakeSlot | undefined {
     const shared = this.#shared.get(this.#key(prefix));
     if (!shared?.confirmed || shared.lost) return undefined;
-    return this.#slot(shared, id);
+    return this.#slot(shared, id, holding);
   }
 
   /** A new wait id of this client: `<hub id>:<random>`. */
@@ -293,6 +298,7 @@ export class WakeHub {
     let shared = this.#shared.get(key);
     if (shared?.lost) shared = undefined;
     if (!shared) {
+      if (this.#shared.size >= this.#max) this.#closeUnwaited();
       if (this.#shared.size >= this.#max) return "unavailable";
       shared = this.#subscribe(name, key, channel, counter, prefix === undefined);
     }
@@ -315,22 +321,37 @@ export class WakeHub {
     return outcome === "pending" ? "pending" : "unavailable";
   }
 
+  /** Closes one subscription no wait uses (idle, or kept open only for holds), if any. */
+  #closeUnwaited(): void {
+    for (const shared of this.#shared.values()) {
+      if ([...shared.slots.values()].every((slot) => slot.holding)) {
+        shared.close();
+        return;
+      }
+    }
+  }
+
   #key(prefix: string): string {
     return `${prefix}:${this.id}`;
   }
 
-  #slot(shared: Shared, id: string): WakeSlot {
+  #slot(shared: Shared, id: string, holding = false): WakeSlot {
     clearTimeout(shared.idle);
     shared.idle = undefined;
-    const slot = new WakeSlot(id, shared, (s) => {
-      shared.slots.delete(s.id);
-      if (shared.slots.size > 0 || shared.idle !== undefined) return;
-      if (shared.lost) {
-        shared.close();
-        return;
-      }
-      shared.idle = setTimeout(() => shared.close(), SUBSCRIPTION_IDLE_MS);
-    });
+    const slot = new WakeSlot(
+      id,
+      shared,
+      (s) => {
+        shared.slots.delete(s.id);
+        if (shared.slots.size > 0 || shared.idle !== undefined) return;
+        if (shared.lost) {
+          shared.close();
+          return;
+        }
+        shared.idle = setTimeout(() => shared.close(), SUBSCRIPTION_IDLE_MS);
+      },
+      holding,
+    );
     shared.slots.set(slot.id, slot);
     return slot;
   }
@@ -343,6 +364,7 @@ export class WakeHub {
     broadcast: boolean,
   ): Shared {
     const slots = new Map<string, WakeSlot>();
+    let closed = false;
     const lose = () => {
       if (shared.lost) return;
       shared.lost = true;
@@ -388,6 +410,10 @@ export class WakeHub {
       close: () => {
         clearTimeout(shared.idle);
         if (this.#shared.get(key) === shared) this.#shared.delete(key);
+        // Once: a subscription closed for a wait that needed its place is closed again when its
+        // last hold ends.
+        if (closed) return;
+        closed = true;
         sub.close();
       },
     };

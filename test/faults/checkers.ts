@@ -12,6 +12,7 @@
  * (d) {@link classifyKeys}: keys left after quiescence.
  */
 import { LOCK_WAITER_SLOT_MS } from "../../src/index.js";
+import { LOCK_HAND_OFF_SLOT_MS } from "../../src/limits.js";
 import { type Hold, holdWindow } from "./history.js";
 
 /** What the overlap checker found. */
@@ -224,13 +225,18 @@ export interface KeysReport {
   replay: number;
   /** Fenced-lock token counters (`redisson_lock_token:{…}`, persistent by design). */
   tokens: number;
-  /** Waiter registrations and wake lists whose TTL is within one waiter slot (30 s). */
+  /**
+   * Waiter registrations and wake lists whose TTL is within one waiter slot (60 s for a
+   * reentrant-lock waiter asking for hand-offs, 30 s for the others).
+   */
   waiting: number;
   waitingKeys: KeyEntry[];
   /** Documented persistent keys (`rules.persistent`). */
   persistent: number;
 }
 
+/** The longest a waiter's registration lasts (src/limits.ts). */
+const WAITER_SLOT_MS = Math.max(LOCK_WAITER_SLOT_MS, LOCK_HAND_OFF_SLOT_MS);
 const REPLAY = /^edgelock_replay:\{[^}]*\}:.+$/;
 const TOKEN = /^redisson_lock_token:\{[^}]*\}$/;
 // The waiters' ZSET, the grants beside it (lua/lib/wake.lua), the registry's mark (`:any`: the
@@ -256,7 +262,7 @@ export function classifyKeys(entries: readonly KeyEntry[], rules: KeyRules): Key
     const { key, pttl } = entry;
     if (REPLAY.test(key) && pttl > 0 && pttl <= rules.replayWindow) report.replay += 1;
     else if (TOKEN.test(key)) report.tokens += 1;
-    else if (WAITING.test(key) && pttl > 0 && pttl <= LOCK_WAITER_SLOT_MS) {
+    else if (WAITING.test(key) && pttl > 0 && pttl <= WAITER_SLOT_MS) {
       report.waiting += 1;
       report.waitingKeys.push(entry);
     } else if (persistent.has(key)) report.persistent += 1;

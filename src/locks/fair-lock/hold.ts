@@ -27,8 +27,13 @@ import {
   runRelease,
 } from "../protocol.js";
 
-const decodeAttempt = (r: unknown) =>
-  asIntegers(r, 4) as [number, number, number, number] | undefined;
+/** {status, value, epoch or position, jvm} and, when this attempt queued the owner, the time. */
+const decodeAttempt = (r: unknown) => {
+  const v = asIntegers(r);
+  return v && (v.length === 4 || v.length === 5)
+    ? (v as [number, number, number, number, number?])
+    : undefined;
+};
 
 /** Redisson's fair-lock keys and ours, all in the name's hash slot. */
 export const fairKeys = {
@@ -67,7 +72,7 @@ export class FairLockHolds extends HashHolds<FairLockInspection> {
     const id = randomHex();
     const sentAt = Date.now();
     const sentMono = performance.now();
-    const [status, value, epoch, jvm] = await runAttempt(
+    const [status, value, epoch, jvm, serverTime] = await runAttempt(
       this.ctx,
       {
         script: fairLockAcquire,
@@ -100,6 +105,7 @@ export class FairLockHolds extends HashHolds<FairLockInspection> {
       id,
       position: status === 0 ? epoch : -1,
       ...(status === 0 && jvm === 1 ? { foreign: true } : {}),
+      ...(serverTime !== undefined && { serverTime }),
     };
   }
 

@@ -11,7 +11,7 @@ import { FAIR_CLAIM_WINDOW_MS, FAIR_SLOT_MS } from "../../limits.js";
 import type { RequestCounter } from "../../transport/index.js";
 import type { AttemptOutcome } from "../../wait/backoff.js";
 import { listenBeside } from "../../wait/beside.js";
-import { waitFor } from "../../wait/loop.js";
+import { keepOpenWhile, waitFor } from "../../wait/loop.js";
 import { keys, type LockContext } from "../context.js";
 import { HashLock } from "../lock/base.js";
 import {
@@ -31,11 +31,11 @@ export type { FairLockInspection } from "./hold.js";
  * A FIFO reentrant lock (Redisson RFairLock). Get one with `edgelock.getFairLock(name)`; the
  * object holds no state. Same methods as the reentrant lock. A waiter joins the queue with its
  * first attempt, then waits for the release's message (or sleeps, with `wait: "poll"` or a
- * client without `subscribe`) for at most min(time left, the holder's remaining lease, half its
- * queue slot): the message hands it the lock; otherwise it attempts again, which confirms a
+ * client without `subscribe`) for at most min(time left, the holder's remaining lease (the first
+ * in the queue only), a third of its queue slot): the message hands it the lock; otherwise it attempts again, which confirms a
  * hand-off it missed. A waiter that gives up or aborts leaves the queue; one that dies is skipped once its
  * slot lapses (30 s); a hand-off its waiter never confirms costs the next waiter at most about
- * two claim windows (2 s each: the waiter second in line comes back at least that often).
+ * two claim windows (2 s each: when nobody heard the hand-off, the next waiter is woken too).
  * A hand-off holds the lock for the waiter during the claim window (`FAIR_CLAIM_WINDOW_MS`,
  * 2 000 ms) until it confirms; the waiter's lease starts at that confirmation and lasts exactly
  * its `leaseTime`, also when shorter than the window (then it confirms with one more request).
@@ -97,17 +97,19 @@ export class FairLock extends HashLock<FairLockInspection> {
           );
           lastId = reply.id;
           if (reply.status === "acquired") return { acquired: reply.grant };
-          // Back well before the slot lapses, and when second in line within a claim window, in
-          // case the hand-off to the first waiter finds it dead (nobody else would wake this one
-          // before the holder's lease runs out).
-          const cap =
-            reply.position === 1
-              ? Math.min(FAIR_SLOT_MS / 2, FAIR_CLAIM_WINDOW_MS)
-              : FAIR_SLOT_MS / 2;
-          const pttl = reply.status === "busy" ? reply.pttl : 0;
-          return reply.status === "busy" && reply.foreign
-            ? { pttl, cap, foreign: true }
-            : { pttl, cap };
+          // Back well before the slot lapses. Only the first in the queue is back when the
+          // holder's lease runs out (it takes the expired lock, and its release hands it on); a
+          // hand-off that nobody heard wakes the next waiter (lib/fair.lua), so the ones behind
+          // wait for their message.
+          const cap = FAIR_SLOT_MS / 3;
+          if (reply.status !== "busy") return { pttl: 0, cap };
+          return {
+            pttl: reply.pttl,
+            cap,
+            ...(reply.foreign && { foreign: true }),
+            ...(reply.serverTime !== undefined && { serverTime: reply.serverTime }),
+            ...(reply.position > 0 && { behind: true }),
+          };
         },
         // While a Redisson client holds the lock or waits ahead, the waiter also listens where a
         // Redisson release tells the next waiter: `redisson_lock__channel:{<name>}:<owner>`
@@ -116,10 +118,11 @@ export class FairLock extends HashLock<FairLockInspection> {
         beside: listenBeside,
         // The lock is ours, held for the claim window from the hand-off. A lease shorter than the
         // window confirms with an attempt instead, which makes the TTL exactly the lease.
-        fromGrant: (payload, sentAt, sentMono) =>
+        fromGrant: (payload, sentAt, sentMono, serverTime) =>
           s.leaseTime >= FAIR_CLAIM_WINDOW_MS
-            ? grantFromHandOff(payload, sentAt, sentMono, s.leaseTime)
+            ? grantFromHandOff(payload, sentAt, sentMono, serverTime, s.leaseTime)
             : undefined,
+        blockCap: FAIR_SLOT_MS / 3,
         // Give the place up (and a hand-off that may have just arrived) before saying no.
         leave: async (waitId) => {
           if (queued && lastId !== undefined) {
@@ -133,6 +136,7 @@ export class FairLock extends HashLock<FairLockInspection> {
       attempts = polled.attempts;
       if (polled.value === null) return { lease: null, attempts, holderTtl: polled.pttl };
       const lease = await leaseFor(this.ctx, this.holds, s, polled.value);
+      if (queued) keepOpenWhile(this.ctx, keys.wake(this.name), lease);
       acquired = true;
       return { lease, attempts };
     } finally {

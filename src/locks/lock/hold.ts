@@ -9,7 +9,7 @@
 import { randomHex } from "../../ids.js";
 import type { Inspection } from "../../inspect.js";
 import type { ReleaseResult } from "../../lease/lease.js";
-import { FAIR_CLAIM_WINDOW_MS, LOCK_WAITER_SLOT_MS } from "../../limits.js";
+import { FAIR_CLAIM_WINDOW_MS, LOCK_HAND_OFF_SLOT_MS, LOCK_WAITER_SLOT_MS } from "../../limits.js";
 import {
   lockAcquire,
   lockCancel,
@@ -73,7 +73,7 @@ export abstract class LockScriptHolds<I extends Inspection> extends HashHolds<I>
     const id = randomHex();
     const sentAt = Date.now();
     const sentMono = performance.now();
-    const [status = 0, value = 0, epoch = 0, fencingToken] = await runAttempt(
+    const reply = await runAttempt(
       this.ctx,
       {
         script: this.acquireScript,
@@ -87,14 +87,30 @@ export abstract class LockScriptHolds<I extends Inspection> extends HashHolds<I>
         ],
         signal: s.signal,
       },
-      (r) => asIntegers(r, this.replyLength),
+      (r) => {
+        // A busy attempt that registered its waiter answers two more (acquire.lua).
+        const v = asIntegers(r);
+        return v && (v.length === this.replyLength || v.length === this.replyLength + 2)
+          ? v
+          : undefined;
+      },
       counter,
       () => this.cancel(s.owner, id),
       s.attemptUntil,
       ([status]) => status === 1,
     );
-    if (status === 1)
-      return { status: "acquired", grant: { id, sentAt, sentMono, epoch, fencingToken } };
+    const [status = 0, value = 0, epoch = 0] = reply;
+    if (status === 1) {
+      const grant = { id, sentAt, sentMono, epoch, fencingToken: reply[3] };
+      return { status: "acquired", grant };
+    }
+    if (status === 0 && reply.length === this.replyLength + 2) {
+      // The two after the kind's own: the server time of the registration and whether anyone
+      // is registered ahead (acquire.lua).
+      const serverTime = reply[this.replyLength] ?? 0;
+      const ahead = reply[this.replyLength + 1] ?? 0;
+      return { status: "busy", pttl: value, serverTime, behind: this.handsOff && ahead === 1 };
+    }
     if (status === 2) return { status: "completed", pttl: value };
     // -1: this attempt's request id was already used; the caller polls again with a new id.
     if (status === 0 && epoch === 1) return { status: "busy", pttl: value, foreign: true };
@@ -163,6 +179,11 @@ export class LockHolds extends LockScriptHolds<LockInspection> {
    */
   override get handsOff(): boolean {
     return true;
+  }
+
+  /** A waiter asking for hand-offs keeps its place longer ({@link LOCK_HAND_OFF_SLOT_MS}). */
+  protected override get waiterSlot(): number {
+    return this.handsOff ? LOCK_HAND_OFF_SLOT_MS : LOCK_WAITER_SLOT_MS;
   }
 
   /**

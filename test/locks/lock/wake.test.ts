@@ -72,9 +72,10 @@ describe("reentrant lock wake-ups", () => {
     const held = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
     const waiter = recordingEdgeLock();
     const pending = waiter.edgelock.getLock(name).tryLock({ waitTime: 20_000, leaseTime: 5_000 });
-    // Subscribed and registered (its second wait): the registry is marked.
+    // Subscribed and registered (its second wait): the registry exists, and needs no mark.
     await waiter.until((_e, all) => waits(all) === 2);
-    expect(await raw.exists(`${waitingKey(name)}:any`)).toBe(1);
+    expect(await raw.exists(waitingKey(name))).toBe(1);
+    expect(await raw.exists(`${waitingKey(name)}:any`)).toBe(0);
     // The holder's hold ends with no release (as a crashed holder's expiry would): nobody is
     // woken, and the waiter's wait is bounded by that holder's 20 s lease.
     await raw.del(name);

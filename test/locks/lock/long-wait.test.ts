@@ -1,0 +1,132 @@
+/**
+ * Waiting behind long holds (reentrant and fair lock): a hand-off is held on its message however
+ * long ago the waiter's last attempt was, with a lease that never believes it holds longer than
+ * Redis keeps the lock; the client's subscription stays open while it holds the lock, so its
+ * next wait does not subscribe again; and only the first registered waiter comes back when a
+ * holder's lease runs out unreleased.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import { describe, expect, it } from "vitest";
+import type { EdgeLock } from "../../../src/index.js";
+import { keyPrefix, useRawRedis } from "../../support/env.js";
+import { recordingEdgeLock } from "../../support/locks.js";
+
+const prefix = keyPrefix();
+const raw = useRawRedis();
+
+const waits = (events: readonly { type: string }[]) =>
+  events.filter((e) => e.type === "waiting").length;
+/** The lock's expiry on the server's clock, ms (PEXPIRETIME; Redis runs on this machine). */
+const expiryOf = async (name: string) => Number(await raw.sendCommand(["PEXPIRETIME", name]));
+
+const kinds = [
+  { kind: "reentrant lock", get: (e: EdgeLock, name: string) => e.getLock(name) },
+  { kind: "fair lock", get: (e: EdgeLock, name: string) => e.getFairLock(name) },
+] as const;
+
+describe.each(kinds)("long waits: $kind", ({ get }) => {
+  it("a hand-off long after the waiter's last attempt is held without another request, and expires no later than in Redis", async () => {
+    const name = `${prefix}${get.name}-old-attempt-${Math.random()}`;
+    const holder = recordingEdgeLock();
+    const held = await get(holder.edgelock, name).lock({ leaseTime: 20_000 });
+    const waiter = recordingEdgeLock();
+    const pending = get(waiter.edgelock, name).tryLock({ waitTime: 20_000, leaseTime: 10_000 });
+    // Subscribed and registered: its last attempt is sent.
+    await waiter.until((_e, all) => waits(all) === 2);
+    // The hold outlasts three quarters of the claim window (2 s) after that attempt: the last
+    // attempt's send time alone no longer proves enough of the window left.
+    await sleep(1_800);
+    expect(await held.release()).toBe("released");
+    const lease = await pending;
+    expect(lease).not.toBeNull();
+    // The busy attempt, the subscription, the registering attempt: no confirming attempt.
+    expect(waiter.requests("acquire")).toBe(3);
+    const expiry = await expiryOf(name);
+    expect(lease?.expiresAt).toBeLessThanOrEqual(expiry);
+    // Dated from the hand-off, not from the attempt 1.8 s before it.
+    expect(lease?.expiresAt).toBeGreaterThan(expiry - 200);
+    // The lease's first renewal makes the claim window its lease.
+    await waiter.until((e) => e.type === "renew" && e.renewed);
+    expect(Number(await raw.pTTL(name))).toBeGreaterThan(5_000);
+    expect(await lease?.release()).toBe("released");
+  });
+
+  it("the subscription stays open while the client holds the lock: its next wait registers with its first attempt", async () => {
+    const name = `${prefix}${get.name}-kept-${Math.random()}`;
+    const other = recordingEdgeLock();
+    const first = await get(other.edgelock, name).lock({ leaseTime: 20_000 });
+    const client = recordingEdgeLock();
+    const pending = get(client.edgelock, name).tryLock({ waitTime: 20_000, leaseTime: 10_000 });
+    await client.until((_e, all) => waits(all) === 2);
+    await first.release();
+    const lease = await pending;
+    expect(lease).not.toBeNull();
+    const again = get(other.edgelock, name).tryLock({ waitTime: 20_000, leaseTime: 10_000 });
+    await other.until((_e, all) => waits(all) === 2);
+    // Held for longer than an idle subscription stays open (1 s).
+    await sleep(1_500);
+    const next = get(client.edgelock, name).tryLock({ waitTime: 20_000, leaseTime: 10_000 });
+    await client.until((_e, all) => waits(all) === 3);
+    expect(await lease?.release()).toBe("released");
+    const otherLease = await again;
+    expect(otherLease).not.toBeNull();
+    expect(await otherLease?.release()).toBe("released");
+    expect(await next).not.toBeNull();
+    const acquires = client.events.filter((e) => e.type === "acquire");
+    // One attempt, which registered at once: no subscription, no attempt after one.
+    expect(acquires.at(-1)?.requests).toBe(1);
+    expect(client.events.filter((e) => e.type === "wait-strategy")).toHaveLength(1);
+  });
+
+  it("a subscription kept open for a hold gives its place to a wait on another name when the client is at maxSubscriptions", async () => {
+    const held = `${prefix}${get.name}-held-${Math.random()}`;
+    const next = `${prefix}${get.name}-next-${Math.random()}`;
+    const other = recordingEdgeLock();
+    const first = await get(other.edgelock, held).lock({ leaseTime: 20_000 });
+    const client = recordingEdgeLock({ maxSubscriptions: 1 });
+    const pending = get(client.edgelock, held).tryLock({ waitTime: 20_000, leaseTime: 10_000 });
+    await client.until((_e, all) => waits(all) === 2);
+    await first.release();
+    const lease = await pending;
+    expect(lease).not.toBeNull();
+    const blocker = await get(other.edgelock, next).lock({ leaseTime: 20_000 });
+    const waiting = get(client.edgelock, next).tryLock({ waitTime: 20_000, leaseTime: 10_000 });
+    // Busy, then subscribed (in place of the held name's subscription) and registered.
+    await client.until((_e, all) => waits(all) === 4);
+    const strategies = client.events.flatMap((e) =>
+      e.type === "wait-strategy" ? [e.strategy] : [],
+    );
+    expect(strategies).toEqual(["subscribe", "subscribe"]);
+    expect(await blocker.release()).toBe("released");
+    const second = await waiting;
+    expect(second).not.toBeNull();
+    expect(await second?.release()).toBe("released");
+    expect(await lease?.release()).toBe("released");
+  });
+
+  it("only the first registered waiter comes back when the holder's lease runs out unreleased; the next gets the lock from its release", async () => {
+    const name = `${prefix}${get.name}-order-${Math.random()}`;
+    // A holder that never releases: its lease runs out.
+    await get(recordingEdgeLock().edgelock, name).lock({ leaseTime: 1_500 });
+    const a = recordingEdgeLock();
+    const first = get(a.edgelock, name).tryLock({ waitTime: 20_000, leaseTime: 10_000 });
+    await a.until((_e, all) => waits(all) === 2);
+    const b = recordingEdgeLock();
+    const second = get(b.edgelock, name).tryLock({ waitTime: 20_000, leaseTime: 10_000 });
+    await b.until((_e, all) => waits(all) === 2);
+    const lease = await first;
+    expect(lease).not.toBeNull();
+    // The first came back at the expiry and took the lock: one attempt more than its three.
+    expect(a.requests("acquire")).toBe(4);
+    // Held for a while: the second waiter, behind it, is not back meanwhile.
+    await sleep(500);
+    expect(b.events.filter((e) => e.type === "acquire")).toHaveLength(0);
+    expect(waits(b.events)).toBe(2);
+    expect(await lease?.release()).toBe("released");
+    const next = await second;
+    expect(next).not.toBeNull();
+    // Busy attempt, subscription, registering attempt; the release handed it the lock.
+    expect(b.requests("acquire")).toBe(3);
+    expect(await next?.release()).toBe("released");
+  });
+});
