@@ -151,8 +151,10 @@ describe("semaphore: retried releases under lost answers never grow it", () => {
         expect(over).toEqual([]);
         expect(acquires.n).toBe(0);
         expect(injected).toBeGreaterThan(0);
-        // In mode close @upstash/redis resends by itself, so callers rarely see a failure.
-        if (mode !== "close") expect(failures.n).toBeGreaterThan(0);
+        // The faults reached the callers (a failed release, retried): in mode close
+        // @upstash/redis resends by itself, so callers rarely see a failure; at CI size (3 cycles
+        // per client) a case may see none either, since the transport resends once after a 5xx.
+        if (mode !== "close" && !QUICK) expect(failures.n).toBeGreaterThan(0);
         if (style === "handle") {
           expect(most).toBeLessThanOrEqual(PERMITS);
           expect(refused).toBe(0);
