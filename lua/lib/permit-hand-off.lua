@@ -21,9 +21,10 @@
 --     or a release of that request id finds them too.
 -- @include lib/wake.lua
 
--- The grant a busy attempt of `id` for `permits` permits asks for (waiting_add's `grant`).
-local function permit_grant(permits, id)
-  return permits .. '|' .. id
+-- The grant a busy attempt of `id` for `permits` permits asks for (waiting_add's `grant`);
+-- `rest` (optional) is passed on to the kind's give and sent with the message.
+local function permit_grant(permits, id, rest)
+  return permits .. '|' .. id .. (rest or '')
 end
 
 -- The STRING that names what waiter `waiter` was handed: "<request id>|<permits>". A record of
@@ -35,16 +36,16 @@ end
 
 -- Hands the `available` permits just freed to live registered waiters in registration order.
 -- A waiter that asked for a hand-off of no more permits than are left is sent
--- "<waiter>|<request id><suffix(permits, id)>" (suffix: what the kind adds, e.g. the lease's
--- length; none when nil) and, when that reached a subscriber, give(waiter, permits, id) records
--- them as that request's and handed_key(waiter) names them for windowMs (ARGV of the script).
+-- "<waiter>|<request id><rest>" (rest: what the kind's grant adds after the id, e.g. "|<lease
+-- ms>") and, when that reached a subscriber, give(waiter, permits, id, rest) makes them that
+-- request's and handed_key(waiter) names them for windowMs.
 -- A waiter that asked for none, or for more than are left, is only woken (counted as one
 -- permit, as wake_n counts it: it attempts and registers again). Every waiter tried is
 -- unregistered. Returns the permits handed over: the caller takes them from the pool.
 -- Billed   per waiter handed permits: ZRANGE, waiting_pop's HGET, HDEL, HDEL, ZREM, EXISTS,
 --          then PUBLISH, SET, plus give's calls; once: waiting_live's ZRANGE, TIME,
 --          ZREMRANGEBYSCORE
-local function hand_off_permits(available, give, suffix)
+local function hand_off_permits(available, give)
   if available <= 0 or not waiting_live() then
     return 0
   end
@@ -57,16 +58,15 @@ local function hand_off_permits(available, give, suffix)
       break
     end
     local grant = waiting_pop(head)
-    local n, id
+    local n, id, rest
     if grant then
-      n, id = string.match(grant, '^(%d+)|(%x+)$')
+      n, id, rest = string.match(grant, '^(%d+)|(%x+)(.*)$')
       n = tonumber(n)
     end
     if n and n <= available - handed - woken then
-      local extra = suffix and suffix(n, id) or ''
       -- Atomic with what follows: the message leaves only once the script has given them.
-      if redis.call('publish', wake_channel(head), head .. '|' .. id .. extra) > 0 then
-        give(head, n, id)
+      if redis.call('publish', wake_channel(head), head .. '|' .. id .. rest) > 0 then
+        give(head, n, id, rest)
         redis.call('set', handed_key(head), id .. '|' .. n, 'px', windowMs)
         handed = handed + n
       end

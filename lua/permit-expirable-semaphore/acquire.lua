@@ -20,7 +20,11 @@
 -- ARGV[3]  request id (32 hex characters: lib/permits.lua's id with index 0000)
 -- ARGV[4]  waiter id of a call that blocks for a wake-up between attempts ('' = none)
 -- ARGV[5]  with a waiter id: how long its registration lasts, in ms
--- ARGV[6…] permit ids, 32 hex characters each (one per permit to take; lib/permits.lua's ids
+-- ARGV[6]  with a waiter id that hears its wake channel: the lease in ms, at most the claim
+--          window, with which a release may hand it the permits as this attempt's
+--          (lib/permit-hand-off.lua, lib/permits.lua handed_as_leased); it then holds them on
+--          the release's message. '0': it is only woken
+-- ARGV[7…] permit ids, 32 hex characters each (one per permit to take; lib/permits.lua's ids
 --          of this request)
 -- Returns  {1, available after} acquired (also for a replay whose permits are all still held)
 --          | {0, ms until the next lease runs out (-1: none will), foreign} not enough
@@ -44,7 +48,8 @@ local waitMs = tonumber(ARGV[5])
 -- @include lib/permits.lua
 
 local now = clock_ms()
-local members = permit_members(6)
+local handOffMs = tonumber(ARGV[6])
+local members = permit_members(7)
 local count = #members
 -- One read for the pool, this request's record and whether anyone waits.
 local state = redis.call('mget', name, replayKey .. ':' .. id, marker)
@@ -71,7 +76,7 @@ if available < count then
     local foreign, next = permits_live_scan(now)
     if waiter ~= '' then
       if not foreign then
-        waiting_add(waiter, waitMs)
+        waiting_add(waiter, waitMs, handOffMs > 0 and permit_grant(count, id, '|' .. handOffMs) or nil)
         waiting_mark(waitMs)
       elseif waiters then
         waiting_remove(waiter)

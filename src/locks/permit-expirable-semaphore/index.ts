@@ -12,12 +12,13 @@ import { randomHex } from "../../ids.js";
 import type { Holder, Inspectable, Inspection } from "../../inspect.js";
 import { Lease, type LeaseHost, type SerializedLease } from "../../lease/lease.js";
 import { isLeaseId } from "../../lease/renewal.js";
-import { LOCK_WAITER_SLOT_MS } from "../../limits.js";
+import { FAIR_CLAIM_WINDOW_MS, LOCK_WAITER_SLOT_MS } from "../../limits.js";
 import {
   permitExpirableSemaphoreAcquire,
   permitExpirableSemaphoreCancel,
   permitExpirableSemaphoreDelete,
   permitExpirableSemaphoreInspect,
+  permitExpirableSemaphoreLeave,
   permitExpirableSemaphoreRelease,
   permitExpirableSemaphoreRenew,
 } from "../../lua/permit-expirable-semaphore.gen.js";
@@ -305,25 +306,44 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
     const counter: RequestCounter = { requests: 0 };
     let attempts = 0;
     let acquired = false;
+    // A release hands a listening waiter the permits of its last busy attempt, with a lease of
+    // at most the claim window (lib/permits.lua, handed_as_leased), which its lease confirms.
+    const handOffMs = Math.min(s.leaseTime, FAIR_CLAIM_WINDOW_MS);
+    let registeredAs: PermitGrant | undefined;
     try {
-      const polled = await waitFor(this.#ctx, {
-        ...permitWait(this.#ctx, this.name, counter),
+      const polled = await waitFor<PermitGrant>(this.#ctx, {
+        ...permitWait(this.#ctx, this.name, counter, (waiter) => this.#leaveCall(waiter)),
         waitTime,
         signal: s.signal,
-        attempt: async (waiter) => {
-          const grant = await this.#attempt(count, s.leaseTime, s.signal, waiter, counter);
-          return "pttl" in grant ? grant : { acquired: grant };
+        attempt: async (waiter, subscribed) => {
+          const grant = await this.#attempt(
+            count,
+            s.leaseTime,
+            s.signal,
+            waiter,
+            subscribed ? handOffMs : 0,
+            counter,
+          );
+          if ("pttl" in grant) {
+            registeredAs = grant.asked;
+            return grant;
+          }
+          return { acquired: grant };
         },
+        fromGrant: (payload) => handedGrant(payload, registeredAs),
       });
       attempts = polled.attempts;
       if (polled.value === null) return null;
+      const { ttl = s.leaseTime, ...grant } = polled.value;
       const lease = this.#lease({
-        ...polled.value,
+        ...grant,
         owner: s.owner,
         leaseTime: s.leaseTime,
         watchdog: s.watchdog,
-        expiresAt: polled.value.sentAt + s.leaseTime,
+        // Held from the hand-off, which came after the busy attempt was sent, for `ttl`.
+        expiresAt: grant.sentAt + Math.min(s.leaseTime, ttl),
       });
+      if (ttl < s.leaseTime) lease.confirmBefore(lease.expiresAt);
       await keepAliveOrGiveBack(this.#ctx, lease, s.keepAlive);
       acquired = true;
       return lease;
@@ -332,16 +352,19 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
     }
   }
 
-  /** One attempt with a fresh request id and permit ids; an unanswered one is cancelled. */
+  /**
+   * One attempt with a fresh request id and permit ids; an unanswered one is cancelled.
+   * `handOffMs`: the lease a release may hand this waiter the permits with (0: only woken).
+   * A busy answer says what it asked for (`asked`), for the hand-off's message.
+   */
   async #attempt(
     count: number,
     leaseTime: number,
     signal: AbortSignal | undefined,
     waiter: string,
+    handOffMs: number,
     counter: RequestCounter,
-  ): Promise<
-    { id: string; permitIds: string[]; sentAt: number } | { pttl: number; foreign: boolean }
-  > {
+  ): Promise<PermitGrant | { pttl: number; foreign: boolean; asked: PermitGrant }> {
     const id = permitRequestId();
     const permitIds = permitIdsOf(id, count);
     const sentAt = Date.now();
@@ -351,7 +374,15 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
         script: permitExpirableSemaphoreAcquire,
         name: this.name,
         keys: this.#writeKeys(),
-        args: [leaseTime, this.#ctx.replayWindow, id, waiter, LOCK_WAITER_SLOT_MS, ...permitIds],
+        args: [
+          leaseTime,
+          this.#ctx.replayWindow,
+          id,
+          waiter,
+          LOCK_WAITER_SLOT_MS,
+          handOffMs,
+          ...permitIds,
+        ],
         signal,
       },
       (r) => asIntegers(r, 2) ?? asIntegers(r, 3),
@@ -360,7 +391,24 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
     );
     if (status === 1) return { id, permitIds, sentAt };
     // -1: this request id was cancelled, or its permits are gone; attempt again with new ids.
-    return { pttl: status === 0 ? value : 0, foreign: foreign === 1 };
+    return {
+      pttl: status === 0 ? value : 0,
+      foreign: foreign === 1,
+      asked: { id, permitIds, sentAt, ttl: handOffMs },
+    };
+  }
+
+  /**
+   * The request that unregisters `waiter`, a waiting call that ends without permits, and gives
+   * back permits a release handed it that it never took (leave.lua).
+   */
+  #leaveCall(waiter: string): ScriptCall {
+    return {
+      script: permitExpirableSemaphoreLeave,
+      name: this.name,
+      keys: this.#writeKeys(),
+      args: [waiter, this.#ctx.replayWindow],
+    };
   }
 
   #lease(init: {
@@ -474,6 +522,33 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
       waitersMarkerKey(this.name),
     ];
   }
+}
+
+/**
+ * Permits an attempt took, or a release handed its waiter as that attempt's: its request id
+ * (the lease id), the permit ids, when it was sent, and for a hand-off the lease in ms they were
+ * handed with (at most the claim window, from the hand-off, which came after `sentAt`).
+ */
+interface PermitGrant {
+  id: string;
+  permitIds: string[];
+  sentAt: number;
+  ttl?: number;
+}
+
+/**
+ * The grant a hand-off message carries ("<request id>|<lease ms>", lib/permit-hand-off.lua) for
+ * the busy attempt `asked`; `undefined` (an attempt confirms it instead) for a message about
+ * another attempt, or when too little of the lease is known to be left.
+ */
+function handedGrant(payload: string, asked: PermitGrant | undefined): PermitGrant | undefined {
+  const [id, ms] = payload.split("|");
+  const ttl = Number(ms);
+  if (asked === undefined || id !== asked.id || !Number.isSafeInteger(ttl) || ttl <= 0) {
+    return undefined;
+  }
+  if (asked.sentAt + ttl - Date.now() <= ttl / 4) return undefined;
+  return { ...asked, ttl };
 }
 
 /** Redisson's permit leases: ZSET permit id (16 bytes) -> expiry ms, same hash slot. */
