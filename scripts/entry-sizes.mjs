@@ -48,7 +48,9 @@ export const SCENARIOS = [
   // SHA-1s (1.6 kB of hex that gzip cannot shrink) are computed at first run
   // (src/transport/sha1.ts) instead of shipped: the target is met. 24.9 kB since the shipped
   // scripts' locals have short names (lua/gen.mjs renameLocals: Lua 6.8 -> 5.9 kB).
-  { name: "edgelock", entries: ["edgelock"], base: REDIS, budget: 28.0, target: 27 },
+  // 28.7 kB measured (+0.9 kB, budget raised by that) with the semaphores' hand-offs
+  // (lua/lib/permit-hand-off.lua in five scripts, two leave scripts).
+  { name: "edgelock", entries: ["edgelock"], base: REDIS, budget: 28.9, target: 27 },
   // 13.1 kB measured at the split, 13.6 kB after the JVM wake-ups, the shared Lua libraries and
   // the awaited leave of a waiter that gives up: 2.0 kB Lua, 11.6 kB JS, of which ~8 kB the core
   // client and the lease (the multi-lock entry). 14.1 kB with `restoreLockLease` (every entry that
@@ -94,8 +96,9 @@ export const SCENARIOS = [
     entries: ["edgelock/semaphore"],
     base: REDIS,
     // 10.9 kB, 10.8 kB without the fair lock's second channel in the wait loop; 10.3 kB with
-    // short names for the shipped scripts' locals (lua/gen.mjs renameLocals).
-    budget: 11.4,
+    // short names for the shipped scripts' locals (lua/gen.mjs renameLocals). 11.8 kB measured
+    // (+0.6 kB, budget raised by that) with the release's hand-off and lua/semaphore/leave.lua.
+    budget: 12.0,
     target: 10,
   },
   {
@@ -104,8 +107,9 @@ export const SCENARIOS = [
     base: REDIS,
     // 14.6 kB at the split; 15.2 kB with edgelock's own permit record (JVM wake-ups); 15.7 kB
     // with `restorePermitLease`; 14.5 kB with short names for the shipped scripts' locals
-    // (lua/gen.mjs renameLocals).
-    budget: 16.3,
+    // (lua/gen.mjs renameLocals). 17.2 kB measured (+1.0 kB, budget raised by that) with the
+    // hand-off in give_back and lua/permit-expirable-semaphore/leave.lua.
+    budget: 17.3,
     target: 10,
   },
   {
