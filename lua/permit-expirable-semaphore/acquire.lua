@@ -50,6 +50,17 @@ local waitMs = tonumber(ARGV[5])
 local now = clock_ms()
 local handOffMs = tonumber(ARGV[6])
 local members = permit_members(7)
+
+-- Makes the leases of `members` (all taken) at least leaseMs from now, never shortening one.
+local function lease_at_least(taken)
+  local scored = {'xx', 'gt'}
+  for _, member in ipairs(taken) do
+    scored[#scored + 1] = now + leaseMs
+    scored[#scored + 1] = member
+  end
+  redis.call('zadd', timeouts, unpack(scored))
+end
+
 local count = #members
 -- One read for the pool, this request's record and whether anyone waits.
 local state = redis.call('mget', name, replayKey .. ':' .. id, marker)
@@ -69,7 +80,13 @@ if available < count then
   -- Without a record, a copy of an acquire that applied finds the permits it took.
   local present, live = permits_held(members, now)
   if present > 0 then
-    return live == count and {1, available} or {-1, 0}
+    if live < count then
+      return {-1, 0}
+    end
+    -- Its lease runs from when it was sent: a release may have handed these permits to its
+    -- waiter with a shorter one (lib/permit-hand-off.lua), which this answer must not outlive.
+    lease_at_least(members)
+    return {1, available}
   end
   available = reclaim(now, waiters) or available
   if available < count then
@@ -89,15 +106,15 @@ end
 if waiter ~= '' and waiters then
   waiting_remove(waiter)
 end
-local expiry = now + leaseMs
 local scored = {'nx'}
 for _, member in ipairs(members) do
-  scored[#scored + 1] = expiry
+  scored[#scored + 1] = now + leaseMs
   scored[#scored + 1] = member
 end
 local added = redis.call('zadd', timeouts, unpack(scored))
 if added == 0 then
-  -- A copy of an acquire that applied: its permits are all there.
+  -- A copy of an acquire that applied: its permits are all there (as above).
+  lease_at_least(members)
   return {1, available}
 end
 -- Fewer than `count` only for a copy whose first took permits that a Redisson client removed

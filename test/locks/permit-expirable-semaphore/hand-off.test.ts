@@ -101,8 +101,10 @@ describe("permit-expirable semaphore hand-off (scripts)", () => {
     expect(await run.release(holder, release)).toBe(1);
     expect(listener.heard).toHaveLength(1);
     expect(String(await raw.get(name))).toBe("0");
-    // A late copy of the waiter's busy attempt finds its permit: acquired, nothing more taken.
+    // A late copy of the waiter's busy attempt finds its permit: acquired, nothing more taken,
+    // and the permit's lease becomes that attempt's (9 s), which its answer promises.
     expect(await run.attempt(live, "live0000:w1")).toEqual([1, 0]);
+    expect((await leases(name))[0]?.ttl).toBeGreaterThan(8_000);
     // The waiter's lease gives it back under its id.
     expect(await run.release(live)).toBe(1);
     expect(String(await raw.get(name))).toBe("1");
