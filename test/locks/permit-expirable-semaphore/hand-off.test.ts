@@ -111,6 +111,29 @@ describe("permit-expirable semaphore hand-off (scripts)", () => {
     await listener.close();
   });
 
+  it("a hand-off its waiter heard but never takes comes back when its claim-window lease runs out", async () => {
+    const name = `${prefix}unclaimed`;
+    const run = scripts(name);
+    await recordingEdgeLock().edgelock.getPermitExpirableSemaphore(name).trySetPermits(1);
+    const holder = request();
+    expect((await run.attempt(holder))[0]).toBe(1);
+    const listener = await wakeListener(name);
+    expect((await run.attempt(request(), "live0000:w1"))[0]).toBe(0);
+    const released = Date.now();
+    expect(await run.release(holder)).toBe(1);
+    await expect.poll(() => listener.heard.length).toBe(1);
+    // Nobody takes it: the next attempt gets it once its 2 s lease has run out, not later.
+    const next = request();
+    await expect
+      .poll(async () => (await run.attempt(next))[0], { timeout: 5_000, interval: 100 })
+      .toBe(1);
+    const waited = Date.now() - released;
+    expect(waited).toBeGreaterThanOrEqual(1_900);
+    expect(waited).toBeLessThan(4_000);
+    expect((await leases(name)).map((p) => p.id)).toEqual(next.permitIds);
+    await listener.close();
+  });
+
   it("a call that ended gives the permits handed to it back, once; a late copy of its attempt then takes nothing", async () => {
     const name = `${prefix}ended`;
     const run = scripts(name);
