@@ -14,9 +14,11 @@
 -- So a live permit without the tag is a Redisson client's (whose release publishes only on
 -- Redisson's channel), with no record of edgelock's own permits to keep up to date, and a
 -- release by id can tell the acquire that took the permit that it went (lib/replay.lua).
--- Provides NON_EXPIRABLE, permit_members, permit_mine, permit_acquire_id, permits_held,
--- permits_live_scan, reclaim, give_back.
--- @include lib/wake.lua
+-- Provides NON_EXPIRABLE, permit_members, permits_of, permit_mine, permit_acquire_id, permits_held,
+-- permits_live_scan, reclaim, handed_as_leased, give_back.
+-- give_back hands what it frees to registered waiters (lib/permit-hand-off.lua, which this
+-- includes, with lib/wake.lua): its scripts also define replayKey and windowMs first.
+-- @include lib/permit-hand-off.lua
 
 -- Redisson's score for a permit without a lease (about the year 31197): never expires.
 local NON_EXPIRABLE = 922337203685477
@@ -32,6 +34,19 @@ local function permit_members(first)
   local members = {}
   for i = first, #ARGV do
     members[#members + 1] = (string.gsub(ARGV[i], '..', function(cc)
+      return string.char(tonumber(cc, 16))
+    end))
+  end
+  return members
+end
+
+-- The `count` permits (as stored) that the acquire with request id `id` takes: its id with
+-- the index 0001… in place of 0000.
+local function permits_of(id, count)
+  local members = {}
+  for i = 1, count do
+    local hex = string.sub(id, 1, 22) .. string.format('%04x', i) .. string.sub(id, 27)
+    members[i] = (string.gsub(hex, '..', function(cc)
       return string.char(tonumber(cc, 16))
     end))
   end
@@ -107,17 +122,35 @@ local function reclaim(now, waiters)
   end
 end
 
--- Gives the taken permits among `members` back to the pool, publishes the count on Redisson's
--- channel and wakes the registered waiters it can serve (`waiters` as for reclaim). Returns how
--- many were taken.
+-- The permit-expirable semaphore's give (lib/permit-hand-off.lua): the `count` permits of the
+-- busy attempt `id` (lib/permits.lua's ids: index 0001…), taken with a lease of `rest`'s ms
+-- ("|<ms>": the waiter's lease, at most the claim window; its lease confirms the rest), so the
+-- permits are that attempt's own record (a late copy of it finds them) and a waiter that never
+-- takes them loses them when that lease runs out.
+local function handed_as_leased(_, count, id, rest)
+  local expiry = clock_ms() + tonumber(string.sub(rest, 2))
+  local scored = {'nx'}
+  for _, member in ipairs(permits_of(id, count)) do
+    scored[#scored + 1] = expiry
+    scored[#scored + 1] = member
+  end
+  redis.call('zadd', timeouts, unpack(scored))
+end
+
+-- Gives the taken permits among `members` back to the pool and hands them to the registered
+-- waiters that asked for them (`waiters` as for reclaim; lib/permit-hand-off.lua), the others
+-- being woken; then publishes what is left on Redisson's channel. Returns how many were taken.
 local function give_back(members, waiters)
   local removed = redis.call('zrem', timeouts, unpack(members))
   if removed > 0 then
     local available = redis.call('incrby', name, removed)
-    redis.call('publish', channel, available)
     if waiters then
-      wake_n(available)
+      local handed = hand_off_permits(available, handed_as_leased)
+      if handed > 0 then
+        available = redis.call('decrby', name, handed)
+      end
     end
+    redis.call('publish', channel, available)
   end
   return removed
 end

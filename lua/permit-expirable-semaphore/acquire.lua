@@ -20,7 +20,11 @@
 -- ARGV[3]  request id (32 hex characters: lib/permits.lua's id with index 0000)
 -- ARGV[4]  waiter id of a call that blocks for a wake-up between attempts ('' = none)
 -- ARGV[5]  with a waiter id: how long its registration lasts, in ms
--- ARGV[6…] permit ids, 32 hex characters each (one per permit to take; lib/permits.lua's ids
+-- ARGV[6]  with a waiter id that hears its wake channel: the lease in ms, at most the claim
+--          window, with which a release may hand it the permits as this attempt's
+--          (lib/permit-hand-off.lua, lib/permits.lua handed_as_leased); it then holds them on
+--          the release's message. '0': it is only woken
+-- ARGV[7…] permit ids, 32 hex characters each (one per permit to take; lib/permits.lua's ids
 --          of this request)
 -- Returns  {1, available after} acquired (also for a replay whose permits are all still held)
 --          | {0, ms until the next lease runs out (-1: none will), foreign} not enough
@@ -44,7 +48,19 @@ local waitMs = tonumber(ARGV[5])
 -- @include lib/permits.lua
 
 local now = clock_ms()
-local members = permit_members(6)
+local handOffMs = tonumber(ARGV[6])
+local members = permit_members(7)
+
+-- Makes the leases of `members` (all taken) at least leaseMs from now, never shortening one.
+local function lease_at_least(taken)
+  local scored = {'xx', 'gt'}
+  for _, member in ipairs(taken) do
+    scored[#scored + 1] = now + leaseMs
+    scored[#scored + 1] = member
+  end
+  redis.call('zadd', timeouts, unpack(scored))
+end
+
 local count = #members
 -- One read for the pool, this request's record and whether anyone waits.
 local state = redis.call('mget', name, replayKey .. ':' .. id, marker)
@@ -64,14 +80,20 @@ if available < count then
   -- Without a record, a copy of an acquire that applied finds the permits it took.
   local present, live = permits_held(members, now)
   if present > 0 then
-    return live == count and {1, available} or {-1, 0}
+    if live < count then
+      return {-1, 0}
+    end
+    -- Its lease runs from when it was sent: a release may have handed these permits to its
+    -- waiter with a shorter one (lib/permit-hand-off.lua), which this answer must not outlive.
+    lease_at_least(members)
+    return {1, available}
   end
   available = reclaim(now, waiters) or available
   if available < count then
     local foreign, next = permits_live_scan(now)
     if waiter ~= '' then
       if not foreign then
-        waiting_add(waiter, waitMs)
+        waiting_add(waiter, waitMs, handOffMs > 0 and permit_grant(count, id, '|' .. handOffMs) or nil)
         waiting_mark(waitMs)
       elseif waiters then
         waiting_remove(waiter)
@@ -84,15 +106,15 @@ end
 if waiter ~= '' and waiters then
   waiting_remove(waiter)
 end
-local expiry = now + leaseMs
 local scored = {'nx'}
 for _, member in ipairs(members) do
-  scored[#scored + 1] = expiry
+  scored[#scored + 1] = now + leaseMs
   scored[#scored + 1] = member
 end
 local added = redis.call('zadd', timeouts, unpack(scored))
 if added == 0 then
-  -- A copy of an acquire that applied: its permits are all there.
+  -- A copy of an acquire that applied: its permits are all there (as above).
+  lease_at_least(members)
   return {1, available}
 end
 -- Fewer than `count` only for a copy whose first took permits that a Redisson client removed

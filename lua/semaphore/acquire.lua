@@ -18,7 +18,11 @@
 -- ARGV[3]  request id (32 hex characters); the handle's release sends it again (release.lua)
 -- ARGV[4]  waiter id of a call that blocks for a wake-up between attempts ('' = none)
 -- ARGV[5]  with a waiter id: how long its registration lasts, in ms
--- Returns  {1, available after} acquired (also for a replay of an applied attempt)
+-- ARGV[6]  '1': the waiter hears its wake channel, so a release may hand it the permits as this
+--          attempt's (lib/permit-hand-off.lua); it then holds them on the release's message.
+--          Anything else: it is only woken
+-- Returns  {1, available after} acquired (also for a replay of an applied attempt, and for an
+--            attempt of a waiter that takes over permits a release handed it)
 --          | {0, available, foreign} not enough permits; foreign 1 when no permits set is
 --            recorded (a Redisson client set the semaphore, or nobody has) or the permits
 --            missing from it are more than edgelock callers took, else 0
@@ -32,11 +36,15 @@ local permits = tonumber(ARGV[1])
 local windowMs = tonumber(ARGV[2])
 local id = ARGV[3]
 local waiter = ARGV[4]
--- @include lib/wake.lua
 -- @include lib/taken.lua
+-- @include lib/permit-hand-off.lua
 
 local record = replayKey .. ':' .. id
-local got = redis.call('mget', name, record, takenKey, limitKey)
+local read = {name, record, takenKey, limitKey}
+if waiter ~= '' then
+  read[5] = handed_key(waiter)
+end
+local got = redis.call('mget', unpack(read))
 local available = tonumber(got[1]) or 0
 local seen = got[2]
 local taken, waiters = taken_decode(got[3])
@@ -48,6 +56,20 @@ if seen then
   return {-1, 0}
 end
 
+if got[5] then
+  -- A release handed this call permits as an earlier attempt of it (lib/permit-hand-off.lua)
+  -- that it has not taken (the message came after this attempt left): this attempt takes them
+  -- over under its own id, and the earlier one's record says they went.
+  local from, n = string.match(got[5], '^(%x+)|(%d+)$')
+  redis.call('del', read[5])
+  local earlier = replayKey .. ':' .. from
+  if from and redis.call('get', earlier) == 'A' .. n then
+    redis.call('set', earlier, 'R', 'px', windowMs)
+    redis.call('set', record, 'A' .. n, 'px', windowMs)
+    return {1, available}
+  end
+end
+
 if available < permits then
   if limit == nil or limit - available > taken then
     -- Without the mark nobody is registered: nothing to remove.
@@ -57,7 +79,7 @@ if available < permits then
     return {0, available, 1}
   end
   if waiter ~= '' then
-    waiting_add(waiter, tonumber(ARGV[5]))
+    waiting_add(waiter, tonumber(ARGV[5]), ARGV[6] == '1' and permit_grant(permits, id) or nil)
     if not waiters then
       taken_write(taken, true)
     end

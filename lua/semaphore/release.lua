@@ -4,6 +4,9 @@
 -- also make more permits available than were set. Giving back what one took therefore always
 -- works, whatever a Redisson client did meanwhile (addPermits, reducePermits, delete +
 -- trySetPermits), as it does in Redisson.
+-- The permits freed go first to registered waiters that asked for a hand-off (first
+-- registered first): each holds them on the release's message, as the busy attempt it
+-- registered with (lib/permit-hand-off.lua); a waiter that asked for none is woken.
 -- A permit handle's release sends its acquire's request id: its record ("A<permits>" while the
 -- acquire's window lasts) becomes "R", so a late copy of the acquire finds it and takes nothing.
 -- KEYS[1]  semaphore name (STRING, available permits)
@@ -26,14 +29,15 @@
 -- Records  "R" released, for one window (a refusal changes nothing and leaves the record as it
 --          was)
 -- Billed   EVALSHA, SET record GET, DECRBY count, INCRBY, PUBLISH: 5; with the waiter mark set,
---          also the wake-ups and one ZRANGE
+--          also the hand-offs and wake-ups (lib/permit-hand-off.lua), one ZRANGE, and a DECRBY
+--          and a SET of the count when permits were handed over
 local name, limitKey, replayKey, _, channel, waiting, wake, takenKey = unpack(KEYS)
 local permits = tonumber(ARGV[1])
 local allowOver = ARGV[2] == '1'
 local windowMs = tonumber(ARGV[3])
 local id = ARGV[4]
--- @include lib/wake.lua
 -- @include lib/taken.lua
+-- @include lib/permit-hand-off.lua
 
 -- Recording first reads what was there in the same call; a refusal and a replay put it back.
 local record = replayKey .. ':' .. id
@@ -74,13 +78,17 @@ if taken < 0 then
   taken = 0
 end
 local after = redis.call('incrby', name, permits)
-redis.call('publish', channel, after)
 if waiters then
-  if after > 0 then
-    wake_n(after)
+  -- Hand-off (lib/permit-hand-off.lua): registered waiters hold the permits on the message;
+  -- Redisson's channel then hears what is left.
+  local handed = hand_off_permits(after, handed_as_acquired)
+  if handed > 0 then
+    after = redis.call('decrby', name, handed)
   end
-  if not taken_waiting() then
-    taken_write(taken, false)
+  local still = taken_waiting()
+  if handed > 0 or not still then
+    taken_write(taken + handed, still)
   end
 end
+redis.call('publish', channel, after)
 return {1, after}

@@ -12,12 +12,13 @@ import { randomHex } from "../../ids.js";
 import type { Holder, Inspectable, Inspection } from "../../inspect.js";
 import { Lease, type LeaseHost, type SerializedLease } from "../../lease/lease.js";
 import { isLeaseId } from "../../lease/renewal.js";
-import { LOCK_WAITER_SLOT_MS } from "../../limits.js";
+import { FAIR_CLAIM_WINDOW_MS, LOCK_WAITER_SLOT_MS } from "../../limits.js";
 import {
   permitExpirableSemaphoreAcquire,
   permitExpirableSemaphoreCancel,
   permitExpirableSemaphoreDelete,
   permitExpirableSemaphoreInspect,
+  permitExpirableSemaphoreLeave,
   permitExpirableSemaphoreRelease,
   permitExpirableSemaphoreRenew,
 } from "../../lua/permit-expirable-semaphore.gen.js";
@@ -307,26 +308,46 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
     const counter: RequestCounter = { requests: 0 };
     let attempts = 0;
     let acquired = false;
+    // A release hands a listening waiter the permits of its last busy attempt, with a lease of
+    // at most the claim window (lib/permits.lua, handed_as_leased), which its lease confirms.
+    const handOffMs = Math.min(s.leaseTime, FAIR_CLAIM_WINDOW_MS);
+    let registeredAs: PermitGrant | undefined;
     try {
-      const polled = await waitFor(this.#ctx, {
-        ...permitWait(this.#ctx, this.name, counter),
+      const polled = await waitFor<PermitGrant>(this.#ctx, {
+        ...permitWait(this.#ctx, this.name, counter, (waiter) => this.#leaveCall(waiter)),
         waitTime,
         signal: s.signal,
-        attempt: async (waiter) => {
-          const grant = await this.#attempt(count, s.leaseTime, s.signal, waiter, counter, until);
-          return "pttl" in grant ? grant : { acquired: grant };
+        attempt: async (waiter, subscribed) => {
+          const grant = await this.#attempt(
+            count,
+            s.leaseTime,
+            s.signal,
+            waiter,
+            subscribed ? handOffMs : 0,
+            counter,
+            until,
+          );
+          if ("pttl" in grant) {
+            registeredAs = grant.asked;
+            return grant;
+          }
+          return { acquired: grant };
         },
+        fromGrant: (payload) => handedGrant(payload, registeredAs),
       });
       attempts = polled.attempts;
       if (polled.value === null) return null;
+      const { ttl = s.leaseTime, ...grant } = polled.value;
       const lease = this.#lease({
-        ...polled.value,
+        ...grant,
         owner: s.owner,
         leaseTime: s.leaseTime,
         watchdog: s.watchdog,
-        expiresAt: polled.value.sentAt + s.leaseTime,
-        sent: { wall: polled.value.sentAt, mono: polled.value.sentMono },
+        // Held from the hand-off, which came after the busy attempt was sent, for `ttl`.
+        expiresAt: grant.sentAt + Math.min(s.leaseTime, ttl),
+        sent: { wall: grant.sentAt, mono: grant.sentMono },
       });
+      if (ttl < s.leaseTime) lease.confirmBefore(lease.expiresAt);
       await keepAliveOrGiveBack(this.#ctx, lease, s.keepAlive);
       acquired = true;
       return lease;
@@ -337,41 +358,72 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
 
   /**
    * One attempt with a fresh request id and permit ids, resent until Redis answers or `until`
-   * (runAttempt); an unanswered one is cancelled.
+   * (runAttempt); an unanswered one is cancelled. `handOffMs`: the lease a release may hand
+   * this waiter the permits with (0: only woken). A busy answer says what it asked for
+   * (`asked`), for the hand-off's message; none when the attempt was cancelled after its copies
+   * went out (the cancel may give back what a release handed to it: the next attempt takes
+   * over whatever of a hand-off is left, acquire.lua).
    */
   async #attempt(
     count: number,
     leaseTime: number,
     signal: AbortSignal | undefined,
     waiter: string,
+    handOffMs: number,
     counter: RequestCounter,
     until: number,
-  ): Promise<
-    | { id: string; permitIds: string[]; sentAt: number; sentMono: number }
-    | { pttl: number; foreign: boolean }
-  > {
+  ): Promise<PermitGrant | { pttl: number; foreign: boolean; asked?: PermitGrant }> {
     const id = permitRequestId();
     const permitIds = permitIdsOf(id, count);
     const sentAt = Date.now();
     const sentMono = performance.now();
+    let cancelled = false;
     const [status = 0, value = -1, foreign = 0] = await runAttempt(
       this.#ctx,
       {
         script: permitExpirableSemaphoreAcquire,
         name: this.name,
         keys: this.#writeKeys(),
-        args: [leaseTime, this.#ctx.replayWindow, id, waiter, LOCK_WAITER_SLOT_MS, ...permitIds],
+        args: [
+          leaseTime,
+          this.#ctx.replayWindow,
+          id,
+          waiter,
+          LOCK_WAITER_SLOT_MS,
+          handOffMs,
+          ...permitIds,
+        ],
         signal,
       },
       (r) => asIntegers(r, 2) ?? asIntegers(r, 3),
       counter,
-      () => this.#cancel(id, permitIds),
+      () => {
+        cancelled = true;
+        this.#cancel(id, permitIds);
+      },
       until,
       ([status]) => status === 1,
     );
     if (status === 1) return { id, permitIds, sentAt, sentMono };
     // -1: this request id was cancelled, or its permits are gone; attempt again with new ids.
-    return { pttl: status === 0 ? value : 0, foreign: foreign === 1 };
+    return {
+      pttl: status === 0 ? value : 0,
+      foreign: foreign === 1,
+      ...(!cancelled && { asked: { id, permitIds, sentAt, sentMono, ttl: handOffMs } }),
+    };
+  }
+
+  /**
+   * The request that unregisters `waiter`, a waiting call that ends without permits, and gives
+   * back permits a release handed it that it never took (leave.lua).
+   */
+  #leaveCall(waiter: string): ScriptCall {
+    return {
+      script: permitExpirableSemaphoreLeave,
+      name: this.name,
+      keys: this.#writeKeys(),
+      args: [waiter, this.#ctx.replayWindow],
+    };
   }
 
   #lease(init: {
@@ -487,6 +539,35 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
       waitersMarkerKey(this.name),
     ];
   }
+}
+
+/**
+ * Permits an attempt took, or a release handed its waiter as that attempt's: its request id
+ * (the lease id), the permit ids, when it was sent, and for a hand-off the lease in ms they were
+ * handed with (at most the claim window, from the hand-off, which came after `sentAt`).
+ */
+interface PermitGrant {
+  id: string;
+  permitIds: string[];
+  sentAt: number;
+  /** `sentAt` on the monotonic clock (`performance.now()`), which a wall-clock step does not move. */
+  sentMono: number;
+  ttl?: number;
+}
+
+/**
+ * The grant a hand-off message carries ("<request id>|<lease ms>", lib/permit-hand-off.lua) for
+ * the busy attempt `asked`; `undefined` (an attempt confirms it instead) for a message about
+ * another attempt, or when too little of the lease is known to be left.
+ */
+function handedGrant(payload: string, asked: PermitGrant | undefined): PermitGrant | undefined {
+  const [id, ms] = payload.split("|");
+  const ttl = Number(ms);
+  if (asked === undefined || id !== asked.id || !Number.isSafeInteger(ttl) || ttl <= 0) {
+    return undefined;
+  }
+  if (asked.sentMono + ttl - performance.now() <= ttl / 4) return undefined;
+  return { ...asked, ttl };
 }
 
 /** Redisson's permit leases: ZSET permit id (16 bytes) -> expiry ms, same hash slot. */

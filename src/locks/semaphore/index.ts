@@ -20,10 +20,16 @@ import {
   semaphoreDelete,
   semaphoreDrain,
   semaphoreInspect,
+  semaphoreLeave,
   semaphoreRelease,
   semaphoreTrySetPermits,
 } from "../../lua/semaphore.gen.js";
-import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
+import {
+  asInteger,
+  asIntegers,
+  type RequestCounter,
+  type ScriptCall,
+} from "../../transport/index.js";
 import { checkOptions, checkSignal, tryWithin, untilAcquired } from "../../validate.js";
 import { waitFor } from "../../wait/loop.js";
 import { keys, type LockContext } from "../context.js";
@@ -339,17 +345,24 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
     const counter: RequestCounter = { requests: 0 };
     let attempts = 0;
     let acquired = false;
+    // The request id of the last busy attempt: a release may hand this call the permits as
+    // that attempt's (lib/permit-hand-off.lua), naming it in its message.
+    let registeredAs = "";
     try {
       const polled = await waitFor<string>(this.#ctx, {
-        ...permitWait(this.#ctx, this.name, counter),
+        ...permitWait(this.#ctx, this.name, counter, (waiter) => this.#leaveCall(waiter)),
         waitTime,
         signal,
-        attempt: async (waiter) => {
-          const outcome = await this.#attempt(permits, signal, waiter, counter, until);
-          return "taken" in outcome
-            ? { acquired: outcome.taken }
-            : { pttl: -1, foreign: outcome.foreign };
+        attempt: async (waiter, subscribed) => {
+          const outcome = await this.#attempt(permits, signal, waiter, subscribed, counter, until);
+          if ("taken" in outcome) return { acquired: outcome.taken };
+          registeredAs = outcome.id;
+          return { pttl: -1, foreign: outcome.foreign };
         },
+        // Held on the message: the release took them for that attempt. Another id is a
+        // message for an attempt this call no longer waits on: the next attempt takes over
+        // whatever was handed to it.
+        fromGrant: (payload) => (payload === registeredAs ? payload : undefined),
       });
       attempts = polled.attempts;
       const requestId = polled.value;
@@ -372,10 +385,12 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
     permits: number,
     signal: AbortSignal | undefined,
     waiter: string,
+    handOff: boolean,
     counter: RequestCounter,
     until: number,
-  ): Promise<{ taken: string } | { foreign: boolean }> {
+  ): Promise<{ taken: string } | { id: string; foreign: boolean }> {
     const id = randomHex();
+    let cancelled = false;
     const [status, , foreign = 0] = await runAttempt(
       this.#ctx,
       {
@@ -388,17 +403,42 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
           takenKey(this.name),
           limitKey(this.name),
         ],
-        args: [permits, this.#ctx.replayWindow, id, waiter, LOCK_WAITER_SLOT_MS],
+        args: [permits, this.#ctx.replayWindow, id, waiter, LOCK_WAITER_SLOT_MS, handOff ? 1 : 0],
         signal,
       },
       (r) => asIntegers(r, 2) ?? asIntegers(r, 3),
       counter,
-      () => this.#cancel(id),
+      () => {
+        cancelled = true;
+        this.#cancel(id);
+      },
       until,
       ([status]) => status === 1,
     );
-    // -1: this request id was cancelled already; the next attempt uses a new one.
-    return status === 1 ? { taken: id } : { foreign: foreign === 1 };
+    // -1: this request id was cancelled already; the next attempt uses a new one. A busy
+    // attempt cancelled after its copies went out names no attempt a hand-off may be held on
+    // (''): the cancel may give back what a release handed to it, so the next attempt takes
+    // over whatever is left of a hand-off instead (acquire.lua).
+    return status === 1 ? { taken: id } : { id: cancelled ? "" : id, foreign: foreign === 1 };
+  }
+
+  /**
+   * The request that unregisters `waiter`, a waiting call that ends without permits, and gives
+   * back permits a release handed it that it never took (leave.lua).
+   */
+  #leaveCall(waiter: string): ScriptCall {
+    return {
+      script: semaphoreLeave,
+      name: this.name,
+      keys: [
+        ...this.#replayKeys(),
+        channel(this.name),
+        keys.waiting(this.name),
+        keys.wake(this.name),
+        takenKey(this.name),
+      ],
+      args: [waiter, this.#ctx.replayWindow],
+    };
   }
 
   #cancel(id: string): void {
@@ -471,18 +511,23 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
 
 /**
  * What the wait of either semaphore for permits shares (spread into its `waitFor` spec): it is
- * woken on the semaphore's wake channel, and a waiter that gives up leaves the waiters' queue. Permits a Redisson client holds come back with a PUBLISH on
+ * woken on the semaphore's wake channel, and a waiter that gives up leaves the waiters' queue (`leave`: the request that unregisters it; by default lua/lock/leave.lua). Permits a Redisson client holds come back with a PUBLISH on
  * Redisson's channel only (RedissonSemaphore#releaseAsync,
  * RedissonPermitExpirableSemaphore#tryReleaseAsync): while a busy attempt finds such permits
  * missing (`foreign`), the wait listens there. edgelock's own releases publish there too.
  */
-export function permitWait(ctx: LockContext, name: string, counter: RequestCounter) {
+export function permitWait(
+  ctx: LockContext,
+  name: string,
+  counter: RequestCounter,
+  leave: (waiter: string) => ScriptCall = (waiter) => leaveCall(name, waiter),
+) {
   return {
     name,
     wakeKey: keys.wake(name),
     counter,
     foreignChannel: channel(name),
-    ...waiterExits(ctx, counter, (waiter) => leaveCall(name, waiter)),
+    ...waiterExits(ctx, counter, leave),
   };
 }
 

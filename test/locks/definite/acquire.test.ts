@@ -284,3 +284,82 @@ describe("when a copy goes", () => {
     await lease.release();
   });
 });
+
+/**
+ * A waiter's client on the fault bridge whose first hand-off-asking attempt (a subscribed
+ * waiter's, ARGV[6] not 0) leaves `attemptMs` late, and every cancel of that attempt's request
+ * id `cancelMs` late: the order in which a release's hand-off and that cancel reach Redis is
+ * then fixed, hand-off first. Only EVALSHAs are held up: the EVAL that follows a NOSCRIPT (the
+ * cancel script is not cached yet) goes at once, within the request's time limit.
+ */
+function lateCancel(attemptMs: number, cancelMs: number): RedisLike {
+  const real = bridge.redis();
+  let id: string | undefined;
+  const delayFor = (args: (string | number)[]): number => {
+    const [, second, third, waiter, , handOff] = args.map(String);
+    if (id === undefined && third && waiter && handOff && handOff !== "0") {
+      id = third;
+      return attemptMs;
+    }
+    return id !== undefined && second === id ? cancelMs : 0;
+  };
+  return {
+    eval: (script, keys, args) => real.eval(script, keys, args),
+    evalsha: async (sha, keys, args) => {
+      const ms = delayFor(args);
+      if (ms > 0) await new Promise((r) => setTimeout(r, ms));
+      return real.evalsha(sha, keys, args);
+    },
+    subscribe: (channels) => real.subscribe(channels),
+  };
+}
+
+describe("a hand-off to a busy attempt that was cancelled after its copies went out", () => {
+  // The attempt that registers the waiter for a hand-off leaves 600 ms late, so its copy
+  // (hedged after a third of the 1 s requestTimeout) answers busy and the attempt is cancelled in the background; the
+  // cancel reaches Redis only after the release has handed the waiter the permit under that
+  // attempt's id. Held on the message, the permit would be counted twice (the waiter's, and
+  // the pool's once the cancel gave it back): the waiter takes it over with an attempt instead.
+  const KINDS_HANDED = {
+    semaphore: async (e: EdgeLock, name: string) => {
+      await e.getSemaphore(name).trySetPermits(1);
+      const held = await e.getSemaphore(name).tryAcquire();
+      return { release: () => held?.release() };
+    },
+    permit: async (e: EdgeLock, name: string) => {
+      await e.getPermitExpirableSemaphore(name).trySetPermits(1);
+      const held = await e.getPermitExpirableSemaphore(name).tryAcquire({ leaseTime: 10_000 });
+      return { release: () => held?.release() };
+    },
+  };
+  for (const [kind, hold] of Object.entries(KINDS_HANDED)) {
+    it(`${kind}: the waiter takes the permit over with an attempt; no permit is counted twice`, async () => {
+      const name = `${prefix}cancelled-hand-off:${kind}`;
+      const owner = recordingEdgeLock({}, bridge.redis()).edgelock;
+      const held = await hold(owner, name);
+      const rec = recordingEdgeLock({ requestTimeout: 1_000 }, lateCancel(600, 800) as Redis);
+      const pending =
+        kind === "semaphore"
+          ? rec.edgelock.getSemaphore(name).tryAcquire({ waitTime: 10_000 })
+          : rec.edgelock
+              .getPermitExpirableSemaphore(name)
+              .tryAcquire({ waitTime: 10_000, leaseTime: 10_000 });
+      // Busy, subscribed, busy again (its copy's answer): registered and listening.
+      await rec.until((_e, all) => all.filter((e) => e.type === "waiting").length === 2);
+      await held.release();
+      const got = await pending;
+      expect(got).not.toBeNull();
+      // The cancel has reached Redis, after the hand-off: it found the permit taken over.
+      await Promise.all(rec.background);
+      const available =
+        kind === "semaphore"
+          ? () => owner.getSemaphore(name).availablePermits()
+          : () => owner.getPermitExpirableSemaphore(name).availablePermits();
+      expect(await available()).toBe(0);
+      // Attempt, subscription, the late attempt and its copy, the take-over attempt.
+      expect(rec.events.filter((e) => e.type === "acquire").at(-1)?.requests).toBe(5);
+      await got?.release();
+      expect(await available()).toBe(1);
+    });
+  }
+});

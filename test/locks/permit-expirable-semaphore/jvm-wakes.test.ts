@@ -156,6 +156,7 @@ describe("permit-expirable semaphore waiters behind JVM holders", () => {
       held,
       release: async (lease) => expect(await lease?.release()).toBe("released"),
       wait: tryAcquireOf(name),
+      handsOff: true,
     });
     for (const lease of leases) expect(await lease.release()).toBe("released");
   });

@@ -51,7 +51,15 @@ async function lateCopy(name: string, lease: PermitLease, leaseTime: number) {
       `edgelock_wake:{${name}}`,
       `edgelock_waiting:{${name}}:any`,
     ],
-    arguments: [String(leaseTime), String(WINDOW_MS), lease.id, "", "30000", ...lease.permitIds],
+    arguments: [
+      String(leaseTime),
+      String(WINDOW_MS),
+      lease.id,
+      "",
+      "30000",
+      "0",
+      ...lease.permitIds,
+    ],
   });
 }
 
@@ -125,7 +133,7 @@ describe("permit-expirable semaphore", () => {
     expect(await s.availablePermits()).toBe(1);
   });
 
-  it("a release wakes a blocked waiter at once", async () => {
+  it("a release hands the permit to a blocked waiter: held on the message, its lease exact, confirmed within the claim window", async () => {
     const name = `${prefix}woken`;
     const s = recordingEdgeLock().edgelock.getPermitExpirableSemaphore(name);
     await s.trySetPermits(1);
@@ -138,12 +146,26 @@ describe("permit-expirable semaphore", () => {
     await waiter.waited(2);
     const started = Date.now();
     await first.release();
+    // Straight after the release, before the waiter's answer: the permit is already taken, with
+    // the claim window's lease (2 s), not the waiter's 5 s.
+    const handed = await s.inspect();
+    expect(handed.acquired).toBe(1);
+    expect(handed.holders[0]?.ttl).toBeLessThanOrEqual(2_000);
     const second = held(await pending);
     expect(Date.now() - started).toBeLessThan(1_000);
-    // An attempt, the subscription, an attempt, the wake-up, an attempt.
-    expect(waiter.requests("acquire")).toBe(4);
-    await second.release();
+    expect(second.permitIds).toEqual([handed.holders[0]?.id]);
+    // An attempt, the subscription, an attempt; the hand-off's message took no request.
+    expect(waiter.requests("acquire")).toBe(3);
+    // Its lease never believes it holds longer than Redis does: at most the claim window from
+    // its busy attempt, which came before the hand-off.
+    expect(second.expiresAt - Date.now()).toBeLessThanOrEqual(2_000);
+    // Confirmed within the claim window: the full lease.
+    await waiter.until((e) => e.type === "renew" && e.renewed);
+    expect((await s.inspect()).holders[0]?.ttl).toBeGreaterThan(2_000);
+    expect(second.expiresAt - Date.now()).toBeGreaterThan(2_000);
+    expect(await second.release()).toBe("released");
     expect((await s.inspect()).waiters).toBe(0);
+    expect(await s.availablePermits()).toBe(1);
   });
 
   it("the timer keeps permits without leaseTime alive; renew() and updateLeaseTime extend, never shorten", async () => {

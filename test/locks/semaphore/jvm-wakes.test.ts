@@ -108,6 +108,7 @@ describe("semaphore waiters behind JVM holders", () => {
         await permits?.release();
       },
       wait: tryAcquireOf(name),
+      handsOff: true,
     });
   });
 

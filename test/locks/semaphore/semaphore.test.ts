@@ -201,8 +201,8 @@ describe("semaphore", () => {
     await Promise.all(waiters.map((w) => w.waited(2)));
     await owner.release(3);
     expect((await Promise.all(pending)).map((p) => p?.permits)).toEqual([1, 1, 1]);
-    // An attempt, the subscription, an attempt, the wake-up, an attempt.
-    for (const w of waiters) expect(w.requests("acquire")).toBe(4);
+    // An attempt, the subscription, an attempt, then the release's hand-off: no attempt more.
+    for (const w of waiters) expect(w.requests("acquire")).toBe(3);
   });
 
   it("with wait: 'poll' a waiter polls with backoff and still gets the permit", async () => {
@@ -335,11 +335,13 @@ describe("semaphore", () => {
     await waiter.waited(2); // registered
     expect(await stored(takenKey(name))).toBe("1000000000000001"); // 1 taken, the mark
     const released = Date.now();
-    expect(await held?.release()).toBe(1);
+    // The permit went straight to the waiter: none is left available.
+    expect(await held?.release()).toBe(0);
     const next = await pending;
     expect(next).not.toBeNull();
-    expect(Date.now() - released).toBeLessThan(2_000); // woken, not back at its 15 s bound
-    // The release woke the only registered waiter and, finding nobody left, cleared the mark.
+    expect(Date.now() - released).toBeLessThan(2_000); // handed over, not back at its 15 s bound
+    // The release handed the permit to the only registered waiter and, finding nobody left,
+    // cleared the mark.
     expect(await stored(takenKey(name))).toBe("1");
     expect(await raw.exists(`edgelock_waiting:{${name}}`)).toBe(0);
     expect(await next?.release()).toBe(1);
