@@ -600,6 +600,13 @@ describe("every primitive on every master", () => {
     const next = held(await waiting);
     expectWokenByRelease(counts);
     expect((await semaphore.inspect()).holders.map((h) => h.id)).toEqual(next.permitIds);
+    // A waiter that gives up unregisters (leave.lua).
+    const c = client();
+    expect(
+      await c.edgelock
+        .getPermitExpirableSemaphore(name)
+        .tryAcquire({ waitTime: 50, leaseTime: 1_000 }),
+    ).toBeNull();
     expect(await semaphore.tryRelease(next.permitIds[0] as string)).toBe(true);
     await cancelUnanswered(
       a,
