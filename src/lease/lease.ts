@@ -29,14 +29,15 @@ export interface LeaseHost {
   /**
    * Makes the TTL at least `leaseTime` if still held, within `timeout` ms when given; false
    * when the owner no longer holds it. A host whose hold runs shorter than `leaseTime` from
-   * when the renewal was sent (a RedLock's validity) answers the expiry instead of true.
+   * when the renewal was sent (a RedLock's validity) answers the expiry instead of true, with
+   * both clocks when it began measuring it (`sent`) when that was before the answer came.
    */
   renew(
     lease: Lease,
     leaseTime: number,
     by: "call" | "timer",
     timeout?: number,
-  ): Promise<boolean | { expiresAt: number }>;
+  ): Promise<boolean | { expiresAt: number; sent?: { wall: number; mono: number } }>;
   /** Releases this lease's hold once (replay-safe through the lease id). */
   release(lease: Lease): Promise<ReleaseResult>;
   /** Reports that the lease was found lost. */
@@ -295,8 +296,9 @@ export class Lease {
       this.#leaseTime = leaseTime;
       // The TTL is now at least leaseTime from when Redis applied it (it is never shortened),
       // unless the host knows a shorter validity.
-      if (renewed === true) this.#extendTo(sentAt + leaseTime, sentMono + leaseTime);
-      else this.#extendTo(renewed.expiresAt);
+      if (renewed === true) {
+        this.#extendTo(sentAt + leaseTime, { wall: sentAt, mono: sentMono });
+      } else this.#extendTo(renewed.expiresAt, renewed.sent);
     } else {
       this.markLost();
     }
@@ -304,13 +306,14 @@ export class Lease {
   }
 
   /**
-   * Moves the expiry later (never earlier) and re-arms the expiry timer. `deadline`: the same
-   * instant on the monotonic clock, when known (measured from a monotonic send time).
+   * Moves the expiry later (never earlier) and re-arms the expiry timer. `sent`: both clocks
+   * when what `expiresAt` is measured from began (a renewal's send), when known: a step of the
+   * wall clock since then is then seen, by the monotonic deadline and by `expiresAt`.
    */
-  #extendTo(expiresAt: number, deadline?: number): void {
-    const wall = Date.now();
-    const mono = performance.now();
-    const at = deadline ?? mono + (expiresAt - wall);
+  #extendTo(expiresAt: number, sent?: { wall: number; mono: number }): void {
+    const wall = sent?.wall ?? Date.now();
+    const mono = sent?.mono ?? performance.now();
+    const at = mono + (expiresAt - wall);
     // Compared on the monotonic clock: after a step back, a later expiry has a smaller epoch.
     if (at <= this.#deadline || this.ended) return;
     this.#expiresAt = expiresAt;

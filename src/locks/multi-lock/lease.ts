@@ -20,6 +20,11 @@ export interface CompositeInit {
   leaseTime: number;
   watchdog: boolean;
   expiresAt: number;
+  /**
+   * Both clocks when what set `expiresAt` began (a RedLock's round), when `expiresAt` is
+   * measured from then: a wall-clock step while the round ran is then seen too (LeaseInit.sent).
+   */
+  sent?: { wall: number; mono: number };
   /** The members it holds (a RedLock's: those that granted). */
   members: readonly Lease[];
   /**
@@ -85,6 +90,7 @@ export class CompositeLease extends Lease {
       leaseTime: init.leaseTime,
       watchdog: init.watchdog,
       expiresAt: init.expiresAt,
+      ...(init.sent && { sent: init.sent }),
     });
     this.#members = members;
     this.#outcomes = outcomes;

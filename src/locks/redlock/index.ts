@@ -171,6 +171,7 @@ export class RedLock {
       leaseTime,
       watchdog: false,
       expiresAt: startedAt + leaseTime - driftOf(leaseTime),
+      sent: { wall: startedAt, mono: started },
       members: granted,
       late: rest.then(grantsOf),
       renew: (lease, ms) => this.#renew((lease as CompositeLease).members, ms),
@@ -204,7 +205,12 @@ export class RedLock {
     );
     const renewed = votes.filter((v) => v.outcome === "granted").length;
     const { held } = decide(renewed, this.locks.length, leaseTime, performance.now() - started);
-    if (held) return { expiresAt: startedAt + leaseTime - driftOf(leaseTime) };
+    if (held) {
+      return {
+        expiresAt: startedAt + leaseTime - driftOf(leaseTime),
+        sent: { wall: startedAt, mono: started },
+      };
+    }
     const lost = votes.filter((v) => v.outcome === "failed" && v.error instanceof LeaseLostError);
     const failure = votes.find(
       (v) => v.outcome === "failed" && !(v.error instanceof LeaseLostError),

@@ -3,7 +3,7 @@
  * one (the contract says within 50 ms; the bound here is 150 ms, for a loaded machine), and a
  * renewal's `expiresAt` counts from when its request was sent, not from when the answer came.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { LeaseLostError } from "../../../src/index.js";
 import { keyPrefix, usePrivateBridge } from "../../support/env.js";
 import { abortTime, recordingEdgeLock } from "../../support/locks.js";
@@ -28,5 +28,26 @@ describe("lease timing", () => {
     expect(reason).toBeInstanceOf(LeaseLostError);
     expect(at).toBeGreaterThanOrEqual(lease.expiresAt);
     expect(at - lease.expiresAt).toBeLessThan(EXPIRY_SLACK_MS);
+  });
+
+  it("a wall clock stepped back while a renewal is on its way leaves expiresAt no later than Redis's expiry", async () => {
+    // The one fake here: this process's wall clock, stepped back by an hour while the renewal
+    // is on its way (as an NTP step would); the monotonic clock runs on.
+    const { edgelock } = recordingEdgeLock({}, bridge.redis());
+    const lease = await edgelock.getLock(`${prefix}renew-step`).lock({ leaseTime: 5_000 });
+    const wall = Date.now.bind(Date);
+    let offset = 0;
+    const clock = vi.spyOn(Date, "now").mockImplementation(() => wall() + offset);
+    try {
+      bridge.bridge.setFaults({ delayMs: 120 });
+      setTimeout(() => (offset -= 3_600_000), 40);
+      await lease.renew(8_000);
+      expect(lease.expiresAt).toBeLessThanOrEqual(Date.now() + 8_000);
+      expect(lease.expiresAt).toBeGreaterThan(Date.now() + 7_000);
+      bridge.bridge.clearFaults();
+      expect(await lease.release()).toBe("released");
+    } finally {
+      clock.mockRestore();
+    }
   });
 });

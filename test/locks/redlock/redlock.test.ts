@@ -4,7 +4,7 @@
  * release on every endpoint after a failed round (those that did not answer included), renewal
  * on a quorum only, retries, validation.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { driftOf, LeaseLostError, quorumOf, RedLock } from "../../../src/index.js";
 import { decide } from "../../../src/locks/redlock/quorum.js";
 import { useEndpoints } from "../../support/endpoints.js";
@@ -95,6 +95,33 @@ describe("RedLock", () => {
     }
     expect(() => JSON.stringify(lease)).toThrow(/cannot be serialized/);
     await lease.release();
+  });
+
+  it("a wall clock stepped back while a round or a renewal runs leaves expiresAt no later than Redis's expiry", async () => {
+    // The one fake here: this process's wall clock, stepped back by an hour while the round
+    // (then the renewal) is on its way, as an NTP step would; the monotonic clock runs on.
+    const name = `${prefix}clock-step`;
+    const wall = Date.now.bind(Date);
+    let offset = 0;
+    const clock = vi.spyOn(Date, "now").mockImplementation(() => wall() + offset);
+    const stepBack = () => setTimeout(() => (offset -= 3_600_000), 40);
+    try {
+      for (const node of nodes) node.bridge.setFaults({ delayMs: 120 });
+      stepBack();
+      const lease = await redlockOn(name).tryLock({ leaseTime: 5_000 });
+      if (!lease) throw new Error("not acquired");
+      expect(lease.expiresAt).toBeLessThanOrEqual(Date.now() + 5_000 - driftOf(5_000));
+      expect(lease.expiresAt).toBeGreaterThan(Date.now() + 4_000);
+      await expect.poll(() => lease.members.length).toBe(5); // the late grants joined
+      stepBack();
+      await lease.renew(8_000);
+      expect(lease.expiresAt).toBeLessThanOrEqual(Date.now() + 8_000 - driftOf(8_000));
+      expect(lease.expiresAt).toBeGreaterThan(Date.now() + 7_000);
+      for (const node of nodes) node.bridge.clearFaults();
+      expect(await lease.release()).toBe("released");
+    } finally {
+      clock.mockRestore();
+    }
   });
 
   it("a node that does not answer votes no after endpointTimeout; its late acquire is undone", async () => {
