@@ -10,6 +10,7 @@
  * @module
  */
 import { EdgeLockClient, reportEvent } from "./core.js";
+import { noCost } from "./events.js";
 import { checkOnLeaseLost, type OnLeaseLost, runGuarded } from "./lease/guarded.js";
 import { checkKeepAlive, type KeepAlive, type Lease } from "./lease/lease.js";
 import { getIdempotencyKey, MAX_COMPLETION_TTL_MS } from "./locks/idempotency/entry.js";
@@ -248,9 +249,7 @@ export function lockWebhook<A extends unknown[] = []>(
         name: key,
         reason: claim.status === "locked" ? "overlap" : "duplicate",
         // The claim's acquire event already counted its request.
-        requests: 0,
-        billed: 0,
-        durationMs: Date.now() - started,
+        ...noCost(Date.now() - started),
         ...(holderTtl === undefined ? {} : { holderTtl }),
       });
       if (claim.status === "completed") {
@@ -445,9 +444,7 @@ export function lockCron<A extends unknown[] = []>(
         name,
         reason: "overlap",
         // The acquire event already counted the request.
-        requests: 0,
-        billed: 0,
-        durationMs: Date.now() - started,
+        ...noCost(Date.now() - started),
         holderTtl,
       });
       const retryAfter = retryAfterSeconds(holderTtl);

@@ -7,6 +7,7 @@
  * @module
  */
 import { type EdgeLockClient, reportEvent } from "../src/core.js";
+import { noCost } from "../src/events.js";
 import { checkOnLeaseLost, type OnLeaseLost, runGuarded } from "../src/lease/guarded.js";
 import type { KeepAlive, Lease } from "../src/lease/lease.js";
 import { checkKeepAlive } from "../src/lease/lease.js";
@@ -168,9 +169,7 @@ export function guardScheduled<Env>(
         name,
         reason,
         // The acquire event already counted the request; summing events stays exact.
-        requests: 0,
-        billed: 0,
-        durationMs: Date.now() - started,
+        ...noCost(Date.now() - started),
         ...(reason === "overlap" ? { holderTtl } : {}),
       });
       return { ran: false, reason, holderTtl } as const;
