@@ -120,8 +120,10 @@ export const SCENARIOS = [
     entries: ["edgelock/count-down-latch"],
     base: REDIS,
     // 9.6 kB, 9.5 kB without the fair lock's second channel in the wait loop; 9.2 kB with short
-    // names for the shipped scripts' locals (lua/gen.mjs renameLocals).
-    budget: 12.55,
+    // names for the shipped scripts' locals (lua/gen.mjs renameLocals). 12.53 -> 12.55 kB with
+    // the events' shared cost fields (src/events.ts: this entry has two of their uses and pays
+    // for the helper), which left no headroom: budget 12.6.
+    budget: 12.6,
     target: 10,
   },
   {

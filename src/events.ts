@@ -5,6 +5,7 @@
  * @module
  */
 import type { EdgeLockError } from "./errors.js";
+import type { RequestCounter } from "./transport/index.js";
 
 interface EventBase {
   /** Lock name. */
@@ -21,6 +22,25 @@ interface EventBase {
   /** Wall-clock duration of the operation in ms. */
   durationMs: number;
 }
+
+/** The cost fields every event carries. */
+type Cost = Omit<EventBase, "name">;
+
+/**
+ * Internal: an event's cost, from the counter its requests were counted in and its start
+ * (epoch ms; 0 = unknown, duration 0).
+ */
+export const cost = (counter: RequestCounter, started: number): Cost => ({
+  requests: counter.requests,
+  billed: counter.billed ?? 0,
+  durationMs: started && Date.now() - started,
+});
+
+/**
+ * Internal: the cost of an event that sent nothing of its own (a loss seen by a timer, a skip
+ * whose request another event counted), lasting `durationMs`.
+ */
+export const noCost = (durationMs = 0): Cost => ({ requests: 0, billed: 0, durationMs });
 
 /** An acquire call finished (`tryLock`, `lock`, `withLock`). */
 export interface AcquireEvent extends EventBase {

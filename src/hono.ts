@@ -11,11 +11,11 @@ import { EdgeLockClient } from "./core.js";
 import { LeaseLostError } from "./errors.js";
 import {
   checkOnLeaseLost,
+  endGuarded,
   lostBeforeRelease,
   type OnLeaseLost,
-  releaseFoundLost,
 } from "./lease/guarded.js";
-import { checkKeepAlive, type KeepAlive, type Lease, type ReleaseResult } from "./lease/lease.js";
+import { checkKeepAlive, type KeepAlive, type Lease } from "./lease/lease.js";
 import { getLock } from "./locks/lock/entry.js";
 import {
   endQuietly,
@@ -171,27 +171,25 @@ export function withLock<E extends Env = Env>(
       return lockedResponse(key, holderTtl);
     }
     const lease = result.lease;
-    const release = () => endQuietly(edgelock, key, () => lease.release());
     const waitUntil = waitUntilOf(c);
     let releasesWithBody = false;
     let lost = false;
-    let released: ReleaseResult | undefined;
     try {
       c.set("lease", lease);
       await next();
-      lost = onLeaseLost === "throw" && lostBeforeRelease(lease);
       const body = c.res.body;
-      if (body && !lost && !c.error && c.req.method !== "HEAD") {
+      // A lease known lost is not held while a body streams: the answer is the loss, now.
+      const known = onLeaseLost === "throw" && lostBeforeRelease(lease);
+      if (body && !known && !c.error && c.req.method !== "HEAD") {
+        const release = () => endQuietly(edgelock, key, () => lease.release());
         c.res = new Response(onBodyEnd(body, deferRelease(release, waitUntil)), c.res);
         releasesWithBody = true;
       }
     } finally {
-      if (!releasesWithBody) {
-        if (waitUntil) waitUntil(release());
-        else released = await release();
-      }
+      if (!releasesWithBody)
+        lost = await endGuarded(edgelock, key, lease, () => lease.release(), waitUntil);
     }
-    if (onLeaseLost === "throw" && (lost || releaseFoundLost(released))) {
+    if (onLeaseLost === "throw" && lost) {
       // Thrown, not answered: the app's onError decides the status (Hono's default is 500).
       throw new LeaseLostError(
         key,

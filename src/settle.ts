@@ -5,6 +5,7 @@
  */
 import { type EdgeLockClient, reportEvent } from "./core.js";
 import { TransportError } from "./errors.js";
+import { cost } from "./events.js";
 
 /**
  * Runs `end` (a release or a completion) without throwing and resolves to its answer, or to
@@ -25,10 +26,8 @@ export async function endQuietly<R>(
     reportEvent(edgelock, {
       type: "error",
       name,
-      requests: 1,
-      // Unanswered: whether it was billed is not known.
-      billed: 0,
-      durationMs: Date.now() - started,
+      // One request, unanswered: whether it was billed is not known (0).
+      ...cost({ requests: 1 }, started),
       operation: "release",
       error,
     });

@@ -10,18 +10,12 @@
  * @module
  */
 import { EdgeLockClient, reportEvent } from "./core.js";
-import {
-  answer,
-  checkOnLeaseLost,
-  lostBeforeRelease,
-  type OnLeaseLost,
-  releaseFoundLost,
-  settleOf,
-} from "./lease/guarded.js";
-import { checkKeepAlive, type KeepAlive, type Lease, type ReleaseResult } from "./lease/lease.js";
+import { noCost } from "./events.js";
+import { checkOnLeaseLost, type OnLeaseLost, runGuarded } from "./lease/guarded.js";
+import { checkKeepAlive, type KeepAlive, type Lease } from "./lease/lease.js";
 import { getIdempotencyKey, MAX_COMPLETION_TTL_MS } from "./locks/idempotency/entry.js";
 import { getLock } from "./locks/lock/entry.js";
-import { endQuietly, type LockedInfo, lockedResponse, retryAfterSeconds } from "./settle.js";
+import { type LockedInfo, lockedResponse, retryAfterSeconds } from "./settle.js";
 import { checkFunction, checkLeaseTime, checkMs, checkName, checkOptions } from "./validate.js";
 
 export type { LockedInfo };
@@ -255,9 +249,7 @@ export function lockWebhook<A extends unknown[] = []>(
         name: key,
         reason: claim.status === "locked" ? "overlap" : "duplicate",
         // The claim's acquire event already counted its request.
-        requests: 0,
-        billed: 0,
-        durationMs: Date.now() - started,
+        ...noCost(Date.now() - started),
         ...(holderTtl === undefined ? {} : { holderTtl }),
       });
       if (claim.status === "completed") {
@@ -275,33 +267,25 @@ export function lockWebhook<A extends unknown[] = []>(
     }
 
     const lease = claim.lease;
-    // Ends the hold and tells whether the lease was lost while the handler ran.
-    const settle = async (end: () => Promise<ReleaseResult>): Promise<boolean> => {
-      const lost = lostBeforeRelease(lease);
-      const task = endQuietly(edgelock, key, end);
-      if (waitUntil) {
-        waitUntil(task, request, ...args);
-        return lost;
-      }
-      // Awaited first: the response must not go out before the completion or release lands.
-      const released = await task;
-      return lost || releaseFoundLost(released);
-    };
-    let response: Response;
-    try {
-      response = await handler(request, { key, lease }, ...args);
-      if (!isResponse(response)) {
-        throw new TypeError("lockWebhook: the handler must return a Response");
-      }
-    } catch (error) {
-      const lost = await settle(() => lease.release());
-      // Throws: the lost-lease error, or the handler's own.
-      return answer<Response>(key, { outcome: "threw", error }, lost, onLeaseLost);
-    }
-    const lost = await settle(
-      response.ok ? () => idempotencyKey.complete(lease, completionTtl) : () => lease.release(),
-    );
-    return answer(key, { outcome: "returned", result: response }, lost, onLeaseLost);
+    return runGuarded<Response>({
+      client: edgelock,
+      name: key,
+      lease,
+      onLeaseLost,
+      fn: async () => {
+        const response = await handler(request, { key, lease }, ...args);
+        if (!isResponse(response)) {
+          throw new TypeError("lockWebhook: the handler must return a Response");
+        }
+        return response;
+      },
+      // Only a 2xx is recorded as done: a thrown error or another status releases for a retry.
+      end: (settled) =>
+        settled.outcome === "returned" && settled.result.ok
+          ? idempotencyKey.complete(lease, completionTtl)
+          : lease.release(),
+      defer: waitUntil && ((task) => waitUntil(task, request, ...args)),
+    });
   };
 }
 
@@ -460,9 +444,7 @@ export function lockCron<A extends unknown[] = []>(
         name,
         reason: "overlap",
         // The acquire event already counted the request.
-        requests: 0,
-        billed: 0,
-        durationMs: Date.now() - started,
+        ...noCost(Date.now() - started),
         holderTtl,
       });
       const retryAfter = retryAfterSeconds(holderTtl);
@@ -470,12 +452,14 @@ export function lockCron<A extends unknown[] = []>(
       return Response.json({ skipped: true, reason: "locked", name, retryAfter }, { status: 200 });
     }
     const lease = run.lease;
-    const settled = await settleOf(() => handler(request, { name, lease }, ...args));
-    let lost = lostBeforeRelease(lease);
-    const task = endQuietly(edgelock, name, () => lease.release());
-    if (waitUntil) waitUntil(task, request, ...args);
-    else if (releaseFoundLost(await task)) lost = true;
-    return answer(name, settled, lost, onLeaseLost);
+    return runGuarded({
+      client: edgelock,
+      name,
+      lease,
+      onLeaseLost,
+      fn: () => handler(request, { name, lease }, ...args),
+      defer: waitUntil && ((task) => waitUntil(task, request, ...args)),
+    });
   };
 }
 

@@ -81,10 +81,21 @@ describe("npm run bench", () => {
       expect(r.contended["4"][name].billedPerAcquisition, name).toBeGreaterThanOrEqual(2);
     }
     // The bare hand-off lock, the contended reference row, runs only where there is contention:
-    // a queued acquire and a release that hands over, at most 3 + 5 calls.
+    // a queued acquire and a release that hands over, at most 3 + 5 calls per acquisition. The
+    // figure is the bill between two readings over the acquisitions inside the window, so its
+    // edges add calls of acquisitions outside it: the hold running when the window opens (its
+    // acquire and release, 8), at its close an acquire of each of the 4 clients (3 each) and
+    // the release of a hold taken after it (5), and a client's SUBSCRIBE before its first
+    // acquire (1 each). With ~10 acquisitions in this 200 ms window, those edges alone can add
+    // more than 1 per acquisition; a full run's windows make them negligible.
+    const bare = r.contended["4"]["bare-handoff"];
     expect(r.uncontended["bare-handoff"]).toBeUndefined();
-    expect(r.contended["4"]["bare-handoff"]).toMatchObject({ overlaps: 0, errors: 0 });
-    expect(r.contended["4"]["bare-handoff"].billedPerAcquisition).toBeLessThanOrEqual(9);
+    expect(bare).toMatchObject({ overlaps: 0, errors: 0, acquisitions: expect.any(Number) });
+    const edges = 8 + 4 * 3 + 5 + 4 + 8 * bare.gaveUp;
+    // billedPerAcquisition is rounded to 0.1.
+    expect((bare.billedPerAcquisition - 0.05) * bare.acquisitions).toBeLessThanOrEqual(
+      8 * bare.acquisitions + edges,
+    );
     expect(r.bundle).toBeNull();
     expect(r.targets.map((t: { id: string }) => t.id)).toContain("coreBundle");
   });

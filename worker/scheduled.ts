@@ -7,14 +7,8 @@
  * @module
  */
 import { type EdgeLockClient, reportEvent } from "../src/core.js";
-import {
-  answer,
-  checkOnLeaseLost,
-  lostBeforeRelease,
-  type OnLeaseLost,
-  releaseFoundLost,
-  settleOf,
-} from "../src/lease/guarded.js";
+import { noCost } from "../src/events.js";
+import { checkOnLeaseLost, type OnLeaseLost, runGuarded } from "../src/lease/guarded.js";
 import type { KeepAlive, Lease } from "../src/lease/lease.js";
 import { checkKeepAlive } from "../src/lease/lease.js";
 import { tryLockOnce } from "../src/locks/lock/once.js";
@@ -175,9 +169,7 @@ export function guardScheduled<Env>(
         name,
         reason,
         // The acquire event already counted the request; summing events stays exact.
-        requests: 0,
-        billed: 0,
-        durationMs: Date.now() - started,
+        ...noCost(Date.now() - started),
         ...(reason === "overlap" ? { holderTtl } : {}),
       });
       return { ran: false, reason, holderTtl } as const;
@@ -203,15 +195,22 @@ export function guardScheduled<Env>(
       }
       mark = marked.lease;
     }
-    const settled = await settleOf(() => handler(controller, env, ctx, lease));
-    // On success the mark stays until it expires: that is what makes a redelivery skip.
     const held = mark;
-    if (settled.outcome === "threw" && held) {
-      await endQuietly(edgelock, held.name, () => held.release());
-    }
-    const lost = lostBeforeRelease(lease);
-    const released = await release();
-    answer(name, settled, lost || releaseFoundLost(released), onLeaseLost);
+    await runGuarded({
+      client: edgelock,
+      name,
+      lease,
+      onLeaseLost,
+      fn: () => handler(controller, env, ctx, lease),
+      end: async (settled) => {
+        // On success the mark stays until it expires: that is what makes a redelivery skip. A
+        // failed run clears it before the lock is freed, so that a retry holding the lock runs.
+        if (settled.outcome === "threw" && held) {
+          await endQuietly(edgelock, held.name, () => held.release());
+        }
+        return lease.release();
+      },
+    });
     return { ran: true } as const;
   };
   const guard = async (controller: ScheduledController, env: Env, ctx: ExecutionContext) => {

@@ -1,10 +1,13 @@
 /**
- * What `withLock` and the integrations do once their guarded function has settled: tell whether
- * the lease was lost while it ran, and then either reject with {@link LeaseLostError} (the
- * function's outcome attached) or hand the outcome back as if nothing happened.
+ * A guarded call, as `withLock` and the integrations make it: run the function holding a lease,
+ * end the hold, tell whether the lease was lost while the function ran, and then either reject
+ * with {@link LeaseLostError} (the function's outcome attached) or hand the outcome back as if
+ * nothing happened.
  * @module
  */
+import type { EdgeLockClient } from "../core.js";
 import { LeaseLostError } from "../errors.js";
+import { endQuietly } from "../settle.js";
 import type { Lease, ReleaseResult } from "./lease.js";
 
 /**
@@ -27,7 +30,7 @@ export function checkOnLeaseLost(value: unknown, label = "onLeaseLost"): OnLease
 }
 
 /** Runs `fn`, capturing a synchronous throw as well as a rejection. */
-export async function settleOf<T>(fn: () => T | Promise<T>): Promise<Settled<T>> {
+async function settleOf<T>(fn: () => T | Promise<T>): Promise<Settled<T>> {
   try {
     return { outcome: "returned", result: await fn() };
   } catch (error) {
@@ -46,7 +49,7 @@ export function lostBeforeRelease(lease: Lease): boolean {
 }
 
 /** True when the release found the hold gone: it expired, or another owner holds the lock. */
-export function releaseFoundLost(released: ReleaseResult | undefined): boolean {
+function releaseFoundLost(released: ReleaseResult | undefined): boolean {
   return released === "expired" || released === "not-owner";
 }
 
@@ -54,8 +57,67 @@ export function releaseFoundLost(released: ReleaseResult | undefined): boolean {
  * The guarded call's answer: with `lost` and `"throw"`, a {@link LeaseLostError} carrying the
  * outcome; otherwise the outcome itself (the value, or the function's error rethrown).
  */
-export function answer<T>(name: string, settled: Settled<T>, lost: boolean, mode: OnLeaseLost): T {
+function answer<T>(name: string, settled: Settled<T>, lost: boolean, mode: OnLeaseLost): T {
   if (lost && mode === "throw") throw new LeaseLostError(name, "lost", settled);
   if (settled.outcome === "threw") throw settled.error;
   return settled.result;
+}
+
+/** A call {@link runGuarded} makes: `fn` holding `lease`, then the end of the hold. */
+export interface GuardedCall<T> {
+  /** Receives the `error` event of an end that failed (see `endQuietly`). */
+  client: EdgeLockClient;
+  /** The lock name, for events and the {@link LeaseLostError}. */
+  name: string;
+  lease: Lease;
+  onLeaseLost: OnLeaseLost;
+  fn: () => T | Promise<T>;
+  /** Ends the hold once `fn` settled: a release, or a completion. @default `lease.release()` */
+  end?: (settled: Settled<T>) => Promise<ReleaseResult>;
+  /**
+   * Takes the end (already started) off the answer's path, e.g. to `waitUntil`; only a loss the
+   * lease's signal saw then counts. @default none: the end is awaited before answering
+   */
+  defer?: ((task: Promise<unknown>) => void) | undefined;
+}
+
+/**
+ * Runs `fn`, ends the hold, and answers (see {@link answer}). The order is the contract:
+ * the loss is read from the signal before the end starts (an end aborts the signal too), and
+ * unless deferred the end has landed before the call answers, so a caller that got the answer
+ * finds the lock free (or the delivery completed), and an end that found the hold gone counts
+ * as a loss.
+ */
+export async function runGuarded<T>(call: GuardedCall<T>): Promise<T> {
+  const { lease, end } = call;
+  const settled = await settleOf(call.fn);
+  const lost = await endGuarded(
+    call.client,
+    call.name,
+    lease,
+    end ? () => end(settled) : () => lease.release(),
+    call.defer,
+  );
+  return answer(call.name, settled, lost, call.onLeaseLost);
+}
+
+/**
+ * Ends the hold of a guarded call whose function has settled, without throwing (a failed end is
+ * an `error` event), and resolves to whether the lease counts as lost: its signal saw a loss
+ * before the end started, or, when the end is awaited (no `defer`), the end found the hold gone.
+ */
+export async function endGuarded(
+  client: EdgeLockClient,
+  name: string,
+  lease: Lease,
+  end: () => Promise<ReleaseResult>,
+  defer?: ((task: Promise<unknown>) => void) | undefined,
+): Promise<boolean> {
+  const lost = lostBeforeRelease(lease);
+  const task = endQuietly(client, name, end);
+  if (defer) {
+    defer(task);
+    return lost;
+  }
+  return releaseFoundLost(await task) || lost;
 }

@@ -19,7 +19,7 @@
  * @module
  */
 import { type EdgeLockError, TransportError } from "../errors.js";
-import type { DefiniteOperation } from "../events.js";
+import { cost, type DefiniteOperation } from "../events.js";
 import { MIN_REQUEST_TIMEOUT_MS } from "../limits.js";
 import type { RequestCounter, ScriptCall } from "../transport/index.js";
 import { type BackoffPolicy, backoffDelay, SLEEP_FLOOR_MS } from "../wait/backoff.js";
@@ -264,9 +264,7 @@ function resendInBackground<T>(
     ctx.emit({
       type: "settle",
       name,
-      requests: counter.requests,
-      billed: counter.billed ?? 0,
-      durationMs: Date.now() - started,
+      ...cost(counter, started),
       operation,
       outcome: error === undefined ? "answered" : isAmbiguous(error) ? "unknown" : "refused",
       ...(error === undefined ? {} : { error }),

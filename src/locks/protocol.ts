@@ -19,7 +19,7 @@
  * @module
  */
 import { TransportError } from "../errors.js";
-import type { CallOperation } from "../events.js";
+import { type CallOperation, cost, noCost } from "../events.js";
 import { randomHex } from "../ids.js";
 import type { Inspection } from "../inspect.js";
 import {
@@ -357,9 +357,7 @@ export function emitAcquire(
   ctx.emit({
     type: "acquire",
     name,
-    requests: counter.requests,
-    billed: counter.billed ?? 0,
-    durationMs: Date.now() - started,
+    ...cost(counter, started),
     acquired,
     attempts,
   });
@@ -430,8 +428,7 @@ export function hostFor(ctx: LockContext, protocol: HoldProtocol): LeaseHost {
     kind: protocol.kind,
     renew: (lease, leaseTime, by, timeout) => protocol.renew(lease.owner, leaseTime, by, timeout),
     release: (lease) => protocol.release(lease),
-    lost: () =>
-      ctx.emit({ type: "lost", name: protocol.name, requests: 0, billed: 0, durationMs: 0 }),
+    lost: () => ctx.emit({ type: "lost", name: protocol.name, ...noCost() }),
     backgroundError: (_lease, operation, error) =>
       reportError(ctx, protocol.name, operation, error, { requests: 0 }, 0),
   };
@@ -463,9 +460,7 @@ export async function runRelease(
   ctx.emit({
     type: "release",
     name: call.name,
-    requests: counter.requests,
-    billed: counter.billed ?? 0,
-    durationMs: Date.now() - started,
+    ...cost(counter, started),
     result,
   });
   return result;
@@ -487,9 +482,7 @@ export async function reportRenew(
   ctx.emit({
     type: "renew",
     name,
-    requests: counter.requests,
-    billed: counter.billed ?? 0,
-    durationMs: Date.now() - started,
+    ...cost(counter, started),
     renewed,
     by,
   });
@@ -517,9 +510,7 @@ export async function reportCall<T>(
     ctx.emit({
       type: "call",
       name,
-      requests: counter.requests,
-      billed: counter.billed ?? 0,
-      durationMs: Date.now() - started,
+      ...cost(counter, started),
       operation,
       failed,
     });
@@ -602,9 +593,7 @@ export function reportError(
   ctx.emit({
     type: "error",
     name,
-    requests: counter.requests,
-    billed: counter.billed ?? 0,
-    durationMs: started ? Date.now() - started : 0,
+    ...cost(counter, started),
     operation,
     error,
   });

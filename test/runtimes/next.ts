@@ -25,21 +25,12 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { startRedisServer } from "../../demo/redis-server.js";
-import { startBridge } from "../../src/bridge/index.js";
+import { startRedisBehindBridge, stops, within } from "./services.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const app = join(root, "examples/next");
 const SEQUENCE_TIMEOUT_MS = 30_000;
 const START_TIMEOUT_MS = 60_000;
-
-/** What an interrupted run must still stop: the processes it started would outlive it. */
-const stops = new Set<() => Promise<unknown>>();
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.once(signal, () => {
-    void Promise.allSettled([...stops].map((stop) => stop())).finally(() => process.exit(130));
-  });
-}
 
 /** A promise with its resolve function outside. */
 function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
@@ -48,21 +39,6 @@ function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => voi
     resolve = r;
   });
   return { promise, resolve };
-}
-
-/** Rejects after `ms` unless `work` settles first. */
-async function within<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    return await Promise.race([
-      work,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /**
@@ -326,17 +302,14 @@ async function main(): Promise<number> {
     rmSync(packDir, { recursive: true, force: true });
   }
 
-  const redis = await startRedisServer();
-  stops.add(redis.stop);
-  const token = randomBytes(16).toString("hex");
-  const bridge = await startBridge({ redisUrl: redis.url, token });
+  const backend = await startRedisBehindBridge();
   const downstream = startDownstream();
   const cronSecret = randomBytes(16).toString("hex");
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     NEXT_TELEMETRY_DISABLED: "1",
-    UPSTASH_REDIS_REST_URL: bridge.url,
-    UPSTASH_REDIS_REST_TOKEN: token,
+    UPSTASH_REDIS_REST_URL: backend.bridgeUrl,
+    UPSTASH_REDIS_REST_TOKEN: backend.token,
     CRON_SECRET: cronSecret,
     DOWNSTREAM_URL: await downstream.listen(),
   };
@@ -369,8 +342,7 @@ async function main(): Promise<number> {
   } finally {
     await server?.stop();
     await downstream.close();
-    await bridge.close();
-    await redis.stop();
+    await backend.close();
   }
 
   console.log("");

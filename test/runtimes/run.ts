@@ -17,22 +17,13 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
-import { startRedisServer } from "../../demo/redis-server.js";
-import { startBridge } from "../../src/bridge/index.js";
+import { startRedisBehindBridge, stops, within } from "./services.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const kit = join(root, "test/runtimes/kit");
 const smoke = "test/runtimes/smoke.ts";
 /** A runtime that has not finished the suite by then is stuck: 11 checks of at most 20 s. */
 const RUNTIME_TIMEOUT_MS = 120_000;
-
-/** What an interrupted run must still stop: the processes it started would outlive it. */
-const stops = new Set<() => Promise<unknown>>();
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.once(signal, () => {
-    void Promise.allSettled([...stops].map((stop) => stop())).finally(() => process.exit(130));
-  });
-}
 
 /** One runtime the suite runs under. */
 interface Runtime {
@@ -196,21 +187,6 @@ function jsrDrift(): string | undefined {
   return `jsr.json exports differ from package.json: missing ${missing.join(", ") || "none"}, extra ${extra.join(", ") || "none"}`;
 }
 
-/** Rejects after `ms` unless `work` settles first. */
-async function within<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    return await Promise.race([
-      work,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 /**
  * `test/runtimes/edge.ts` inside an EdgeRuntime: the demo's webhook sequence against
  * `lockWebhook` (5 concurrent deliveries: 1×200 + 4×409; then 2 redeliveries: 200 duplicate),
@@ -353,19 +329,16 @@ async function main(): Promise<number> {
   const selected = runtimes.filter((r) => !only || only.includes(r.name));
   ensureKit();
 
-  const redis = await startRedisServer();
-  stops.add(redis.stop);
-  const token = randomBytes(16).toString("hex");
-  const bridge = await startBridge({ redisUrl: redis.url, token });
+  const backend = await startRedisBehindBridge();
   const rows: { name: string; version: string; ok: boolean; ms: number }[] = [];
   try {
-    console.log(`Redis ${redis.url}, bridge ${bridge.url}\n`);
+    console.log(`Redis ${backend.redisUrl}, bridge ${backend.bridgeUrl}\n`);
     for (const runtime of selected) {
       const version = runtime.version();
       const env = {
         ...process.env,
-        UPSTASH_REDIS_REST_URL: bridge.url,
-        UPSTASH_REDIS_REST_TOKEN: token,
+        UPSTASH_REDIS_REST_URL: backend.bridgeUrl,
+        UPSTASH_REDIS_REST_TOKEN: backend.token,
         EDGELOCK_SMOKE_PREFIX: `rt:${runtime.name}:${randomBytes(3).toString("hex")}:`,
       };
       const started = performance.now();
@@ -376,8 +349,7 @@ async function main(): Promise<number> {
       rows.push({ name: runtime.name, version, ok: code === 0, ms });
     }
   } finally {
-    await bridge.close();
-    await redis.stop();
+    await backend.close();
   }
   console.log("");
   for (const row of rows) {

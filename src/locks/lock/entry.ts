@@ -5,18 +5,10 @@
  */
 import { contextOf, type EdgeLockClient } from "../../core.js";
 import { LockTimeoutError } from "../../errors.js";
-import {
-  answer,
-  checkOnLeaseLost,
-  lostBeforeRelease,
-  type OnLeaseLost,
-  releaseFoundLost,
-  settleOf,
-} from "../../lease/guarded.js";
+import { checkOnLeaseLost, type OnLeaseLost, runGuarded } from "../../lease/guarded.js";
 import { parseLeaseOfKind, type SerializedLease } from "../../lease/json.js";
 import type { Lease } from "../../lease/lease.js";
 import { DEFAULT_WITH_LOCK_WAIT_MS } from "../../limits.js";
-import { endQuietly } from "../../settle.js";
 import { checkName, checkOptions, checkWaitTime } from "../../validate.js";
 import { ReentrantLock, type TryLockOptions } from "./index.js";
 
@@ -123,8 +115,5 @@ export async function withLock<T>(
   const { onLeaseLost: _, ...acquire } = o;
   const { lease, attempts } = await lock.tryAcquire({ ...acquire, waitTime });
   if (!lease) throw new LockTimeoutError(name, waitTime, attempts);
-  const settled = await settleOf(() => fn(lease));
-  const lostBefore = lostBeforeRelease(lease);
-  const released = await endQuietly(client, name, () => lease.release());
-  return answer(name, settled, lostBefore || releaseFoundLost(released), onLeaseLost);
+  return runGuarded({ client, name, lease, onLeaseLost, fn: () => fn(lease) });
 }

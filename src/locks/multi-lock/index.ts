@@ -9,6 +9,7 @@
  */
 
 import { LeaseLostError } from "../../errors.js";
+import { noCost } from "../../events.js";
 import type { Lease } from "../../lease/lease.js";
 import { MAX_TIME_MS } from "../../limits.js";
 import { tryWithin, untilAcquired } from "../../validate.js";
@@ -143,12 +144,12 @@ export class MultiLock {
         expiresAt: Math.min(...taken.map((m) => m.expiresAt)),
         members: taken,
         renew: (_lease, leaseTime) => renewAll(taken, leaseTime),
-        lost: () => this.#ctx.emit({ type: "lost", name, requests: 0, billed: 0, durationMs: 0 }),
+        lost: () => this.#ctx.emit({ type: "lost", name, ...noCost() }),
         backgroundError: (_lease, operation, error) =>
           reportError(this.#ctx, name, operation, error, { requests: 0 }, 0),
         // Requests are counted by each member's own client (their release events).
         released: (result, durationMs) =>
-          this.#ctx.emit({ type: "release", name, requests: 0, billed: 0, durationMs, result }),
+          this.#ctx.emit({ type: "release", name, ...noCost(durationMs), result }),
       });
       // A member found lost (its own expiry passed, a renewal found it gone) loses them all.
       for (const member of taken) {
