@@ -18,6 +18,8 @@
  * and `release` ({@link hostFor}).
  * @module
  */
+
+import { keys, type LockContext } from "../context.js";
 import { TransportError } from "../errors.js";
 import type { CallOperation } from "../events.js";
 import { randomHex } from "../ids.js";
@@ -38,7 +40,6 @@ import { asInteger } from "../transport/index.js";
 import { checkLeaseTime, checkOwner, checkSignal } from "../validate.js";
 import type { AttemptOutcome } from "../wait/backoff.js";
 import { keepOpenWhile, waitFor } from "../wait/loop.js";
-import { keys, type LockContext } from "./context.js";
 import { resendUntilAnswered, runDefinite } from "./definite.js";
 
 /**

@@ -9,8 +9,9 @@
  * way (RedissonLock#tryLock, RedissonSemaphore#tryAcquire, RedissonCountDownLatch#await).
  * @module
  */
+
+import type { LockContext } from "../context.js";
 import { LOCK_WAITER_SLOT_MS } from "../limits.js";
-import type { LockContext } from "../locks/context.js";
 import type { RequestCounter } from "../transport/index.js";
 import { type AttemptOutcome, pollUntil } from "./backoff.js";
 import type { Beside, JoinForeign, Round } from "./beside.js";

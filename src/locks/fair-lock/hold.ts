@@ -4,6 +4,8 @@
  * waiter inside the release script, which publishes it to the waiter (lua/lib/fair.lua).
  * @module
  */
+
+import { keys } from "../../context.js";
 import { randomHex } from "../../ids.js";
 import type { Inspection } from "../../inspect.js";
 import type { ReleaseResult } from "../../lease/lease.js";
@@ -15,7 +17,6 @@ import {
   fairLockRelease,
 } from "../../lua/fair-lock.gen.js";
 import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
-import { keys } from "../context.js";
 import { runAttempt } from "../definite.js";
 import { HashHolds } from "../hash-holds.js";
 import { decodeHolders, type LockHolder } from "../lock/inspect.js";

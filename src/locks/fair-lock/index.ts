@@ -7,12 +7,13 @@
  * waiter holds the lock on arrival, without polling. Scripts: lua/fair-lock/*.lua.
  * @module
  */
+
+import { keys, type LockContext } from "../../context.js";
 import { FAIR_CLAIM_WINDOW_MS, FAIR_SLOT_MS } from "../../limits.js";
 import type { RequestCounter } from "../../transport/index.js";
 import type { AttemptOutcome } from "../../wait/backoff.js";
 import { listenBeside } from "../../wait/beside.js";
 import { keepOpenWhile, waitFor } from "../../wait/loop.js";
-import { keys, type LockContext } from "../context.js";
 import { HashLock } from "../lock/base.js";
 import {
   type AcquireResult,

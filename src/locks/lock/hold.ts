@@ -6,6 +6,8 @@
  * scripts.
  * @module
  */
+
+import { keys } from "../../context.js";
 import { randomHex } from "../../ids.js";
 import type { Inspection } from "../../inspect.js";
 import type { ReleaseResult } from "../../lease/lease.js";
@@ -19,7 +21,6 @@ import {
 } from "../../lua/lock.gen.js";
 import type { LuaScript } from "../../lua/script.js";
 import { asIntegers, type RequestCounter, type ScriptCall } from "../../transport/index.js";
-import { keys } from "../context.js";
 import { runAttempt } from "../definite.js";
 import { HashHolds } from "../hash-holds.js";
 import {

@@ -7,6 +7,8 @@
  * released like lock leases (`renew()`, the in-invocation timer, `release()`).
  * @module
  */
+
+import { keys, type LockContext } from "../../context.js";
 import { PermitNotHeldError } from "../../errors.js";
 import { randomHex } from "../../ids.js";
 import type { Holder, Inspectable, Inspection } from "../../inspect.js";
@@ -29,7 +31,6 @@ import {
 } from "../../transport/index.js";
 import { checkMs, tryWithin, untilAcquired } from "../../validate.js";
 import { waitFor } from "../../wait/loop.js";
-import { keys, type LockContext } from "../context.js";
 import { runAttempt, runDefinite } from "../definite.js";
 import {
   attemptUntil,

@@ -7,6 +7,8 @@
  * client holds listens on `redisson_sc:{<name>}`, where Redisson's release publishes.
  * @module
  */
+
+import { keys, type LockContext } from "../../context.js";
 import { OverReleaseError } from "../../errors.js";
 import type { CallOperation, DefiniteOperation, LockEvent } from "../../events.js";
 import { randomHex } from "../../ids.js";
@@ -26,7 +28,6 @@ import {
 import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
 import { checkOptions, checkSignal, tryWithin, untilAcquired } from "../../validate.js";
 import { waitFor } from "../../wait/loop.js";
-import { keys, type LockContext } from "../context.js";
 import { runAttempt, runDefinite } from "../definite.js";
 import {
   attemptUntil,
