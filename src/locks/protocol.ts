@@ -33,7 +33,7 @@ import {
   type ReleaseResult,
   type SerializedLease,
 } from "../lease/lease.js";
-import { FAIR_CLAIM_WINDOW_MS, LOCK_HAND_OFF_SLOT_MS } from "../limits.js";
+import { HAND_OFF_CLAIM_WINDOW_MS, LOCK_HAND_OFF_SLOT_MS } from "../limits.js";
 import { lockLeave } from "../lua/lock.gen.js";
 import type { RequestCounter, ScriptCall } from "../transport/index.js";
 import { asInteger } from "../transport/index.js";
@@ -241,7 +241,7 @@ export async function acquire(
             payload,
             sentAt,
             sentMono,
-            settings.leaseTime >= FAIR_CLAIM_WINDOW_MS ? serverTime : 0,
+            settings.leaseTime >= HAND_OFF_CLAIM_WINDOW_MS ? serverTime : 0,
             settings.leaseTime,
           ),
         blockCap: LOCK_HAND_OFF_SLOT_MS / 3,
@@ -330,7 +330,7 @@ export function grantFromHandOff(
 ): Grant | undefined {
   const epoch = Number(payload);
   if (!Number.isSafeInteger(epoch) || epoch <= 0) return undefined;
-  const ttl = Math.min(leaseTime, FAIR_CLAIM_WINDOW_MS);
+  const ttl = Math.min(leaseTime, HAND_OFF_CLAIM_WINDOW_MS);
   // From the attempt's send to the lock's expiry, on any clock that runs at the server's rate.
   const span = serverTime > 0 ? Math.floor(epoch / 1000) + ttl - serverTime - 1 : ttl;
   // The lease's own timer then confirms it within the half of what is left (Lease#confirmBefore).

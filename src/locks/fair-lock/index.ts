@@ -9,7 +9,7 @@
  */
 
 import { keys, type LockContext } from "../../context.js";
-import { FAIR_CLAIM_WINDOW_MS, FAIR_SLOT_MS } from "../../limits.js";
+import { FAIR_SLOT_MS, HAND_OFF_CLAIM_WINDOW_MS } from "../../limits.js";
 import type { RequestCounter } from "../../transport/index.js";
 import type { AttemptOutcome } from "../../wait/backoff.js";
 import { listenBeside } from "../../wait/beside.js";
@@ -37,7 +37,7 @@ export type { FairLockInspection } from "./hold.js";
  * hand-off it missed. A waiter that gives up or aborts leaves the queue; one that dies is skipped once its
  * slot lapses (30 s); a hand-off its waiter never confirms costs the next waiter at most about
  * two claim windows (2 s each: when nobody heard the hand-off, the next waiter is woken too).
- * A hand-off holds the lock for the waiter during the claim window (`FAIR_CLAIM_WINDOW_MS`,
+ * A hand-off holds the lock for the waiter during the claim window (`HAND_OFF_CLAIM_WINDOW_MS`,
  * 2 000 ms) until it confirms; the waiter's lease starts at that confirmation and lasts exactly
  * its `leaseTime`, also when shorter than the window (then it confirms with one more request).
  * A waiter that died before confirming keeps the lock for the window, then it passes on.
@@ -120,7 +120,7 @@ export class FairLock extends HashLock<FairLockInspection> {
         // The lock is ours, held for the claim window from the hand-off. A lease shorter than the
         // window confirms with an attempt instead, which makes the TTL exactly the lease.
         fromGrant: (payload, sentAt, sentMono, serverTime) =>
-          s.leaseTime >= FAIR_CLAIM_WINDOW_MS
+          s.leaseTime >= HAND_OFF_CLAIM_WINDOW_MS
             ? grantFromHandOff(payload, sentAt, sentMono, serverTime, s.leaseTime)
             : undefined,
         blockCap: FAIR_SLOT_MS / 3,

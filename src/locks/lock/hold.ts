@@ -11,7 +11,11 @@ import { keys } from "../../context.js";
 import { randomHex } from "../../ids.js";
 import type { Inspection } from "../../inspect.js";
 import type { ReleaseResult } from "../../lease/lease.js";
-import { FAIR_CLAIM_WINDOW_MS, LOCK_HAND_OFF_SLOT_MS, LOCK_WAITER_SLOT_MS } from "../../limits.js";
+import {
+  HAND_OFF_CLAIM_WINDOW_MS,
+  LOCK_HAND_OFF_SLOT_MS,
+  LOCK_WAITER_SLOT_MS,
+} from "../../limits.js";
 import {
   lockAcquire,
   lockCancel,
@@ -156,7 +160,7 @@ export abstract class LockScriptHolds<I extends Inspection> extends HashHolds<I>
       script: lockRelease,
       name: this.name,
       keys: scriptKeys,
-      args: [...this.releaseArgs(hold), marker?.ttl ?? 0, FAIR_CLAIM_WINDOW_MS],
+      args: [...this.releaseArgs(hold), marker?.ttl ?? 0, HAND_OFF_CLAIM_WINDOW_MS],
     };
   }
 
@@ -198,7 +202,7 @@ export class LockHolds extends LockScriptHolds<LockInspection> {
       script: lockDecline,
       name: this.name,
       keys: [this.name, keys.channel(this.name), ...this.wakeKeys()],
-      args: [waiter, owner, FAIR_CLAIM_WINDOW_MS],
+      args: [waiter, owner, HAND_OFF_CLAIM_WINDOW_MS],
     };
   }
 
