@@ -39,7 +39,7 @@ import type { RequestCounter, ScriptCall } from "../transport/index.js";
 import { asInteger } from "../transport/index.js";
 import { checkLeaseTime, checkOwner, checkSignal } from "../validate.js";
 import type { AttemptOutcome } from "../wait/backoff.js";
-import { keepOpenWhile, waitFor } from "../wait/loop.js";
+import { keepOpenWhile, type WaiterExit, waitFor } from "../wait/loop.js";
 import { resendUntilAnswered, runDefinite } from "./definite.js";
 
 /**
@@ -230,21 +230,23 @@ export async function acquire(
         };
       },
       ...(leave && waiterExits(ctx, counter, (waiter) => leave(waiter, settings.owner))),
-      foreignChannel: protocol.foreignChannel ?? keys.channel(protocol.name),
+      foreign: { channel: protocol.foreignChannel ?? keys.channel(protocol.name) },
       ...(protocol.handsOff && {
-        // A lease shorter than the claim window is handed over for itself: dated from the
-        // server clock it loses the attempt's one-way delay, which on a loaded client can be
-        // most of a lease of a few hundred ms by the time the lease is made, so it is dated
-        // from the attempt alone (confirmed with an attempt unless that was very recent).
-        fromGrant: (payload: string, sentAt: number, sentMono: number, serverTime: number) =>
-          grantFromHandOff(
-            payload,
-            sentAt,
-            sentMono,
-            settings.leaseTime >= HAND_OFF_CLAIM_WINDOW_MS ? serverTime : 0,
-            settings.leaseTime,
-          ),
-        blockCap: LOCK_HAND_OFF_SLOT_MS / 3,
+        handOff: {
+          // A lease shorter than the claim window is handed over for itself: dated from the
+          // server clock it loses the attempt's one-way delay, which on a loaded client can be
+          // most of a lease of a few hundred ms by the time the lease is made, so it is dated
+          // from the attempt alone (confirmed with an attempt unless that was very recent).
+          grant: (payload: string, sentAt: number, sentMono: number, serverTime: number) =>
+            grantFromHandOff(
+              payload,
+              sentAt,
+              sentMono,
+              settings.leaseTime >= HAND_OFF_CLAIM_WINDOW_MS ? serverTime : 0,
+              settings.leaseTime,
+            ),
+          blockCap: LOCK_HAND_OFF_SLOT_MS / 3,
+        },
       }),
     }),
   );
@@ -556,36 +558,36 @@ export function leaveCall(name: string, waiter: string): ScriptCall {
 }
 
 /**
- * A wait loop's two ways to unregister a waiter whose call ends without what it waited for,
- * each sending `call(waiter)`, one request (sent again after an ambiguous failure, it changes no
- * hold, count or token; at most it wakes one more waiter, which then attempts once):
- * - `unregister`, in the background (kept alive by `waitUntil`, resent while it fails
- *   ambiguously): left alone, the registration would lapse by itself after waking nobody at
- *   most once;
- * - `unregisterNow`, awaited (counted in `counter`) before a call whose wait budget ran out
- *   answers `null`, so that a release after that answer can no longer hand it anything; when
- *   that request fails, it is resent in the background.
+ * The `exit` of a wait whose waiters register (`{ exit }`, spread into its `waitFor` spec): it
+ * unregisters a waiter whose call ends without what it waited for by sending `call(waiter)`, one
+ * request (sent again after an ambiguous failure, it changes no hold, count or token; at most it
+ * wakes one more waiter, which then attempts once):
+ * - `later`, in the background (kept alive by `waitUntil`, resent while it fails ambiguously):
+ *   left alone, the registration would lapse by itself after waking nobody at most once;
+ * - `now`, awaited (counted in `counter`) before a call whose wait budget ran out answers `null`,
+ *   so that a release after that answer can no longer hand it anything; when that request fails,
+ *   it is resent in the background.
  */
 export function waiterExits(
   ctx: LockContext,
   counter: RequestCounter,
   call: (waiter: string) => ScriptCall,
-): {
-  unregister(waiter: string): void;
-  unregisterNow(waiter: string): Promise<void>;
-} {
-  const unregister = (waiter: string): void => {
+): { exit: WaiterExit } {
+  const later = (waiter: string): void => {
     const request = call(waiter);
     inBackground(ctx, request.name, "cancel", (c) => ctx.runner.run(request, asInteger, c));
   };
   return {
-    unregister,
-    async unregisterNow(waiter) {
-      try {
-        await ctx.runner.run(call(waiter), asInteger, counter);
-      } catch {
-        unregister(waiter);
-      }
+    exit: {
+      holds: "registration",
+      later,
+      async now(waiter) {
+        try {
+          await ctx.runner.run(call(waiter), asInteger, counter);
+        } catch {
+          later(waiter);
+        }
+      },
     },
   };
 }

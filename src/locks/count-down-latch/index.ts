@@ -257,7 +257,7 @@ export class CountDownLatch implements Inspectable<CountDownLatchInspection> {
       // Redisson's channel, and an open latch lets every waiter through: waiters listen there
       // (one subscription per client and name). They still register, so that `inspect` counts
       // them.
-      foreignChannel: latchChannel(this.name),
+      foreign: { channel: latchChannel(this.name) },
       waitTime,
       signal,
       counter,

@@ -115,23 +115,27 @@ export class FairLock extends HashLock<FairLockInspection> {
         // While a Redisson client holds the lock or waits ahead, the waiter also listens where a
         // Redisson release tells the next waiter: `redisson_lock__channel:{<name>}:<owner>`
         // (RedissonFairLock#unlockInnerAsync).
-        foreignChannel: `${keys.channel(this.name)}:${s.owner}`,
-        beside: listenBeside,
-        // The lock is ours, held for the claim window from the hand-off. A lease shorter than the
-        // window confirms with an attempt instead, which makes the TTL exactly the lease.
-        fromGrant: (payload, sentAt, sentMono, serverTime) =>
-          s.leaseTime >= HAND_OFF_CLAIM_WINDOW_MS
-            ? grantFromHandOff(payload, sentAt, sentMono, serverTime, s.leaseTime)
-            : undefined,
-        blockCap: FAIR_SLOT_MS / 3,
-        // Give the place up (and a hand-off that may have just arrived) before saying no.
-        leave: async (waitId) => {
-          if (queued && lastId !== undefined) {
-            await this.holds.leave(s.owner, lastId, waitId, counter);
-          }
+        foreign: { channel: `${keys.channel(this.name)}:${s.owner}`, beside: listenBeside },
+        handOff: {
+          // The lock is ours, held for the claim window from the hand-off. A lease shorter than
+          // the window confirms with an attempt instead, which makes the TTL exactly the lease.
+          grant: (payload, sentAt, sentMono, serverTime) =>
+            s.leaseTime >= HAND_OFF_CLAIM_WINDOW_MS
+              ? grantFromHandOff(payload, sentAt, sentMono, serverTime, s.leaseTime)
+              : undefined,
+          blockCap: FAIR_SLOT_MS / 3,
         },
-        abandon: (waitId) => {
-          if (queued && lastId !== undefined) this.holds.cancelWait(s.owner, lastId, waitId);
+        exit: {
+          holds: "queue",
+          // Give the place up (and a hand-off that may have just arrived) before saying no.
+          now: async (waitId) => {
+            if (queued && lastId !== undefined) {
+              await this.holds.leave(s.owner, lastId, waitId, counter);
+            }
+          },
+          later: (waitId) => {
+            if (queued && lastId !== undefined) this.holds.cancelWait(s.owner, lastId, waitId);
+          },
         },
       });
       attempts = polled.attempts;

@@ -482,7 +482,7 @@ export function permitWait(ctx: LockContext, name: string, counter: RequestCount
     name,
     wakeKey: keys.wake(name),
     counter,
-    foreignChannel: channel(name),
+    foreign: { channel: channel(name) },
     ...waiterExits(ctx, counter, (waiter) => leaveCall(name, waiter)),
   };
 }
