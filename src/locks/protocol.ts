@@ -579,7 +579,6 @@ export function waiterExits(
   };
   return {
     exit: {
-      holds: "registration",
       later,
       async now(waiter) {
         try {

@@ -61,15 +61,14 @@ export interface WaitSpec<T> {
 export interface WaiterExit {
   /**
    * What holds the place:
-   * - `"registration"`: the waiter id that busy attempts register while subscribed
-   *   (lua/lib/wake.lua). Given up only while registered: `later` when the wait turns to polling
-   *   (nothing would wake that registration), is aborted or fails, `now` when its budget runs
-   *   out.
-   * - `"queue"`: a place in a queue that every attempt keeps under the wait's id, polling or not
+   * - absent: the waiter id that busy attempts register while subscribed (lua/lib/wake.lua).
+   *   Given up only while registered: `later` when the wait turns to polling (nothing would wake
+   *   that registration), is aborted or fails, `now` when its budget runs out.
+   * - `true`: a place in a queue that every attempt keeps under the wait's id, polling or not
    *   (the fair lock's): `now` whenever the budget runs out, `later` when the wait is aborted or
    *   fails.
    */
-  holds: "registration" | "queue";
+  queue?: true;
   now(id: string): Promise<void>;
   later(id: string): void;
 }
@@ -326,9 +325,9 @@ export async function waitFor<T>(
     signal,
     spec.foreign,
   );
-  const { exit, handOff } = spec;
+  const { exit } = spec;
   // How a registration is given up (see WaiterExit); a queue's place is given up below.
-  const unregister = exit?.holds === "registration" ? exit : undefined;
+  const unregister = exit?.queue ? undefined : exit;
   // The id the last busy attempt registered ('' = none): a successful attempt ends the
   // registration, and so does giving up or aborting (one background request).
   let registered = "";
@@ -372,10 +371,10 @@ export async function waitFor<T>(
           ? undefined
           : async (ms, foreign) => {
               const { again, payload } = await waker.wait(ms, foreign);
-              if (payload) granted = handOff?.grant(payload, sentAt, sentMono, serverTime);
+              if (payload) granted = spec.handOff?.grant(payload, sentAt, sentMono, serverTime);
               return again;
             },
-        blockCap: handOff?.blockCap ?? LOCK_WAITER_SLOT_MS / 2,
+        blockCap: spec.handOff?.blockCap ?? LOCK_WAITER_SLOT_MS / 2,
         // Every sleep or block is reported as a `waiting` event before it starts (with its
         // longest length) and as a `wait` event when it ends (with the time it took).
         onWait: (type, durationMs, attempt, maxMs) =>
@@ -384,7 +383,7 @@ export async function waitFor<T>(
     );
     settled = true;
     if (result.value === null) {
-      if (exit?.holds === "queue") await exit.now(waker.id);
+      if (exit?.queue) await exit.now(waker.id);
       if (registered !== "" && unregister) {
         const waiter = registered;
         registered = "";
@@ -395,7 +394,7 @@ export async function waitFor<T>(
   } finally {
     waker.close();
     if (registered !== "") unregister?.later(registered);
-    if (!settled && exit?.holds === "queue") exit.later(waker.id);
+    if (!settled && exit?.queue) exit.later(waker.id);
   }
 }
 

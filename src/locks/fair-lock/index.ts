@@ -126,7 +126,7 @@ export class FairLock extends HashLock<FairLockInspection> {
           blockCap: FAIR_SLOT_MS / 3,
         },
         exit: {
-          holds: "queue",
+          queue: true,
           // Give the place up (and a hand-off that may have just arrived) before saying no.
           now: async (waitId) => {
             if (queued && lastId !== undefined) {
