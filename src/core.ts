@@ -6,6 +6,7 @@
  * @module
  */
 
+import type { LockContext } from "./context.js";
 import type { LockEvent, LockEventListener } from "./events.js";
 import { randomHex } from "./ids.js";
 import type { LeaseKeeperBinding } from "./keeper.js";
@@ -20,7 +21,6 @@ import {
   MIN_REQUEST_TIMEOUT_MS,
   MIN_WATCHDOG_TIMEOUT_MS,
 } from "./limits.js";
-import type { LockContext } from "./locks/context.js";
 import { type RedisLike, ScriptRunner } from "./transport/index.js";
 import { checkFunction, checkMs, checkOptions, checkText } from "./validate.js";
 import { type BackoffOptions, resolveBackoff } from "./wait/backoff.js";

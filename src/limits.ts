@@ -54,10 +54,17 @@ export const DEFAULT_DEFINITE_WITHIN_REQUEST_TIMEOUTS = 3;
 /** Smallest `replayWindow` accepted. */
 export const MIN_REPLAY_WINDOW_MS = 1_000;
 /**
- * Fair lock: how long a release's hand-off waits for the waiter it chose to confirm. A waiter
- * that died after queueing costs the others at most this, never a full lease.
+ * Claim window of a hand-off, for the reentrant and the fair lock: how long a release (or a
+ * holder's expiry) holds the lock for the waiter it chose before that waiter confirms it, by
+ * holding it on the message or by an attempt. A waiter that died after registering costs the
+ * others at most this, never a full lease. The protocol: docs/waiting.md, "The hand-off".
  */
-export const FAIR_CLAIM_WINDOW_MS = 2_000;
+export const HAND_OFF_CLAIM_WINDOW_MS = 2_000;
+/**
+ * @deprecated Use {@link HAND_OFF_CLAIM_WINDOW_MS}: the same claim window, which serves the
+ * reentrant lock's hand-off as well as the fair lock's.
+ */
+export const FAIR_CLAIM_WINDOW_MS = HAND_OFF_CLAIM_WINDOW_MS;
 /**
  * Fair lock: how long a waiter keeps its place in the queue without coming back. A waiter comes
  * back at least every third of it (each wait or sleep is bounded by that), so a dead waiter is

@@ -310,7 +310,7 @@ describe("lua scripts", () => {
 });
 
 describe("cancel script ordering", () => {
-  // The cancel-after-apply order is proven end to end in wait.test.ts and replay.test.ts;
+  // The cancel-after-apply order is proven end to end in wait/loop.test.ts and replay.test.ts;
   // the cancel-before-apply order (the acquire arrives late) is only reachable this way.
   it("a cancel that reaches Redis first turns the late acquire into a no-op", async () => {
     const name = `t:lua:${Math.random().toString(16).slice(2)}`;

@@ -18,12 +18,13 @@
  * cancelled), but a lost answer should cost a copy, not the call.
  * @module
  */
+
+import type { LockContext } from "../context.js";
 import { type EdgeLockError, TransportError } from "../errors.js";
 import { cost, type DefiniteOperation } from "../events.js";
 import { MIN_REQUEST_TIMEOUT_MS } from "../limits.js";
 import type { RequestCounter, ScriptCall } from "../transport/index.js";
 import { type BackoffPolicy, backoffDelay, SLEEP_FLOOR_MS } from "../wait/backoff.js";
-import type { LockContext } from "./context.js";
 
 /** Backoff between two sends of one request: from 50 ms, doubling, at most 1 s (jittered). */
 const RESEND_BACKOFF: Readonly<BackoffPolicy> = Object.freeze({

@@ -5,13 +5,14 @@
  * lua/lock/holders.lua; each kind brings its own acquire, release, cancel and force-unlock.
  * @module
  */
+
+import { keys, type LockContext } from "../context.js";
 import type { Inspection } from "../inspect.js";
 import type { LeaseKind, ReleaseResult } from "../lease/lease.js";
 import { LOCK_WAITER_SLOT_MS } from "../limits.js";
 import { lockHolders, lockRenew } from "../lua/lock.gen.js";
 import type { LuaScript } from "../lua/script.js";
 import { asInteger, asIntegers, type RequestCounter } from "../transport/index.js";
-import { keys, type LockContext } from "./context.js";
 import { MAX_INSPECT_HOLDERS } from "./lock/inspect.js";
 import {
   type AttemptReply,

@@ -18,6 +18,8 @@
  * and `release` ({@link hostFor}).
  * @module
  */
+
+import { keys, type LockContext } from "../context.js";
 import { TransportError } from "../errors.js";
 import { type CallOperation, cost, noCost } from "../events.js";
 import { randomHex } from "../ids.js";
@@ -31,14 +33,13 @@ import {
   type ReleaseResult,
   type SerializedLease,
 } from "../lease/lease.js";
-import { FAIR_CLAIM_WINDOW_MS, LOCK_HAND_OFF_SLOT_MS } from "../limits.js";
+import { HAND_OFF_CLAIM_WINDOW_MS, LOCK_HAND_OFF_SLOT_MS } from "../limits.js";
 import { lockLeave } from "../lua/lock.gen.js";
 import type { RequestCounter, ScriptCall } from "../transport/index.js";
 import { asInteger } from "../transport/index.js";
 import { checkLeaseTime, checkOwner, checkSignal } from "../validate.js";
 import type { AttemptOutcome } from "../wait/backoff.js";
-import { keepOpenWhile, waitFor } from "../wait/loop.js";
-import { keys, type LockContext } from "./context.js";
+import { keepOpenWhile, type WaiterExit, waitFor } from "../wait/loop.js";
 import { resendUntilAnswered, runDefinite } from "./definite.js";
 
 /**
@@ -229,21 +230,23 @@ export async function acquire(
         };
       },
       ...(leave && waiterExits(ctx, counter, (waiter) => leave(waiter, settings.owner))),
-      foreignChannel: protocol.foreignChannel ?? keys.channel(protocol.name),
+      foreign: { channel: protocol.foreignChannel ?? keys.channel(protocol.name) },
       ...(protocol.handsOff && {
-        // A lease shorter than the claim window is handed over for itself: dated from the
-        // server clock it loses the attempt's one-way delay, which on a loaded client can be
-        // most of a lease of a few hundred ms by the time the lease is made, so it is dated
-        // from the attempt alone (confirmed with an attempt unless that was very recent).
-        fromGrant: (payload: string, sentAt: number, sentMono: number, serverTime: number) =>
-          grantFromHandOff(
-            payload,
-            sentAt,
-            sentMono,
-            settings.leaseTime >= FAIR_CLAIM_WINDOW_MS ? serverTime : 0,
-            settings.leaseTime,
-          ),
-        blockCap: LOCK_HAND_OFF_SLOT_MS / 3,
+        handOff: {
+          // A lease shorter than the claim window is handed over for itself: dated from the
+          // server clock it loses the attempt's one-way delay, which on a loaded client can be
+          // most of a lease of a few hundred ms by the time the lease is made, so it is dated
+          // from the attempt alone (confirmed with an attempt unless that was very recent).
+          grant: (payload: string, sentAt: number, sentMono: number, serverTime: number) =>
+            grantFromHandOff(
+              payload,
+              sentAt,
+              sentMono,
+              settings.leaseTime >= HAND_OFF_CLAIM_WINDOW_MS ? serverTime : 0,
+              settings.leaseTime,
+            ),
+          blockCap: LOCK_HAND_OFF_SLOT_MS / 3,
+        },
       }),
     }),
   );
@@ -329,7 +332,7 @@ export function grantFromHandOff(
 ): Grant | undefined {
   const epoch = Number(payload);
   if (!Number.isSafeInteger(epoch) || epoch <= 0) return undefined;
-  const ttl = Math.min(leaseTime, FAIR_CLAIM_WINDOW_MS);
+  const ttl = Math.min(leaseTime, HAND_OFF_CLAIM_WINDOW_MS);
   // From the attempt's send to the lock's expiry, on any clock that runs at the server's rate.
   const span = serverTime > 0 ? Math.floor(epoch / 1000) + ttl - serverTime - 1 : ttl;
   // The lease's own timer then confirms it within the half of what is left (Lease#confirmBefore).
@@ -546,36 +549,35 @@ export function leaveCall(name: string, waiter: string): ScriptCall {
 }
 
 /**
- * A wait loop's two ways to unregister a waiter whose call ends without what it waited for,
- * each sending `call(waiter)`, one request (sent again after an ambiguous failure, it changes no
- * hold, count or token; at most it wakes one more waiter, which then attempts once):
- * - `unregister`, in the background (kept alive by `waitUntil`, resent while it fails
- *   ambiguously): left alone, the registration would lapse by itself after waking nobody at
- *   most once;
- * - `unregisterNow`, awaited (counted in `counter`) before a call whose wait budget ran out
- *   answers `null`, so that a release after that answer can no longer hand it anything; when
- *   that request fails, it is resent in the background.
+ * The `exit` of a wait whose waiters register (`{ exit }`, spread into its `waitFor` spec): it
+ * unregisters a waiter whose call ends without what it waited for by sending `call(waiter)`, one
+ * request (sent again after an ambiguous failure, it changes no hold, count or token; at most it
+ * wakes one more waiter, which then attempts once):
+ * - `later`, in the background (kept alive by `waitUntil`, resent while it fails ambiguously):
+ *   left alone, the registration would lapse by itself after waking nobody at most once;
+ * - `now`, awaited (counted in `counter`) before a call whose wait budget ran out answers `null`,
+ *   so that a release after that answer can no longer hand it anything; when that request fails,
+ *   it is resent in the background.
  */
 export function waiterExits(
   ctx: LockContext,
   counter: RequestCounter,
   call: (waiter: string) => ScriptCall,
-): {
-  unregister(waiter: string): void;
-  unregisterNow(waiter: string): Promise<void>;
-} {
-  const unregister = (waiter: string): void => {
+): { exit: WaiterExit } {
+  const later = (waiter: string): void => {
     const request = call(waiter);
     inBackground(ctx, request.name, "cancel", (c) => ctx.runner.run(request, asInteger, c));
   };
   return {
-    unregister,
-    async unregisterNow(waiter) {
-      try {
-        await ctx.runner.run(call(waiter), asInteger, counter);
-      } catch {
-        unregister(waiter);
-      }
+    exit: {
+      later,
+      async now(waiter) {
+        try {
+          await ctx.runner.run(call(waiter), asInteger, counter);
+        } catch {
+          later(waiter);
+        }
+      },
     },
   };
 }

@@ -46,7 +46,7 @@ export interface Beside {
 
 /**
  * The foreign channel beside a wait's own, joined through `join`; a wait on the own slot is
- * aborted by `signal`. Pass it as `beside` to `waitFor`.
+ * aborted by `signal`. Pass it as `foreign.beside` to `waitFor`.
  */
 export function listenBeside(join: JoinForeign, signal: AbortSignal | undefined): Beside {
   let slot: WakeSlot | undefined;

@@ -9,8 +9,9 @@
  * way (RedissonLock#tryLock, RedissonSemaphore#tryAcquire, RedissonCountDownLatch#await).
  * @module
  */
+
+import type { LockContext } from "../context.js";
 import { LOCK_WAITER_SLOT_MS } from "../limits.js";
-import type { LockContext } from "../locks/context.js";
 import type { RequestCounter } from "../transport/index.js";
 import { type AttemptOutcome, pollUntil } from "./backoff.js";
 import type { Beside, JoinForeign, Round } from "./beside.js";
@@ -42,46 +43,69 @@ export interface WaitSpec<T> {
     waitId: string,
     registered: boolean,
   ): Promise<AttemptOutcome<T>>;
-  /** Unregisters a waiter that gives up (in the background). */
-  unregister?(waiter: string): void;
+  /** How a wait that ends without the value gives its place up; absent: it does not. */
+  exit?: WaiterExit;
+  /** Redisson's channel, for a kind a JVM client's release may free; absent: none. */
+  foreign?: ForeignChannel;
+  /** For a kind whose releases hand over to a registered waiter; absent: none. */
+  handOff?: HandOff<T>;
+}
+
+/**
+ * How a wait that ends without the value gives up its place, so that a release no longer wakes
+ * it or hands it anything: `now` awaited before the wait answers `null` for a spent budget (a
+ * release after that answer can no longer hand it anything, and one that just did is passed on),
+ * `later` in the background otherwise. `id` is the wait's id (the `waitId` of
+ * {@link WaitSpec.attempt}, which is also the waiter id it registers).
+ */
+export interface WaiterExit {
   /**
-   * Unregisters a waiter whose budget ran out, awaited before the wait answers `null` (so a
-   * release after that answer cannot hand it anything); without it, {@link unregister} runs.
+   * What holds the place:
+   * - absent: the waiter id that busy attempts register while subscribed (lua/lib/wake.lua).
+   *   Given up only while registered: `later` when the wait turns to polling (nothing would wake
+   *   that registration), is aborted or fails, `now` when its budget runs out.
+   * - `true`: a place in a queue that every attempt keeps under the wait's id, polling or not
+   *   (the fair lock's): `now` whenever the budget runs out, `later` when the wait is aborted or
+   *   fails.
    */
-  unregisterNow?(waiter: string): Promise<void>;
+  queue?: true;
+  now(id: string): Promise<void>;
+  later(id: string): void;
+}
+
+/**
+ * Redisson's unlock channel of a kind whose busy attempts report a JVM holder
+ * (`{ foreign: true }`): the wait listens there while such a holder keeps it out, since a JVM
+ * release publishes only there.
+ */
+export interface ForeignChannel {
+  channel: string;
   /**
-   * For a kind whose every waiting attempt queues under `waitId` (the third argument of
-   * {@link attempt}, also when polling), instead of {@link unregister}: leaves the queue when the
-   * budget is spent, before the wait answers `null` (awaited: it passes on a hand-off that may
-   * have just arrived).
-   */
-  leave?(waitId: string): Promise<void>;
-  /** Like {@link leave}, when the wait is aborted or fails: in the background. */
-  abandon?(waitId: string): void;
-  /**
-   * Redisson's unlock channel of a kind whose busy attempts report a JVM holder
-   * (`{ foreign: true }`): the wait listens there while such a holder keeps it out.
-   */
-  foreignChannel?: string;
-  /**
-   * Listen on {@link foreignChannel} beside the wait's own channel rather than in its place
-   * (the fair lock: either side's release may tell the waiter): `listenBeside` of ./beside.ts.
+   * Listen there beside the wait's own channel rather than in its place (the fair lock: either
+   * side's release may tell the waiter): `listenBeside` of ./beside.ts.
    */
   beside?(join: JoinForeign, signal: AbortSignal | undefined): Beside;
+}
+
+/**
+ * The waiter side of a hand-off (the protocol: docs/waiting.md, "The hand-off"): a release gives
+ * the lock to a registered waiter and publishes its grant to it (lua/lib/wake.lua,
+ * hand_off_one), which the wait takes as its value without another request.
+ */
+export interface HandOff<T> {
   /**
-   * For a kind whose releases hand the lock to a registered waiter (lib/wake.lua,
-   * hand_off_one): the value a hand-off message's payload grants, `sentAt` being when the last
-   * busy attempt was sent (the hand-off came after it; `sentMono`: the same on the monotonic
-   * clock) and `serverTime` the server time at which that attempt registered the waiter (0: not
-   * known), or `undefined` to confirm it with an attempt instead.
+   * The value a hand-off message's payload grants, or `undefined` to confirm it with an attempt
+   * instead. `sentAt` is when the last busy attempt was sent (the hand-off came after it;
+   * `sentMono`: the same on the monotonic clock), `serverTime` the server time at which that
+   * attempt registered the waiter (0: not known).
    */
-  fromGrant?(payload: string, sentAt: number, sentMono: number, serverTime: number): T | undefined;
+  grant(payload: string, sentAt: number, sentMono: number, serverTime: number): T | undefined;
   /**
-   * Longest single wait for a wake-up, in ms: less than half the registration the kind's busy
-   * attempts make, so that the waiter is back before it lapses. Default
-   * `LOCK_WAITER_SLOT_MS / 2`.
+   * Longest single wait for a wake-up, in ms: a waiter that asks for hand-offs registers for
+   * longer (so that it keeps its place behind long holds), and comes back well before that
+   * registration lapses. Without a hand-off: `LOCK_WAITER_SLOT_MS / 2`.
    */
-  blockCap?: number;
+  blockCap: number;
 }
 
 /**
@@ -116,10 +140,9 @@ class Waker {
     prefix: string | undefined,
     counter: RequestCounter,
     signal: AbortSignal | undefined,
-    foreignChannel?: string,
-    beside?: WaitSpec<unknown>["beside"],
+    foreign: ForeignChannel | undefined,
   ) {
-    this.#foreignChannel = foreignChannel;
+    this.#foreignChannel = foreign?.channel;
     this.#ctx = ctx;
     this.#name = name;
     this.#prefix = prefix;
@@ -130,8 +153,7 @@ class Waker {
     this.#polling = prefix === undefined || ctx.wait === "poll" || !this.#hub.enabled;
     this.#slot =
       this.#polling || prefix === undefined ? undefined : this.#hub.joinOpen(prefix, this.id);
-    this.#beside =
-      foreignChannel === undefined ? undefined : beside?.((ms) => this.#joinForeign(ms), signal);
+    this.#beside = foreign?.beside?.((ms) => this.#joinForeign(ms), signal);
   }
 
   /**
@@ -285,7 +307,7 @@ class Waker {
 
 /**
  * Runs `spec.attempt` until it succeeds or the wait budget is spent (see the module
- * documentation). A waiter that gives up or is aborted while registered is unregistered.
+ * documentation). A wait that gives up, is aborted or fails gives its place up (`spec.exit`).
  * @returns the value and attempts, or `null`, the attempts and the last busy attempt's pttl.
  * @throws signal.reason when aborted (an attempt in flight is the caller's to clean up).
  * @throws {TransportError} when an attempt fails.
@@ -301,9 +323,11 @@ export async function waitFor<T>(
     spec.waitTime === 0 ? undefined : spec.wakeKey,
     counter,
     signal,
-    spec.foreignChannel,
-    spec.beside,
+    spec.foreign,
   );
+  const { exit } = spec;
+  // How a registration is given up (see WaiterExit); a queue's place is given up below.
+  const unregister = exit?.queue ? undefined : exit;
   // The id the last busy attempt registered ('' = none): a successful attempt ends the
   // registration, and so does giving up or aborting (one background request).
   let registered = "";
@@ -324,7 +348,7 @@ export async function waitFor<T>(
         const waiter = waker.waiter;
         if (waiter === "" && registered !== "") {
           // Polling from now on: nothing will wake the registration an earlier attempt made.
-          spec.unregister?.(registered);
+          unregister?.later(registered);
           registered = "";
         }
         sentAt = Date.now();
@@ -347,10 +371,10 @@ export async function waitFor<T>(
           ? undefined
           : async (ms, foreign) => {
               const { again, payload } = await waker.wait(ms, foreign);
-              if (payload) granted = spec.fromGrant?.(payload, sentAt, sentMono, serverTime);
+              if (payload) granted = spec.handOff?.grant(payload, sentAt, sentMono, serverTime);
               return again;
             },
-        blockCap: spec.blockCap ?? LOCK_WAITER_SLOT_MS / 2,
+        blockCap: spec.handOff?.blockCap ?? LOCK_WAITER_SLOT_MS / 2,
         // Every sleep or block is reported as a `waiting` event before it starts (with its
         // longest length) and as a `wait` event when it ends (with the time it took).
         onWait: (type, durationMs, attempt, maxMs) =>
@@ -359,18 +383,18 @@ export async function waitFor<T>(
     );
     settled = true;
     if (result.value === null) {
-      await spec.leave?.(waker.id);
-      if (registered !== "" && spec.unregisterNow) {
+      if (exit?.queue) await exit.now(waker.id);
+      if (registered !== "" && unregister) {
         const waiter = registered;
         registered = "";
-        await spec.unregisterNow(waiter);
+        await unregister.now(waiter);
       }
     }
     return result;
   } finally {
     waker.close();
-    if (registered !== "") spec.unregister?.(registered);
-    if (!settled) spec.abandon?.(waker.id);
+    if (registered !== "") unregister?.later(registered);
+    if (!settled && exit?.queue) exit.later(waker.id);
   }
 }
 

@@ -16,8 +16,8 @@
  * @module
  */
 import { raceAbort } from "../abort.js";
+import type { LockContext } from "../context.js";
 import { randomHex } from "../ids.js";
-import type { LockContext } from "../locks/context.js";
 import type { RequestCounter, ScriptRunner } from "../transport/index.js";
 import { sha1Hex } from "../transport/sha1.js";
 import { directStreams } from "../transport/sse.js";

@@ -9,6 +9,8 @@
  * (lua/lib/replay.lua). The scripts are lua/count-down-latch/*.lua.
  * @module
  */
+
+import { keys, type LockContext } from "../../context.js";
 import { randomHex } from "../../ids.js";
 import type { Inspectable, Inspection } from "../../inspect.js";
 import { LOCK_WAITER_SLOT_MS, MAX_OWNER_LENGTH } from "../../limits.js";
@@ -23,7 +25,6 @@ import { asInteger, asIntegers, type RequestCounter } from "../../transport/inde
 import { checkOptions, checkSignal, checkWaitTime } from "../../validate.js";
 import type { AttemptOutcome } from "../../wait/backoff.js";
 import { waitFor } from "../../wait/loop.js";
-import { keys, type LockContext } from "../context.js";
 import { runAttempt, runDefinite } from "../definite.js";
 import { attemptUntil, leaveCall, reportCall, waiterExits } from "../protocol.js";
 
@@ -256,7 +257,7 @@ export class CountDownLatch implements Inspectable<CountDownLatchInspection> {
       // Redisson's channel, and an open latch lets every waiter through: waiters listen there
       // (one subscription per client and name). They still register, so that `inspect` counts
       // them.
-      foreignChannel: latchChannel(this.name),
+      foreign: { channel: latchChannel(this.name) },
       waitTime,
       signal,
       counter,

@@ -4,10 +4,12 @@
  * waiter inside the release script, which publishes it to the waiter (lua/lib/fair.lua).
  * @module
  */
+
+import { keys } from "../../context.js";
 import { randomHex } from "../../ids.js";
 import type { Inspection } from "../../inspect.js";
 import type { ReleaseResult } from "../../lease/lease.js";
-import { FAIR_CLAIM_WINDOW_MS } from "../../limits.js";
+import { HAND_OFF_CLAIM_WINDOW_MS } from "../../limits.js";
 import {
   fairLockAcquire,
   fairLockCancel,
@@ -15,7 +17,6 @@ import {
   fairLockRelease,
 } from "../../lua/fair-lock.gen.js";
 import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
-import { keys } from "../context.js";
 import { runAttempt } from "../definite.js";
 import { HashHolds } from "../hash-holds.js";
 import { decodeHolders, type LockHolder } from "../lock/inspect.js";
@@ -84,7 +85,7 @@ export class FairLockHolds extends HashHolds<FairLockInspection> {
           this.ctx.replayWindow,
           id,
           slotMs,
-          FAIR_CLAIM_WINDOW_MS,
+          HAND_OFF_CLAIM_WINDOW_MS,
           waiter,
         ],
         signal: s.signal,
@@ -119,7 +120,7 @@ export class FairLockHolds extends HashHolds<FairLockInspection> {
         script: fairLockCancel,
         name: this.name,
         keys: this.#keys(),
-        args: [owner, this.ctx.replayWindow, id, FAIR_CLAIM_WINDOW_MS, waiter],
+        args: [owner, this.ctx.replayWindow, id, HAND_OFF_CLAIM_WINDOW_MS, waiter],
       },
       asInteger,
       counter,
@@ -144,14 +145,14 @@ export class FairLockHolds extends HashHolds<FairLockInspection> {
       script: fairLockRelease,
       name: this.name,
       keys: this.#keys(),
-      args: [...this.releaseArgs(hold), FAIR_CLAIM_WINDOW_MS],
+      args: [...this.releaseArgs(hold), HAND_OFF_CLAIM_WINDOW_MS],
     });
   }
 
   /** Deletes the lock whoever holds it and hands it on (force-unlock.lua). */
   forceUnlock(): Promise<boolean> {
     return this.runOnce(fairLockForceUnlock, this.#keys().slice(0, 6), [
-      FAIR_CLAIM_WINDOW_MS,
+      HAND_OFF_CLAIM_WINDOW_MS,
       this.ctx.replayWindow,
     ]);
   }

@@ -7,12 +7,13 @@
  * waiter holds the lock on arrival, without polling. Scripts: lua/fair-lock/*.lua.
  * @module
  */
-import { FAIR_CLAIM_WINDOW_MS, FAIR_SLOT_MS } from "../../limits.js";
+
+import { keys, type LockContext } from "../../context.js";
+import { FAIR_SLOT_MS, HAND_OFF_CLAIM_WINDOW_MS } from "../../limits.js";
 import type { RequestCounter } from "../../transport/index.js";
 import type { AttemptOutcome } from "../../wait/backoff.js";
 import { listenBeside } from "../../wait/beside.js";
 import { keepOpenWhile, waitFor } from "../../wait/loop.js";
-import { keys, type LockContext } from "../context.js";
 import { HashLock } from "../lock/base.js";
 import {
   type AcquireResult,
@@ -36,7 +37,7 @@ export type { FairLockInspection } from "./hold.js";
  * hand-off it missed. A waiter that gives up or aborts leaves the queue; one that dies is skipped once its
  * slot lapses (30 s); a hand-off its waiter never confirms costs the next waiter at most about
  * two claim windows (2 s each: when nobody heard the hand-off, the next waiter is woken too).
- * A hand-off holds the lock for the waiter during the claim window (`FAIR_CLAIM_WINDOW_MS`,
+ * A hand-off holds the lock for the waiter during the claim window (`HAND_OFF_CLAIM_WINDOW_MS`,
  * 2 000 ms) until it confirms; the waiter's lease starts at that confirmation and lasts exactly
  * its `leaseTime`, also when shorter than the window (then it confirms with one more request).
  * A waiter that died before confirming keeps the lock for the window, then it passes on.
@@ -114,23 +115,27 @@ export class FairLock extends HashLock<FairLockInspection> {
         // While a Redisson client holds the lock or waits ahead, the waiter also listens where a
         // Redisson release tells the next waiter: `redisson_lock__channel:{<name>}:<owner>`
         // (RedissonFairLock#unlockInnerAsync).
-        foreignChannel: `${keys.channel(this.name)}:${s.owner}`,
-        beside: listenBeside,
-        // The lock is ours, held for the claim window from the hand-off. A lease shorter than the
-        // window confirms with an attempt instead, which makes the TTL exactly the lease.
-        fromGrant: (payload, sentAt, sentMono, serverTime) =>
-          s.leaseTime >= FAIR_CLAIM_WINDOW_MS
-            ? grantFromHandOff(payload, sentAt, sentMono, serverTime, s.leaseTime)
-            : undefined,
-        blockCap: FAIR_SLOT_MS / 3,
-        // Give the place up (and a hand-off that may have just arrived) before saying no.
-        leave: async (waitId) => {
-          if (queued && lastId !== undefined) {
-            await this.holds.leave(s.owner, lastId, waitId, counter);
-          }
+        foreign: { channel: `${keys.channel(this.name)}:${s.owner}`, beside: listenBeside },
+        handOff: {
+          // The lock is ours, held for the claim window from the hand-off. A lease shorter than
+          // the window confirms with an attempt instead, which makes the TTL exactly the lease.
+          grant: (payload, sentAt, sentMono, serverTime) =>
+            s.leaseTime >= HAND_OFF_CLAIM_WINDOW_MS
+              ? grantFromHandOff(payload, sentAt, sentMono, serverTime, s.leaseTime)
+              : undefined,
+          blockCap: FAIR_SLOT_MS / 3,
         },
-        abandon: (waitId) => {
-          if (queued && lastId !== undefined) this.holds.cancelWait(s.owner, lastId, waitId);
+        exit: {
+          queue: true,
+          // Give the place up (and a hand-off that may have just arrived) before saying no.
+          now: async (waitId) => {
+            if (queued && lastId !== undefined) {
+              await this.holds.leave(s.owner, lastId, waitId, counter);
+            }
+          },
+          later: (waitId) => {
+            if (queued && lastId !== undefined) this.holds.cancelWait(s.owner, lastId, waitId);
+          },
         },
       });
       attempts = polled.attempts;

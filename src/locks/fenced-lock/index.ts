@@ -6,10 +6,11 @@
  * keep rising even after Redis loses the counter (see the script's header).
  * @module
  */
+
+import type { LockContext } from "../../context.js";
 import type { Lease } from "../../lease/lease.js";
 import { fencedLockToken } from "../../lua/fenced-lock.gen.js";
 import { asInteger } from "../../transport/index.js";
-import type { LockContext } from "../context.js";
 import { HashLock, type LockOptions, type TryLockOptions } from "../lock/base.js";
 import type { FencedLockInspection } from "../lock/inspect.js";
 import { type AcquireResult, acquire, type HoldSettings, reportCall } from "../protocol.js";

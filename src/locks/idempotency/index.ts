@@ -5,10 +5,11 @@
  * completed finds the marker. Claiming and completing are one atomic script each.
  * @module
  */
+
+import type { LockContext } from "../../context.js";
 import { Lease, type ReleaseResult } from "../../lease/lease.js";
 import type { RequestCounter } from "../../transport/index.js";
 import { checkMs, checkOptions } from "../../validate.js";
-import type { LockContext } from "../context.js";
 import {
   emitAcquire,
   holdSettings,

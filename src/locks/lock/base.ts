@@ -2,6 +2,8 @@
  * What every lock kind kept in Redisson's lock HASH offers (Redisson RLock's methods).
  * @module
  */
+
+import type { LockContext } from "../../context.js";
 import { LockNotHeldError } from "../../errors.js";
 import { randomHex } from "../../ids.js";
 import type { Inspectable, Inspection } from "../../inspect.js";
@@ -9,7 +11,6 @@ import type { Lease, SerializedLease } from "../../lease/lease.js";
 import { lockInspect } from "../../lua/lock.gen.js";
 import { asIntegers } from "../../transport/index.js";
 import { checkOwner, tryWithin, untilAcquired } from "../../validate.js";
-import type { LockContext } from "../context.js";
 import type { HashHolds } from "../hash-holds.js";
 import {
   type AcquireResult,

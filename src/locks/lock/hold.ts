@@ -6,10 +6,16 @@
  * scripts.
  * @module
  */
+
+import { keys } from "../../context.js";
 import { randomHex } from "../../ids.js";
 import type { Inspection } from "../../inspect.js";
 import type { ReleaseResult } from "../../lease/lease.js";
-import { FAIR_CLAIM_WINDOW_MS, LOCK_HAND_OFF_SLOT_MS, LOCK_WAITER_SLOT_MS } from "../../limits.js";
+import {
+  HAND_OFF_CLAIM_WINDOW_MS,
+  LOCK_HAND_OFF_SLOT_MS,
+  LOCK_WAITER_SLOT_MS,
+} from "../../limits.js";
 import {
   lockAcquire,
   lockCancel,
@@ -19,7 +25,6 @@ import {
 } from "../../lua/lock.gen.js";
 import type { LuaScript } from "../../lua/script.js";
 import { asIntegers, type RequestCounter, type ScriptCall } from "../../transport/index.js";
-import { keys } from "../context.js";
 import { runAttempt } from "../definite.js";
 import { HashHolds } from "../hash-holds.js";
 import {
@@ -155,7 +160,7 @@ export abstract class LockScriptHolds<I extends Inspection> extends HashHolds<I>
       script: lockRelease,
       name: this.name,
       keys: scriptKeys,
-      args: [...this.releaseArgs(hold), marker?.ttl ?? 0, FAIR_CLAIM_WINDOW_MS],
+      args: [...this.releaseArgs(hold), marker?.ttl ?? 0, HAND_OFF_CLAIM_WINDOW_MS],
     };
   }
 
@@ -197,7 +202,7 @@ export class LockHolds extends LockScriptHolds<LockInspection> {
       script: lockDecline,
       name: this.name,
       keys: [this.name, keys.channel(this.name), ...this.wakeKeys()],
-      args: [waiter, owner, FAIR_CLAIM_WINDOW_MS],
+      args: [waiter, owner, HAND_OFF_CLAIM_WINDOW_MS],
     };
   }
 

@@ -6,11 +6,11 @@
  * @module
  */
 
+import type { LockContext } from "../../context.js";
 import { lockRenew } from "../../lua/lock.gen.js";
 import { keySlot } from "../../slot.js";
 import type { RequestCounter } from "../../transport/index.js";
 import { asIntegers } from "../../transport/index.js";
-import type { LockContext } from "../context.js";
 import { type AcquireResult, acquire, type HoldSettings } from "../protocol.js";
 import { HashLock } from "./base.js";
 import { LockHolds } from "./hold.js";

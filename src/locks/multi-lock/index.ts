@@ -8,12 +8,12 @@
  * @module
  */
 
+import type { LockContext } from "../../context.js";
 import { LeaseLostError } from "../../errors.js";
 import { noCost } from "../../events.js";
 import type { Lease } from "../../lease/lease.js";
 import { MAX_TIME_MS } from "../../limits.js";
 import { tryWithin, untilAcquired } from "../../validate.js";
-import type { LockContext } from "../context.js";
 import type { TryLockOptions } from "../lock/base.js";
 import { emitAcquire, holdSettings, reportError, TRY_LOCK_KEYS } from "../protocol.js";
 import { CompositeLease } from "./lease.js";

@@ -7,12 +7,14 @@
  * released like lock leases (`renew()`, the in-invocation timer, `release()`).
  * @module
  */
+
+import { keys, type LockContext } from "../../context.js";
 import { PermitNotHeldError } from "../../errors.js";
 import { randomHex } from "../../ids.js";
 import type { Holder, Inspectable, Inspection } from "../../inspect.js";
 import { Lease, type LeaseHost, type SerializedLease } from "../../lease/lease.js";
 import { isLeaseId } from "../../lease/renewal.js";
-import { FAIR_CLAIM_WINDOW_MS, LOCK_WAITER_SLOT_MS } from "../../limits.js";
+import { HAND_OFF_CLAIM_WINDOW_MS, LOCK_WAITER_SLOT_MS } from "../../limits.js";
 import {
   permitExpirableSemaphoreAcquire,
   permitExpirableSemaphoreCancel,
@@ -30,7 +32,6 @@ import {
 } from "../../transport/index.js";
 import { checkMs, tryWithin, untilAcquired } from "../../validate.js";
 import { waitFor } from "../../wait/loop.js";
-import { keys, type LockContext } from "../context.js";
 import { runAttempt, runDefinite } from "../definite.js";
 import {
   attemptUntil,
@@ -310,7 +311,7 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
     let acquired = false;
     // A release hands a listening waiter the permits of its last busy attempt, with a lease of
     // at most the claim window (lib/permits.lua, handed_as_leased), which its lease confirms.
-    const handOffMs = Math.min(s.leaseTime, FAIR_CLAIM_WINDOW_MS);
+    const handOffMs = Math.min(s.leaseTime, HAND_OFF_CLAIM_WINDOW_MS);
     let registeredAs: PermitGrant | undefined;
     try {
       const polled = await waitFor<PermitGrant>(this.#ctx, {
@@ -333,7 +334,11 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
           }
           return { acquired: grant };
         },
-        fromGrant: (payload) => handedGrant(payload, registeredAs),
+        handOff: {
+          grant: (payload) => handedGrant(payload, registeredAs),
+          // Registered for LOCK_WAITER_SLOT_MS like any plain waiter (acquire.lua).
+          blockCap: LOCK_WAITER_SLOT_MS / 2,
+        },
       });
       attempts = polled.attempts;
       if (polled.value === null) return null;

@@ -5,6 +5,8 @@
  * records, epoch and wake channels.
  * @module
  */
+
+import { keys, type LockContext } from "../../context.js";
 import { LockUpgradeError } from "../../errors.js";
 import { randomHex } from "../../ids.js";
 import type { ReleaseResult } from "../../lease/lease.js";
@@ -17,7 +19,6 @@ import {
   readWriteLockStatus,
 } from "../../lua/read-write-lock.gen.js";
 import { asIntegers, type RequestCounter, type ScriptCall } from "../../transport/index.js";
-import { keys, type LockContext } from "../context.js";
 import { runAttempt } from "../definite.js";
 import { HashHolds, renewHold } from "../hash-holds.js";
 import { decodeHolders } from "../lock/inspect.js";

@@ -9,9 +9,10 @@
  * Scripts: lua/read-write-lock/*.lua.
  * @module
  */
+
+import type { LockContext } from "../../context.js";
 import type { LockUpgradeError } from "../../errors.js";
 import type { Inspectable } from "../../inspect.js";
-import type { LockContext } from "../context.js";
 import { HashLock } from "../lock/base.js";
 import { type AcquireResult, acquire, type HoldSettings } from "../protocol.js";
 import { ReadWriteHolds, type RwSide, renewSide } from "./hold.js";

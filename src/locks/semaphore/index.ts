@@ -7,6 +7,8 @@
  * client holds listens on `redisson_sc:{<name>}`, where Redisson's release publishes.
  * @module
  */
+
+import { keys, type LockContext } from "../../context.js";
 import { OverReleaseError } from "../../errors.js";
 import type { CallOperation, DefiniteOperation, LockEvent } from "../../events.js";
 import { randomHex } from "../../ids.js";
@@ -32,7 +34,6 @@ import {
 } from "../../transport/index.js";
 import { checkOptions, checkSignal, tryWithin, untilAcquired } from "../../validate.js";
 import { waitFor } from "../../wait/loop.js";
-import { keys, type LockContext } from "../context.js";
 import { runAttempt, runDefinite } from "../definite.js";
 import {
   attemptUntil,
@@ -362,7 +363,11 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
         // Held on the message: the release took them for that attempt. Another id is a
         // message for an attempt this call no longer waits on: the next attempt takes over
         // whatever was handed to it.
-        fromGrant: (payload) => (payload === registeredAs ? payload : undefined),
+        handOff: {
+          grant: (payload) => (payload === registeredAs ? payload : undefined),
+          // Registered for LOCK_WAITER_SLOT_MS like any plain waiter (acquire.lua).
+          blockCap: LOCK_WAITER_SLOT_MS / 2,
+        },
       });
       attempts = polled.attempts;
       const requestId = polled.value;
@@ -526,7 +531,7 @@ export function permitWait(
     name,
     wakeKey: keys.wake(name),
     counter,
-    foreignChannel: channel(name),
+    foreign: { channel: channel(name) },
     ...waiterExits(ctx, counter, leave),
   };
 }

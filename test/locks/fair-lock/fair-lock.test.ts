@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { FaultRule } from "../../../src/bridge/index.js";
-import { FAIR_CLAIM_WINDOW_MS, type Lease, TransportError } from "../../../src/index.js";
+import { HAND_OFF_CLAIM_WINDOW_MS, type Lease, TransportError } from "../../../src/index.js";
 import { keyPrefix, usePrivateBridge, useRawRedis } from "../../support/env.js";
 import { isReplayRecord, recordingEdgeLock } from "../../support/locks.js";
 
@@ -147,11 +147,11 @@ describe("fair lock", () => {
     const lease = await pending;
     expect(waiter.requests("acquire")).toBe(3);
     // Taken from the wake message: the TTL is still the claim window, and the lease knows it.
-    expect(lease.expiresAt - Date.now()).toBeLessThanOrEqual(FAIR_CLAIM_WINDOW_MS);
-    expect(Number(await raw.pTTL(name))).toBeLessThanOrEqual(FAIR_CLAIM_WINDOW_MS);
+    expect(lease.expiresAt - Date.now()).toBeLessThanOrEqual(HAND_OFF_CLAIM_WINDOW_MS);
+    expect(Number(await raw.pTTL(name))).toBeLessThanOrEqual(HAND_OFF_CLAIM_WINDOW_MS);
     // Halfway through the claim window the lease renews to its full lease time, once.
     await waiter.until((e) => e.type === "renew" && e.renewed);
-    expect(Number(await raw.pTTL(name))).toBeGreaterThan(FAIR_CLAIM_WINDOW_MS);
+    expect(Number(await raw.pTTL(name))).toBeGreaterThan(HAND_OFF_CLAIM_WINDOW_MS);
     expect(await raw.hExists(name, "edgelock:grant")).toBe(0);
     expect(lease.expiresAt - Date.now()).toBeGreaterThan(8_000);
     expect(lease.signal.aborted).toBe(false);
@@ -211,8 +211,8 @@ describe("fair lock", () => {
     expect(String(await raw.hGet(name, "gone:1"))).toBe("1");
     const lease = await next;
     const waited = Date.now() - released;
-    expect(waited).toBeGreaterThanOrEqual(FAIR_CLAIM_WINDOW_MS - 100);
-    expect(waited).toBeLessThan(2 * FAIR_CLAIM_WINDOW_MS + 1_500);
+    expect(waited).toBeGreaterThanOrEqual(HAND_OFF_CLAIM_WINDOW_MS - 100);
+    expect(waited).toBeLessThan(2 * HAND_OFF_CLAIM_WINDOW_MS + 1_500);
     expect(await lease.release()).toBe("released");
     expect(await keysOf(name)).toEqual([]);
   });

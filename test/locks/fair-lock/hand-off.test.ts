@@ -4,7 +4,7 @@
  * rest of the window; a longer one is held for its whole lease.
  */
 import { describe, expect, it } from "vitest";
-import { FAIR_CLAIM_WINDOW_MS } from "../../../src/index.js";
+import { FAIR_CLAIM_WINDOW_MS, HAND_OFF_CLAIM_WINDOW_MS } from "../../../src/index.js";
 import { keyPrefix, useRawRedis } from "../../support/env.js";
 import { recordingEdgeLock } from "../../support/locks.js";
 
@@ -25,7 +25,7 @@ async function handOff(name: string, leaseTime: number, wait: "block" | "poll" =
 
 describe("fair lock hand-off and short leases", () => {
   for (const wait of ["block", "poll"] as const) {
-    it(`a 1 s lease handed off (${wait}) holds the lock about 1 s, not the ${FAIR_CLAIM_WINDOW_MS} ms claim window`, async () => {
+    it(`a 1 s lease handed off (${wait}) holds the lock about 1 s, not the ${HAND_OFF_CLAIM_WINDOW_MS} ms claim window`, async () => {
       const name = `${prefix}short-${wait}`;
       const { lease, acquiredAt } = await handOff(name, 1_000, wait);
       const ttl = await raw.pTTL(name);
@@ -35,7 +35,7 @@ describe("fair lock hand-off and short leases", () => {
       expect(await raw.hExists(name, "edgelock:grant")).toBe(0); // confirmed
       await expect.poll(() => raw.exists(name), { timeout: 3_000, interval: 20 }).toBe(0);
       const held = Date.now() - acquiredAt;
-      expect(held).toBeLessThan(FAIR_CLAIM_WINDOW_MS - 500);
+      expect(held).toBeLessThan(HAND_OFF_CLAIM_WINDOW_MS - 500);
     });
   }
 
@@ -44,7 +44,7 @@ describe("fair lock hand-off and short leases", () => {
     const { lease } = await handOff(name, 5_000);
     await expect
       .poll(() => raw.pTTL(name), { timeout: 3_000, interval: 20 })
-      .toBeGreaterThan(FAIR_CLAIM_WINDOW_MS + 1_000);
+      .toBeGreaterThan(HAND_OFF_CLAIM_WINDOW_MS + 1_000);
     expect(await lease.release()).toBe("released");
   });
 
@@ -57,5 +57,11 @@ describe("fair lock hand-off and short leases", () => {
     expect(await raw.pTTL(name)).toBeGreaterThan(6_000);
     expect(await again?.release()).toBe("still-held");
     expect(await lease.release()).toBe("released");
+  });
+});
+
+describe("FAIR_CLAIM_WINDOW_MS", () => {
+  it("is kept, deprecated, as the hand-off claim window under its old name", () => {
+    expect(FAIR_CLAIM_WINDOW_MS).toBe(HAND_OFF_CLAIM_WINDOW_MS);
   });
 });

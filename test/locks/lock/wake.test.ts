@@ -2,15 +2,13 @@
  * Wake-ups of the reentrant lock's waiters over pub/sub (SSE through the real `@upstash/redis`
  * `subscribe()`): a busy attempt registers the waiter, the release that frees the lock publishes
  * to exactly one registered waiter, and that waiter attempts again at once. The lock stays
- * non-fair; what changes is the cost and latency of a wait. And no wait spins, whatever the
- * server answers to blocking commands.
+ * non-fair; what changes is the cost and latency of a wait. The wait loop itself (polling where
+ * subscribing is not possible, no spin): test/wait/loop.test.ts.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import type { BlockingMode } from "../../../src/bridge/index.js";
 import { randomHex } from "../../../src/ids.js";
 import { lockAcquire, lockDecline, lockRelease } from "../../../src/lua.gen.js";
 import {
-  bridgeRedis,
   keyPrefix,
   type PrivateBridge,
   startPrivateBridge,
@@ -476,98 +474,4 @@ describe("reentrant lock wake-ups", () => {
       expect(await raw.exists(waitingKey(name))).toBe(0);
     });
   });
-
-  describe("when subscribing is not possible", () => {
-    let bridge: PrivateBridge | undefined;
-    afterEach(async () => {
-      await bridge?.close();
-      bridge = undefined;
-    });
-
-    it("a subscription the server refuses (503) turns the wait to polling, once, and it still acquires", async () => {
-      bridge = await startPrivateBridge(undefined, { maxSubscriptions: 0 });
-      const name = `${prefix}refused`;
-      const held = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
-      const waiter = recordingEdgeLock({}, bridge.redis({ retry: { retries: 0 } }));
-      const pending = waiter.edgelock.getLock(name).lock({ leaseTime: 5_000 });
-      await waiter.until((_e, all) => waits(all) === 4);
-      const strategies = waiter.events.filter((e) => e.type === "wait-strategy");
-      expect(strategies).toEqual([expect.objectContaining({ strategy: "poll", reason: "failed" })]);
-      // Polling registers nothing.
-      expect(await raw.zCard(waitingKey(name))).toBe(0);
-      await held.release();
-      await (await pending).release();
-    });
-
-    it("a subscription that is never confirmed does not hold the wait past its deadline", async () => {
-      const name = `${prefix}unconfirmed`;
-      const held = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
-      const real = bridgeRedis();
-      // A server that accepts the subscription request and never confirms it.
-      const silent = new Proxy(real, {
-        get(target, key) {
-          if (key === "subscribe") {
-            return () => ({ on: () => undefined, unsubscribe: async () => undefined });
-          }
-          const value: unknown = Reflect.get(target, key, target);
-          return typeof value === "function" ? value.bind(target) : value;
-        },
-      });
-      const waiter = recordingEdgeLock({}, silent);
-      const started = Date.now();
-      expect(await waiter.edgelock.getLock(name).tryLock({ waitTime: 300 })).toBeNull();
-      expect(Date.now() - started).toBeLessThan(300 + 500);
-      await Promise.all(waiter.background);
-      await held.release();
-    });
-
-    it("a client at maxSubscriptions polls", async () => {
-      const name = `${prefix}limit`;
-      const held = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
-      const waiter = recordingEdgeLock({ maxSubscriptions: 1 });
-      const first = waiter.edgelock.getLock(name).lock({ leaseTime: 5_000 });
-      await waiter.until((e) => e.type === "wait-strategy");
-      const second = waiter.edgelock.getLock(`${prefix}limit-2`);
-      const blocker = await recordingEdgeLock()
-        .edgelock.getLock(`${prefix}limit-2`)
-        .lock({ leaseTime: 20_000 });
-      const pending = second.lock({ leaseTime: 5_000 });
-      await waiter.until((e) => e.type === "wait-strategy" && e.reason === "limit");
-      await held.release();
-      await blocker.release();
-      await (await first).release();
-      await (await pending).release();
-    });
-  });
-});
-
-describe("no wait spins, whatever the server answers to blocking commands", () => {
-  const modes: BlockingMode[] = ["refuse", "instant", "block"];
-  let bridge: PrivateBridge | undefined;
-  afterEach(async () => {
-    await bridge?.close();
-    bridge = undefined;
-  });
-
-  for (const mode of modes) {
-    it(`blocking ${mode}: one waiter over a 2 s wait sends no more requests than polling`, async () => {
-      bridge = await startPrivateBridge(undefined, { blocking: mode });
-      const counts: Record<string, number> = {};
-      for (const wait of ["auto", "poll", "block"] as const) {
-        const name = `${prefix}spin-${mode}-${wait}`;
-        const holder = recordingEdgeLock({}, bridge.redis());
-        const held = await holder.edgelock.getLock(name).lock({ leaseTime: 20_000 });
-        const waiter = recordingEdgeLock({ wait }, bridge.redis());
-        const pending = waiter.edgelock.getLock(name).tryLock({ waitTime: 5_000 });
-        setTimeout(() => void held.release(), 2_000);
-        const lease = await pending;
-        expect(lease).not.toBeNull();
-        await lease?.release();
-        counts[wait] = waiter.requests("acquire");
-      }
-      expect(counts.auto).toBeLessThanOrEqual(counts.poll as number);
-      expect(counts.block).toBeLessThanOrEqual(counts.poll as number);
-      expect(bridge.bridge.stats().byCommand.blpop ?? 0).toBe(0);
-    });
-  }
 });

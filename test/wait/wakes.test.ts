@@ -1,8 +1,9 @@
 /**
- * Push for every name, and streams that end: through the real `@upstash/redis` client (its
- * URL, token and headers; edgelock reads the SSE stream of `/subscribe/<channel>` itself) and
- * the bridge, which percent-decodes request paths strictly and ends streams on command or after
- * a set lifetime, as hosts end long responses.
+ * The client's wake-up subscriptions (src/wait/wakes.ts): push for every name, and streams that
+ * end, through the real `@upstash/redis` client (its URL, token and headers; edgelock reads the
+ * SSE stream of `/subscribe/<channel>` itself) and the bridge, which percent-decodes request
+ * paths strictly and ends streams on command or after a set lifetime, as hosts end long
+ * responses.
  */
 import { createHash } from "node:crypto";
 import { afterEach, describe, expect, it, vi } from "vitest";

@@ -1,54 +1,47 @@
-import fc from "fast-check";
+/**
+ * The wait loop (src/wait/loop.ts), through the reentrant lock: the wait budget, the `waiting` and
+ * `wait` events, the PTTL bound of a sleep, aborts, the fall-back to polling when subscribing is
+ * not possible, and no spin whatever the server answers to blocking commands.
+ */
 import { afterEach, describe, expect, it } from "vitest";
+import type { BlockingMode } from "../../src/bridge/index.js";
+import { SLEEP_FLOOR_MS } from "../../src/wait/backoff.js";
 import {
-  backoffDelay,
-  DEFAULT_BACKOFF,
-  resolveBackoff,
-  SLEEP_FLOOR_MS,
-} from "../src/wait/backoff.js";
-import { keyPrefix, type PrivateBridge, startPrivateBridge, useRawRedis } from "./support/env.js";
-import { recordingEdgeLock, replayRecords } from "./support/locks.js";
+  bridgeRedis,
+  keyPrefix,
+  type PrivateBridge,
+  startPrivateBridge,
+  useRawRedis,
+} from "../support/env.js";
+import { type RecordingEdgeLock, recordingEdgeLock, replayRecords } from "../support/locks.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();
 
-describe("backoff policy", () => {
-  const policy = resolveBackoff(undefined);
+const waitingKey = (name: string) => `edgelock_waiting:{${name}}`;
+const waits = (events: readonly { type: string }[]) =>
+  events.filter((e) => e.type === "waiting").length;
 
-  it("never sleeps past the deadline, past the holder's PTTL by more than the floor, or below the floor", () => {
-    fc.assert(
-      fc.property(
-        fc.integer({ min: 0, max: 40 }),
-        fc.integer({ min: -2, max: 100_000 }),
-        fc.integer({ min: 1, max: 100_000 }),
-        fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
-        (attempt, pttl, remaining, r) => {
-          const d = backoffDelay(policy, attempt, pttl, remaining, () => r);
-          expect(d).toBeLessThanOrEqual(remaining);
-          if (pttl >= 0) expect(d).toBeLessThanOrEqual(Math.max(pttl, SLEEP_FLOOR_MS) + 1);
-          if (remaining >= SLEEP_FLOOR_MS) expect(d).toBeGreaterThanOrEqual(SLEEP_FLOOR_MS);
-          expect(d).toBeLessThanOrEqual(policy.maxDelay);
-        },
-      ),
-    );
-  });
-
-  it("grows exponentially with equal jitter up to maxDelay", () => {
-    expect(backoffDelay(policy, 0, -1, 1e9, () => 0)).toBe(DEFAULT_BACKOFF.initialDelay / 2);
-    expect(backoffDelay(policy, 0, -1, 1e9, () => 0.999999)).toBe(DEFAULT_BACKOFF.initialDelay);
-    expect(backoffDelay(policy, 3, -1, 1e9, () => 0)).toBe((DEFAULT_BACKOFF.initialDelay * 8) / 2);
-    expect(backoffDelay(policy, 30, -1, 1e9, () => 0.999999)).toBe(DEFAULT_BACKOFF.maxDelay);
-  });
-
-  it("rejects bad backoff options", () => {
-    expect(() => resolveBackoff({ initialDelay: 0 })).toThrow(RangeError);
-    expect(() => resolveBackoff({ initialDelay: 1.5 })).toThrow(/backoff.initialDelay/);
-    expect(() => resolveBackoff({ initialDelay: 50, maxDelay: 10 })).toThrow(/backoff.maxDelay/);
-    expect(() => resolveBackoff({ multiplier: 0.5 })).toThrow(/backoff.multiplier/);
-    expect(() => resolveBackoff({ multiplier: Number.NaN })).toThrow(RangeError);
-    expect(() => resolveBackoff({ initial: 5 } as never)).toThrow(/unknown option `initial`/);
-  });
-});
+/**
+ * Holds `name` (a 20 s lease) until `waiter` waits for it, then releases it: the waiter acquires
+ * and releases in turn.
+ */
+async function acquiresOnRelease(
+  waiter: RecordingEdgeLock,
+  name: string,
+  wait: "subscribe" | "poll",
+): Promise<void> {
+  const held = await recordingEdgeLock({ wait })
+    .edgelock.getLock(name)
+    .tryLock({ leaseTime: 20_000 });
+  if (!held) throw new Error("not acquired");
+  const pending = waiter.edgelock.getLock(name).tryLock({ waitTime: 10_000, leaseTime: 5_000 });
+  await waiter.until((e) => e.type === "waiting");
+  await held.release();
+  const lease = await pending;
+  expect(lease).not.toBeNull();
+  await lease?.release();
+}
 
 describe.each(["subscribe", "poll"] as const)("waiting (wait: %s)", (wait) => {
   it("honours waitTime: returns null within one round trip of the deadline and never acquires afterwards", async () => {
@@ -90,31 +83,12 @@ describe.each(["subscribe", "poll"] as const)("waiting (wait: %s)", (wait) => {
   });
 
   it("acquires as soon as the holder releases", async () => {
-    const holder = recordingEdgeLock({ wait });
-    const waiter = recordingEdgeLock({ wait });
-    const name = `${prefix}${wait}:handoff`;
-    const held = await holder.edgelock.getLock(name).tryLock({ leaseTime: 20_000 });
-    if (!held) throw new Error("not acquired");
-    const pending = waiter.edgelock.getLock(name).tryLock({ waitTime: 10_000, leaseTime: 5_000 });
-    await waiter.until((e) => e.type === "waiting");
-    await held.release();
-    const lease = await pending;
-    expect(lease).not.toBeNull();
-    await lease?.release();
+    await acquiresOnRelease(recordingEdgeLock({ wait }), `${prefix}${wait}:handoff`, wait);
   });
 
   it("each wait is reported twice: waiting (its longest) before, wait (the time it took) after", async () => {
-    const holder = recordingEdgeLock({ wait });
     const waiter = recordingEdgeLock({ wait, backoff: { initialDelay: 5_000, maxDelay: 5_000 } });
-    const name = `${prefix}${wait}:waited`;
-    const held = await holder.edgelock.getLock(name).tryLock({ leaseTime: 20_000 });
-    if (!held) throw new Error("not acquired");
-    const pending = waiter.edgelock.getLock(name).tryLock({ waitTime: 10_000, leaseTime: 5_000 });
-    await waiter.until((e) => e.type === "waiting");
-    await held.release();
-    const lease = await pending;
-    expect(lease).not.toBeNull();
-    await lease?.release();
+    await acquiresOnRelease(waiter, `${prefix}${wait}:waited`, wait);
 
     const begun = waiter.events.flatMap((e) => (e.type === "waiting" ? [e] : []));
     const ended = waiter.events.flatMap((e) => (e.type === "wait" ? [e] : []));
@@ -233,4 +207,98 @@ describe("abort", () => {
       expect(Object.values(await replayRecords(raw, name))).toEqual(["U"]);
     });
   });
+});
+
+describe("when subscribing is not possible", () => {
+  let bridge: PrivateBridge | undefined;
+  afterEach(async () => {
+    await bridge?.close();
+    bridge = undefined;
+  });
+
+  it("a subscription the server refuses (503) turns the wait to polling, once, and it still acquires", async () => {
+    bridge = await startPrivateBridge(undefined, { maxSubscriptions: 0 });
+    const name = `${prefix}refused`;
+    const held = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
+    const waiter = recordingEdgeLock({}, bridge.redis({ retry: { retries: 0 } }));
+    const pending = waiter.edgelock.getLock(name).lock({ leaseTime: 5_000 });
+    await waiter.until((_e, all) => waits(all) === 4);
+    const strategies = waiter.events.filter((e) => e.type === "wait-strategy");
+    expect(strategies).toEqual([expect.objectContaining({ strategy: "poll", reason: "failed" })]);
+    // Polling registers nothing.
+    expect(await raw.zCard(waitingKey(name))).toBe(0);
+    await held.release();
+    await (await pending).release();
+  });
+
+  it("a subscription that is never confirmed does not hold the wait past its deadline", async () => {
+    const name = `${prefix}unconfirmed`;
+    const held = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
+    const real = bridgeRedis();
+    // A server that accepts the subscription request and never confirms it.
+    const silent = new Proxy(real, {
+      get(target, key) {
+        if (key === "subscribe") {
+          return () => ({ on: () => undefined, unsubscribe: async () => undefined });
+        }
+        const value: unknown = Reflect.get(target, key, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const waiter = recordingEdgeLock({}, silent);
+    const started = Date.now();
+    expect(await waiter.edgelock.getLock(name).tryLock({ waitTime: 300 })).toBeNull();
+    expect(Date.now() - started).toBeLessThan(300 + 500);
+    await Promise.all(waiter.background);
+    await held.release();
+  });
+
+  it("a client at maxSubscriptions polls", async () => {
+    const name = `${prefix}limit`;
+    const held = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
+    const waiter = recordingEdgeLock({ maxSubscriptions: 1 });
+    const first = waiter.edgelock.getLock(name).lock({ leaseTime: 5_000 });
+    await waiter.until((e) => e.type === "wait-strategy");
+    const second = waiter.edgelock.getLock(`${prefix}limit-2`);
+    const blocker = await recordingEdgeLock()
+      .edgelock.getLock(`${prefix}limit-2`)
+      .lock({ leaseTime: 20_000 });
+    const pending = second.lock({ leaseTime: 5_000 });
+    await waiter.until((e) => e.type === "wait-strategy" && e.reason === "limit");
+    await held.release();
+    await blocker.release();
+    await (await first).release();
+    await (await pending).release();
+  });
+});
+
+describe("no wait spins, whatever the server answers to blocking commands", () => {
+  const modes: BlockingMode[] = ["refuse", "instant", "block"];
+  let bridge: PrivateBridge | undefined;
+  afterEach(async () => {
+    await bridge?.close();
+    bridge = undefined;
+  });
+
+  for (const mode of modes) {
+    it(`blocking ${mode}: one waiter over a 2 s wait sends no more requests than polling`, async () => {
+      bridge = await startPrivateBridge(undefined, { blocking: mode });
+      const counts: Record<string, number> = {};
+      for (const wait of ["auto", "poll", "block"] as const) {
+        const name = `${prefix}spin-${mode}-${wait}`;
+        const holder = recordingEdgeLock({}, bridge.redis());
+        const held = await holder.edgelock.getLock(name).lock({ leaseTime: 20_000 });
+        const waiter = recordingEdgeLock({ wait }, bridge.redis());
+        const pending = waiter.edgelock.getLock(name).tryLock({ waitTime: 5_000 });
+        setTimeout(() => void held.release(), 2_000);
+        const lease = await pending;
+        expect(lease).not.toBeNull();
+        await lease?.release();
+        counts[wait] = waiter.requests("acquire");
+      }
+      expect(counts.auto).toBeLessThanOrEqual(counts.poll as number);
+      expect(counts.block).toBeLessThanOrEqual(counts.poll as number);
+      expect(bridge.bridge.stats().byCommand.blpop ?? 0).toBe(0);
+    });
+  }
 });

@@ -1,7 +1,7 @@
-import type { LockEvent } from "../events.js";
-import type { LeaseKeeperBinding } from "../keeper.js";
-import type { ScriptRunner } from "../transport/index.js";
-import type { BackoffPolicy } from "../wait/backoff.js";
+import type { LockEvent } from "./events.js";
+import type { LeaseKeeperBinding } from "./keeper.js";
+import type { ScriptRunner } from "./transport/index.js";
+import type { BackoffPolicy } from "./wait/backoff.js";
 
 /** What every primitive gets from its EdgeLock. Internal. */
 export interface LockContext {
@@ -12,7 +12,7 @@ export interface LockContext {
   readonly replayWindow: number;
   /**
    * How long a call that cannot be repeated safely resends its request until Redis answers, in
-   * ms (locks/definite.ts); at most half of `replayWindow`.
+   * ms (src/locks/definite.ts); at most half of `replayWindow`.
    */
   readonly definiteWithin: number;
   readonly backoff: BackoffPolicy;
