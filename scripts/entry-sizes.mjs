@@ -55,7 +55,9 @@ export const SCENARIOS = [
   // SHA-1s (1.6 kB of hex that gzip cannot shrink) are computed at first run
   // (src/transport/sha1.ts) instead of shipped: the target is met. 24.9 kB since the shipped
   // scripts' locals have short names (lua/gen.mjs renameLocals: Lua 6.8 -> 5.9 kB).
-  { name: "edgelock", entries: ["edgelock"], base: REDIS, budget: 31.95, target: 27 },
+  // 33.1 kB measured (+1.3 kB) with the semaphores' hand-offs and the guarded-call and event
+  // cost helpers; budget at measured + 0.15 kB.
+  { name: "edgelock", entries: ["edgelock"], base: REDIS, budget: 33.25, target: 27 },
   // 13.1 kB measured at the split, 13.6 kB after the JVM wake-ups, the shared Lua libraries and
   // the awaited leave of a waiter that gives up: 2.0 kB Lua, 11.6 kB JS, of which ~8 kB the core
   // client and the lease (the multi-lock entry). 14.1 kB with `restoreLockLease` (every entry that
@@ -65,7 +67,7 @@ export const SCENARIOS = [
   // locals have short names (lua/gen.mjs renameLocals). 13.8 kB (Lua 2.0 kB) since a waiter
   // that ends gives back a hand-off it missed (lua/lock/decline.lua) and passes on a wake-up it
   // missed (lib/wake.lua waiting_leave): 0.1-0.3 kB in every entry with waiters.
-  { name: "edgelock/lock", entries: ["edgelock/lock"], base: REDIS, budget: 18.95, target: 8 },
+  { name: "edgelock/lock", entries: ["edgelock/lock"], base: REDIS, budget: 19.15, target: 8 },
   {
     name: "edgelock/fair-lock",
     entries: ["edgelock/fair-lock"],
@@ -102,7 +104,8 @@ export const SCENARIOS = [
     base: REDIS,
     // 10.9 kB, 10.8 kB without the fair lock's second channel in the wait loop; 10.3 kB with
     // short names for the shipped scripts' locals (lua/gen.mjs renameLocals).
-    budget: 14.45,
+    // 15.0 kB measured with the release's hand-off and lua/semaphore/leave.lua.
+    budget: 15.15,
     target: 10,
   },
   {
@@ -112,7 +115,8 @@ export const SCENARIOS = [
     // 14.6 kB at the split; 15.2 kB with edgelock's own permit record (JVM wake-ups); 15.7 kB
     // with `restorePermitLease`; 14.5 kB with short names for the shipped scripts' locals
     // (lua/gen.mjs renameLocals).
-    budget: 19.65,
+    // 21.0 kB measured with the hand-off in give_back and lua/permit-expirable-semaphore/leave.lua.
+    budget: 21.15,
     target: 10,
   },
   {
