@@ -5,9 +5,10 @@
 -- min(time left, the holder's PTTL, half its slot): the message carries the epoch of the
 -- hand-off, which makes the lock the waiter's without another request; otherwise this script
 -- again: it confirms a hand-off (or a lapsed one it finds), or refreshes the waiter's slot.
--- Where it cannot subscribe the waiter sleeps instead; the scripts are the same. The
--- waiter second in line comes back at least every claim window, so a hand-off to a first waiter
--- that died meanwhile costs it at most about two claim windows.
+-- Where it cannot subscribe the waiter sleeps instead; the scripts are the same. A hand-off
+-- that no subscriber heard (its waiter died) also wakes the waiter second in line
+-- (lib/fair.lua), which is then first and back when the claim window ends; every waiter comes
+-- back at least every third of its slot (FAIR_SLOT_MS / 3) to renew it.
 -- KEYS[1]  lock name: HASH, field = owner, value = hold count (+ lib/hold.lua's fields)
 -- KEYS[2]  "redisson_lock_queue:{<name>}"   LIST of waiting owners
 -- KEYS[3]  "redisson_lock_timeout:{<name>}" ZSET owner -> server-time ms its slot lapses

@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { EdgeLock, Lease, LockOptions, TryLockOptions } from "../../src/index.js";
 import { keyPrefix, usePrivateBridge, useRawRedis } from "../support/env.js";
-import { aborted, isReplayRecord, recordingEdgeLock, replayKeys } from "../support/locks.js";
+import { aborted, isReplayRecord, recordingEdgeLock } from "../support/locks.js";
 
 /** What the contract needs of a lock kind. */
 export interface LockUnderContract {

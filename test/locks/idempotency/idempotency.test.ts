@@ -7,7 +7,7 @@ import {
   TransportError,
 } from "../../../src/index.js";
 import { bridgeRedis, keyPrefix, usePrivateBridge, useRawRedis } from "../../support/env.js";
-import { isReplayRecord, recordingEdgeLock, replayKeys } from "../../support/locks.js";
+import { isReplayRecord, recordingEdgeLock } from "../../support/locks.js";
 
 const prefix = keyPrefix();
 const done = (name: string) => `edgelock_done:{${name}}`;
