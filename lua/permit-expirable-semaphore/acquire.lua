@@ -26,7 +26,9 @@
 --          the release's message. '0': it is only woken
 -- ARGV[7…] permit ids, 32 hex characters each (one per permit to take; lib/permits.lua's ids
 --          of this request)
--- Returns  {1, available after} acquired (also for a replay whose permits are all still held)
+-- Returns  {1, available after} acquired (also for a replay whose permits are all still held,
+--            and for an attempt that takes over permits a release handed an earlier attempt of
+--            the same waiting call, which it did not hold on the message)
 --          | {0, ms until the next lease runs out (-1: none will), foreign} not enough
 --            permits; foreign 1 when a Redisson client holds a live permit, else 0
 --          | {-1, 0} this request was cancelled, or the permits it took are gone
@@ -37,6 +39,8 @@
 --          Any record found first (a cancel's tombstone "C" too) makes this a no-op.
 -- Billed   permits available: EVALSHA, TIME, MGET, ZADD, DECRBY, PTTL, plus SET for a lease
 --          shorter than the replay window (7)
+--          taking over a hand-off: EVALSHA, TIME, MGET, DEL, ZMSCORE, ZREM, ZADD, SET, plus SET
+--          for a lease shorter than the replay window and the waiter's unregistering
 local name, timeouts, replayKey, _, channel, waiting, wake, marker = unpack(KEYS)
 local leaseMs = tonumber(ARGV[1])
 local windowMs = tonumber(ARGV[2])
@@ -62,8 +66,13 @@ local function lease_at_least(taken)
 end
 
 local count = #members
--- One read for the pool, this request's record and whether anyone waits.
-local state = redis.call('mget', name, replayKey .. ':' .. id, marker)
+-- One read for the pool, this request's record, whether anyone waits and what a release handed
+-- this call.
+local read = {name, replayKey .. ':' .. id, marker}
+if waiter ~= '' then
+  read[4] = handed_key(waiter)
+end
+local state = redis.call('mget', unpack(read))
 local available, seen, waiters = tonumber(state[1]) or 0, state[2], state[3]
 
 if seen then
@@ -74,6 +83,38 @@ if seen then
     end
   end
   return {-1, 0}
+end
+
+if state[4] then
+  -- A release handed this call permits as an earlier attempt of it (lib/permit-hand-off.lua)
+  -- that it did not hold on the message (the message named an attempt it no longer waited on,
+  -- or too little of the hand-off's lease was known to be left): this attempt takes them over
+  -- under its own permit ids and lease instead of leaving them to run out with their claim
+  -- window, and the earlier attempt's record says they went (its late copy and its cancel
+  -- then find nothing).
+  local from, n = string.match(state[4], '^(%x+)|(%d+)$')
+  if from and from ~= id and tonumber(n) == count then
+    redis.call('del', read[4])
+    local earlier = permits_of(from, count)
+    local _, live = permits_held(earlier, now)
+    if live == count then
+      redis.call('zrem', timeouts, unpack(earlier))
+      local scored = {}
+      for _, member in ipairs(members) do
+        scored[#scored + 1] = now + leaseMs
+        scored[#scored + 1] = member
+      end
+      redis.call('zadd', timeouts, unpack(scored))
+      replay_set(from, 'U')
+      if leaseMs < windowMs then
+        replay_set(id, 'A')
+      end
+      if waiters then
+        waiting_remove(waiter)
+      end
+      return {1, available}
+    end
+  end
 end
 
 if available < count then

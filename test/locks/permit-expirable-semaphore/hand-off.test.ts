@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import { randomHex } from "../../../src/ids.js";
 import {
   permitExpirableSemaphoreAcquire,
+  permitExpirableSemaphoreCancel,
   permitExpirableSemaphoreLeave,
   permitExpirableSemaphoreRelease,
 } from "../../../src/lua.gen.js";
@@ -54,6 +55,11 @@ function scripts(name: string) {
       raw.eval(permitExpirableSemaphoreRelease.source, {
         keys: writeKeys(name),
         arguments: ["30000", id, "0", ...r.permitIds],
+      }) as Promise<number>,
+    cancel: (r: Request) =>
+      raw.eval(permitExpirableSemaphoreCancel.source, {
+        keys: writeKeys(name),
+        arguments: ["30000", r.id, ...r.permitIds],
       }) as Promise<number>,
     leave: (waiter: string) =>
       raw.eval(permitExpirableSemaphoreLeave.source, {
@@ -154,5 +160,70 @@ describe("permit-expirable semaphore hand-off (scripts)", () => {
     expect((await run.attempt(ended))[0]).toBe(-1);
     expect(String(await raw.get(name))).toBe("2");
     await listener.close();
+  });
+
+  it("a later attempt of the waiting call takes over a hand-off it did not hold; the earlier attempt's late copy and cancel then find nothing", async () => {
+    const name = `${prefix}taken-over`;
+    const run = scripts(name);
+    await recordingEdgeLock().edgelock.getPermitExpirableSemaphore(name).trySetPermits(1);
+    const holder = request();
+    expect((await run.attempt(holder))[0]).toBe(1);
+    const listener = await wakeListener(name);
+    const earlier = request();
+    expect((await run.attempt(earlier, "live0000:w1"))[0]).toBe(0);
+    expect(await run.release(holder)).toBe(1);
+    await expect.poll(() => listener.heard).toEqual([`live0000:w1|${earlier.id}|2000`]);
+    // Another waiting call cannot take it over: it finds the permit held.
+    expect((await run.attempt(request(), "live0000:w2"))[0]).toBe(0);
+    // The call's next attempt takes it over with its own permit id and its 9 s lease.
+    const later = request();
+    expect(await run.attempt(later, "live0000:w1")).toEqual([1, 0]);
+    const [permit, ...others] = await leases(name);
+    expect(others).toEqual([]);
+    expect(permit?.id).toBe(later.permitIds[0]);
+    expect(permit?.ttl).toBeGreaterThan(8_000);
+    // The earlier attempt's cancel gives nothing back; its late copy takes nothing.
+    expect(await run.cancel(earlier)).toBe(2);
+    expect((await run.attempt(earlier, "live0000:w1"))[0]).toBe(-1);
+    expect(String(await raw.get(name))).toBe("0");
+    // Taken over once: a copy of the later attempt is its replay.
+    expect(await run.attempt(later, "live0000:w1")).toEqual([1, 0]);
+    // Its release hands the permit on to the other waiting call, whose end gives it back.
+    expect(await run.release(later)).toBe(1);
+    await expect.poll(() => listener.heard.length).toBe(2);
+    expect(listener.heard[1]).toMatch(/^live0000:w2\|/);
+    expect(await run.leave("live0000:w2")).toBe(2);
+    expect(String(await raw.get(name))).toBe("1");
+    await listener.close();
+  });
+});
+
+describe("permit-expirable semaphore hand-off to a long wait", () => {
+  it("a waiter whose last attempt is too old to hold the hand-off on the message takes it over with one attempt, not after its claim window", async () => {
+    const name = `${prefix}long-wait`;
+    const owner = recordingEdgeLock().edgelock.getPermitExpirableSemaphore(name);
+    await owner.trySetPermits(1);
+    const held = await owner.tryAcquire({ leaseTime: 10_000 });
+    const waiter = recordingEdgeLock();
+    const pending = waiter.edgelock
+      .getPermitExpirableSemaphore(name)
+      .tryAcquire({ waitTime: 10_000, leaseTime: 10_000 });
+    // Busy, subscribed, busy again: registered for a hand-off with a 2 s lease.
+    await waiter.until((_e, all) => all.filter((e) => e.type === "waiting").length === 2);
+    // The scenario, not a synchronisation: the waiter's last attempt is 1.8 s old, so less than
+    // a quarter of the hand-off's 2 s is known to be left and the waiter confirms it instead.
+    await new Promise((r) => setTimeout(r, 1_800));
+    const released = Date.now();
+    await held?.release();
+    const lease = await pending;
+    expect(lease).not.toBeNull();
+    // Taken over at once, not left to run out with its claim window (about 2 s).
+    expect(Date.now() - released).toBeLessThan(1_000);
+    // Busy attempt, subscription, registering attempt, the attempt that took it over.
+    expect(waiter.events.filter((e) => e.type === "acquire")).toMatchObject([{ requests: 4 }]);
+    expect((await owner.inspect()).holders.map((h) => h.id)).toEqual(lease?.permitIds);
+    expect(lease?.expiresAt).toBeGreaterThan(Date.now() + 9_000);
+    await lease?.release();
+    expect(await owner.availablePermits()).toBe(1);
   });
 });
