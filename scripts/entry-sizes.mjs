@@ -105,7 +105,7 @@ export const SCENARIOS = [
     // 10.9 kB, 10.8 kB without the fair lock's second channel in the wait loop; 10.3 kB with
     // short names for the shipped scripts' locals (lua/gen.mjs renameLocals).
     // 15.0 kB measured with the release's hand-off and lua/semaphore/leave.lua.
-    budget: 15.15,
+    budget: 15.35,
     target: 10,
   },
   {

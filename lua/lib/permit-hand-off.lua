@@ -6,7 +6,8 @@
 -- with no request of its own, as if that busy attempt had taken them. Included by scripts,
 -- which define first what lib/wake.lua needs (waiting, wake) and lib/replay.lua's replayKey
 -- and windowMs. Includes lib/wake.lua.
--- Provides permit_grant, handed_key, hand_off_permits and handed_as_acquired.
+-- Provides permit_grant, handed_key, handed_parse, handed_take, hand_off_permits and
+-- handed_as_acquired.
 -- What makes a hand-off safe:
 --   - a waiter that cannot hear (PUBLISH reached nobody: its client is gone or its stream is
 --     closed) is given nothing: the permits go to the next waiter or stay in the pool. (The
@@ -32,6 +33,25 @@ end
 -- deletes it when the waiter holds the permits on the message, and it needs none.
 local function handed_key(waiter)
   return replayKey .. ':handed:' .. waiter
+end
+
+-- What a handed_key record says: the request id the permits were handed as and how many
+-- ('' and 0 for a record of another form).
+local function handed_parse(handed)
+  local from, n = string.match(handed, '^(%x+)|(%d+)$')
+  return from or '', tonumber(n) or 0
+end
+
+-- Takes what waiter `waiter` was handed off its record (GET, then DEL when there is one):
+-- handed_parse's answer, or nil when nothing was handed.
+local function handed_take(waiter)
+  local key = handed_key(waiter)
+  local handed = redis.call('get', key)
+  if not handed then
+    return nil
+  end
+  redis.call('del', key)
+  return handed_parse(handed)
 end
 
 -- Hands the `available` permits just freed to live registered waiters in registration order.

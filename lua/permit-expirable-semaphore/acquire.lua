@@ -92,8 +92,8 @@ if state[4] then
   -- under its own permit ids and lease instead of leaving them to run out with their claim
   -- window, and the earlier attempt's record says they went (its late copy and its cancel
   -- then find nothing).
-  local from, n = string.match(state[4], '^(%x+)|(%d+)$')
-  if from and from ~= id and tonumber(n) == count then
+  local from, n = handed_parse(state[4])
+  if from ~= '' and from ~= id and n == count then
     redis.call('del', read[4])
     local earlier = permits_of(from, count)
     local _, live = permits_held(earlier, now)

@@ -25,14 +25,11 @@ local windowMs = tonumber(ARGV[2])
 -- @include lib/replay.lua
 -- @include lib/permits.lua
 
-local handedKey = handed_key(waiter)
-local handed = redis.call('get', handedKey)
-if not handed then
+local from, n = handed_take(waiter)
+if not from then
   return waiting_leave(waiter) and 1 or 0
 end
-redis.call('del', handedKey)
-local from, n = string.match(handed, '^(%x+)|(%d+)$')
-if from and give_back(permits_of(from, tonumber(n)), redis.call('get', marker)) > 0 then
+if from ~= '' and give_back(permits_of(from, n), redis.call('get', marker)) > 0 then
   replay_set(from, 'U')
 end
 return 2

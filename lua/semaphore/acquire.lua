@@ -60,10 +60,10 @@ if got[5] then
   -- A release handed this call permits as an earlier attempt of it (lib/permit-hand-off.lua)
   -- that it has not taken (the message came after this attempt left): this attempt takes them
   -- over under its own id, and the earlier one's record says they went.
-  local from, n = string.match(got[5], '^(%x+)|(%d+)$')
+  local from, n = handed_parse(got[5])
   redis.call('del', read[5])
   local earlier = replayKey .. ':' .. from
-  if from and redis.call('get', earlier) == 'A' .. n then
+  if from ~= '' and redis.call('get', earlier) == 'A' .. n then
     redis.call('set', earlier, 'R', 'px', windowMs)
     redis.call('set', record, 'A' .. n, 'px', windowMs)
     return {1, available}

@@ -25,22 +25,19 @@ local windowMs = tonumber(ARGV[2])
 -- @include lib/taken.lua
 -- @include lib/permit-hand-off.lua
 
-local handedKey = handed_key(waiter)
-local handed = redis.call('get', handedKey)
-if not handed then
+local from, n = handed_take(waiter)
+if not from then
   return waiting_leave(waiter) and 1 or 0
 end
-redis.call('del', handedKey)
-local from, n = string.match(handed, '^(%x+)|(%d+)$')
-local record = replayKey .. ':' .. (from or '')
-if not from or redis.call('get', record) ~= 'A' .. n then
+local record = replayKey .. ':' .. from
+if from == '' or redis.call('get', record) ~= 'A' .. n then
   -- Taken over by a later attempt, released, or given back already.
   return 2
 end
 redis.call('set', record, 'U', 'px', windowMs)
-local after = redis.call('incrby', name, tonumber(n))
+local after = redis.call('incrby', name, n)
 local taken, waiters = taken_get()
-taken = taken - tonumber(n)
+taken = taken - n
 if waiters then
   local more = hand_off_permits(after, handed_as_acquired)
   if more > 0 then

@@ -38,3 +38,15 @@ export async function redissonMessages(raw: RawRedis, name: string) {
     close: () => sub.close(),
   };
 }
+
+/**
+ * Listens on the edgelock wake channel of client "live0000" for `name`, as that client would
+ * (a waiter id "live0000:<wait>" registered by a script hears its messages here).
+ */
+export async function wakeListener(raw: RawRedis, name: string) {
+  const sub = raw.duplicate();
+  await sub.connect();
+  const heard: string[] = [];
+  await sub.subscribe(`edgelock_wake:{${name}}:live0000`, (m) => heard.push(String(m)));
+  return { heard, close: () => sub.destroy() };
+}

@@ -435,15 +435,20 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
     return {
       script: semaphoreLeave,
       name: this.name,
-      keys: [
-        ...this.#replayKeys(),
-        channel(this.name),
-        keys.waiting(this.name),
-        keys.wake(this.name),
-        takenKey(this.name),
-      ],
+      keys: this.#waitKeys(),
       args: [waiter, this.#ctx.replayWindow],
     };
+  }
+
+  /** The keys of the scripts that end a wait (leave.lua; cancel.lua adds the permits set). */
+  #waitKeys(): string[] {
+    return [
+      ...this.#replayKeys(),
+      channel(this.name),
+      keys.waiting(this.name),
+      keys.wake(this.name),
+      takenKey(this.name),
+    ];
   }
 
   #cancel(id: string): void {
@@ -452,14 +457,7 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
         {
           script: semaphoreCancel,
           name: this.name,
-          keys: [
-            ...this.#replayKeys(),
-            channel(this.name),
-            keys.waiting(this.name),
-            keys.wake(this.name),
-            takenKey(this.name),
-            limitKey(this.name),
-          ],
+          keys: [...this.#waitKeys(), limitKey(this.name)],
           args: [this.#ctx.replayWindow, id],
         },
         asInteger,

@@ -15,7 +15,7 @@ import {
 } from "../../../src/lua.gen.js";
 import { keyPrefix, useRawRedis } from "../../support/env.js";
 import { recordingEdgeLock, replayKeys } from "../../support/locks.js";
-import { semaphoreChannelOf } from "../../support/redisson-channel.js";
+import { semaphoreChannelOf, wakeListener } from "../../support/redisson-channel.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();
@@ -69,15 +69,6 @@ function scripts(name: string) {
   };
 }
 
-/** Listens on the wake channel of client "live0000", as its client would. */
-async function wakeListener(name: string) {
-  const sub = raw.duplicate();
-  await sub.connect();
-  const heard: string[] = [];
-  await sub.subscribe(`edgelock_wake:{${name}}:live0000`, (m) => heard.push(String(m)));
-  return { heard, close: () => sub.destroy() };
-}
-
 /** The permit ids taken now, with their remaining lease in ms. */
 async function leases(name: string) {
   return (await recordingEdgeLock().edgelock.getPermitExpirableSemaphore(name).inspect()).holders;
@@ -92,7 +83,7 @@ describe("permit-expirable semaphore hand-off (scripts)", () => {
     expect((await run.attempt(holder))[0]).toBe(1);
     // A waiter whose client is gone (nobody listens on its channel), then a live one.
     expect((await run.attempt(request(), "gone0000:w1"))[0]).toBe(0);
-    const listener = await wakeListener(name);
+    const listener = await wakeListener(raw, name);
     const live = request();
     expect((await run.attempt(live, "live0000:w1"))[0]).toBe(0);
     const release = randomHex();
@@ -123,7 +114,7 @@ describe("permit-expirable semaphore hand-off (scripts)", () => {
     await recordingEdgeLock().edgelock.getPermitExpirableSemaphore(name).trySetPermits(1);
     const holder = request();
     expect((await run.attempt(holder))[0]).toBe(1);
-    const listener = await wakeListener(name);
+    const listener = await wakeListener(raw, name);
     expect((await run.attempt(request(), "live0000:w1"))[0]).toBe(0);
     const released = Date.now();
     expect(await run.release(holder)).toBe(1);
@@ -146,7 +137,7 @@ describe("permit-expirable semaphore hand-off (scripts)", () => {
     await recordingEdgeLock().edgelock.getPermitExpirableSemaphore(name).trySetPermits(2);
     const holder = request(2);
     expect((await run.attempt(holder))[0]).toBe(1);
-    const listener = await wakeListener(name);
+    const listener = await wakeListener(raw, name);
     const ended = request(2);
     expect((await run.attempt(ended, "live0000:w1"))[0]).toBe(0);
     expect(await run.release(holder)).toBe(2);
@@ -168,7 +159,7 @@ describe("permit-expirable semaphore hand-off (scripts)", () => {
     await recordingEdgeLock().edgelock.getPermitExpirableSemaphore(name).trySetPermits(1);
     const holder = request();
     expect((await run.attempt(holder))[0]).toBe(1);
-    const listener = await wakeListener(name);
+    const listener = await wakeListener(raw, name);
     const earlier = request();
     expect((await run.attempt(earlier, "live0000:w1"))[0]).toBe(0);
     expect(await run.release(holder)).toBe(1);

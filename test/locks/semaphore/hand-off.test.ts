@@ -14,7 +14,11 @@ import {
   useRawRedis,
 } from "../../support/env.js";
 import { recordingEdgeLock, replayKeys } from "../../support/locks.js";
-import { redissonMessages, semaphoreChannelOf } from "../../support/redisson-channel.js";
+import {
+  redissonMessages,
+  semaphoreChannelOf,
+  wakeListener,
+} from "../../support/redisson-channel.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();
@@ -71,15 +75,6 @@ function scripts(name: string) {
         arguments: [waiter, "30000"],
       }) as Promise<number>,
   };
-}
-
-/** Listens on the wake channel of client "live0000", as its client would. */
-async function wakeListener(name: string) {
-  const sub = raw.duplicate();
-  await sub.connect();
-  const heard: string[] = [];
-  await sub.subscribe(`${wakeKey(name)}:live0000`, (m) => heard.push(String(m)));
-  return { heard, close: () => sub.destroy() };
 }
 
 let bridge: PrivateBridge | undefined;
@@ -150,7 +145,7 @@ describe("semaphore hand-off", () => {
     expect((await run.attempt(holder, ""))[0]).toBe(1);
     // A waiter whose client is gone (nobody listens on its channel), then a live one.
     expect((await run.attempt(randomHex(), "gone0000:w1"))[0]).toBe(0);
-    const listener = await wakeListener(name);
+    const listener = await wakeListener(raw, name);
     const liveId = randomHex();
     // Its channel is "<wake>:live0000": the listener hears it.
     expect((await run.attempt(liveId, "live0000:w1"))[0]).toBe(0);
@@ -172,7 +167,7 @@ describe("semaphore hand-off", () => {
     const b = randomHex();
     expect((await run.attempt(a, ""))[0]).toBe(1);
     expect((await run.attempt(b, ""))[0]).toBe(1);
-    const listener = await wakeListener(name);
+    const listener = await wakeListener(raw, name);
     const waited = randomHex();
     expect((await run.attempt(waited, "live0000:w1"))[0]).toBe(0);
     const release = randomHex();
@@ -196,7 +191,7 @@ describe("semaphore hand-off", () => {
     const name = `${prefix}takeover`;
     const run = scripts(name);
     await recordingEdgeLock().edgelock.getSemaphore(name).trySetPermits(1);
-    const listener = await wakeListener(name);
+    const listener = await wakeListener(raw, name);
     const handOffTo = async (waiter: string) => {
       const holder = randomHex();
       expect((await run.attempt(holder, ""))[0]).toBe(1);
