@@ -53,7 +53,7 @@ if hold_free() then
   return {1, 1, tonumber(e) or 0, tonumber(token)}
 end
 
-local seen = replay_get(id)
+local seen = hold_seen() and replay_get(id)
 if seen then
   -- A replay of a grant returns the token it granted.
   local made, token = string.match(seen, '^A([^:]*):(%d+)$')
@@ -76,9 +76,9 @@ if s.by == id then
   return {1, s.count or 0, tonumber(s.epoch) or 0, tonumber(s.token) or 0}
 end
 if not s.count then
-  local _, pttl, jvm = hold_acquire(s, false)
+  local _, pttl, jvm = hold_acquire(s)
   return {0, pttl, jvm, 0}
 end
 local token = next_token()
-local e, count = hold_acquire(s, false, ':' .. token)
+local e, count = hold_acquire(s, ':' .. token)
 return {1, count, tonumber(e) or 0, tonumber(token)}

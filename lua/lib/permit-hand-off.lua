@@ -62,22 +62,20 @@ end
 -- A waiter that asked for none, or for more than are left, is only woken (counted as one
 -- permit, as wake_n counts it: it attempts and registers again). Every waiter tried is
 -- unregistered. Returns the permits handed over: the caller takes them from the pool.
--- Billed   per waiter handed permits: ZRANGE, waiting_pop's HGET, HDEL, HDEL, ZREM, EXISTS,
---          then PUBLISH, SET, plus give's calls; once: waiting_live's ZRANGE, TIME,
---          ZREMRANGEBYSCORE
+-- Billed   per waiter tried: waiting_head's ZRANGE, waiting_pop's HGET, HDEL, ZREM (+ DEL
+--          for the last), then PUBLISH, SET, plus give's calls; once: TIME (+ what lapsed
+--          registrations cost, lib/wake.lua waiting_head)
 local function hand_off_permits(available, give)
-  if available <= 0 or not waiting_live() then
+  if available <= 0 then
     return 0
   end
   local handed, woken = 0, 0
   while handed + woken < available do
-    local head = redis.call('zrange', waiting, 0, 0)[1]
+    local head, last = waiting_head()
     if not head then
-      -- The registry is empty now: nobody is marked as waiting any more.
-      redis.call('del', waiting_mark_key())
       break
     end
-    local grant = waiting_pop(head)
+    local grant = waiting_pop(head, last)
     local n, id, rest
     if grant then
       n, id, rest = string.match(grant, '^(%d+)|(%x+)(.*)$')

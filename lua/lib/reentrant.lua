@@ -2,8 +2,8 @@
 -- layout, with lib/hold.lua's fields): what lua/lock/acquire.lua and lua/fenced-lock/acquire.lua
 -- share (the fenced lock adds its token to each grant). Included by those scripts first, with
 -- nothing defined before: the KEYS and ARGV they share are bound by lib/reentrant-args.lua.
--- Includes that, lib/hold.lua, lib/replay.lua and lib/wake.lua. Provides hold_free, hold_create,
--- hold_state, hold_replayed, hold_confirm and hold_acquire (below).
+-- Includes that, lib/hold.lua, lib/replay.lua and lib/wake.lua. Provides hold_free, hold_seen,
+-- hold_absent, hold_create, hold_state, hold_replayed, hold_confirm and hold_acquire (below).
 -- The common path, a free lock, costs EXISTS, HSET, PEXPIRE: the hold is its own replay record
 -- (BY names the request that created it), so no record is written while the hold lives; one
 -- is written only where the hold may be gone within the replay window (a lease shorter than it,
@@ -17,16 +17,36 @@
 -- @include lib/replay.lua
 -- @include lib/wake.lua
 
+-- Which of the lock, the waiter registry and this request's replay record exist, from one
+-- EXISTS that names them 1, 2 and 4 times (EXISTS counts a key as often as it is named), so the
+-- answer is a sum of distinct weights: lock 1, registry 2, record 4. A busy attempt thus learns
+-- without a further call that it has no record (no GET) and that the lock is there.
+local present
+
 -- True when the lock is free, no replay record of this request exists and no waiter is
--- registered (no registry): one EXISTS over the three keys. Then hold_create takes it; otherwise the caller
--- reads the record and the HASH (hold_absent tells a free lock with waiters registered).
+-- registered (no registry). Then hold_create takes it; otherwise the caller reads the record
+-- when hold_seen says there is one, and hold_absent tells a free lock with waiters registered.
 local function hold_free()
-  return redis.call('exists', name, replayKey .. ':' .. id, waiting) == 0
+  local record = replayKey .. ':' .. id
+  present = redis.call('exists', name, waiting, waiting, record, record, record, record)
+  return present == 0
+end
+
+-- True when this request's replay record exists (after hold_free).
+local function hold_seen()
+  return present >= 4
 end
 
 -- True when the lock does not exist (after hold_free said something does).
 local function hold_absent()
-  return redis.call('exists', name) == 0
+  return present % 2 == 0
+end
+
+-- Unregisters this call's waiter, in both the entries it may have: the first attempt of a wait
+-- registers the bare waiter id (it is not subscribed yet, so it asks for no hand-off), later ones
+-- `member`. One ZREM.
+local function hold_unregister()
+  redis.call('zrem', waiting, waiter, member)
 end
 
 -- Creates the lock for `owner` (hold count 1, TTL leaseMs) in a new incarnation named after this
@@ -48,7 +68,7 @@ local function hold_create(extra, suffix, waited)
     replay_set(id, 'A' .. e .. (suffix or ''))
   end
   if waiter ~= '' and registered then
-    waiting_remove(waiter)
+    hold_unregister()
   end
   return e
 end
@@ -83,51 +103,49 @@ end
 local function hold_confirm(s)
   if waiter ~= '' and s.grant == waiter then
     redis.call('hdel', name, GRANT)
-    waiting_remove(waiter)
+    hold_unregister()
     extend(leaseMs)
     return s.epoch, s.count
   end
 end
 
--- Registers `waiter` (lib/wake.lua), asking with `grant` ("<leaseMs>|<owner>") for a hand-off.
+-- Registers `waiter` (lib/wake.lua) as `member`: asking for a hand-off when that carries a grant.
 -- A waiter that is registered already keeps its place while at least half its registration is
 -- left (it comes back within that half: wait/loop.ts), so that coming back never puts it behind
 -- waiters that registered after it: the registry stays in registration order, and releases hand
--- the lock over in it. Returns whether another registration is ahead of it: then the holder's
--- expiry is the first waiter's to catch (it takes the expired lock, and its release hands it
--- on), and this one need not come back then.
--- Billed   keeping its place: ZSCORE, HSET, ZRANK (+ TIME); otherwise what waiting_add calls
---          (+ ZSCORE when it may be registered)
-local function hold_register(grant)
+-- the lock over in it. A registered waiter that now asks for hand-offs drops the bare entry of its
+-- first attempt. Returns whether another registration is ahead of it: then the holder's expiry
+-- is the first waiter's to catch (it takes the expired lock, and its release hands it on), and
+-- this one need not come back then.
+-- Billed   keeping its place: ZSCORE, ZRANK (+ TIME); otherwise what waiting_add calls (+ ZSCORE,
+--          and ZREM when it now asks for hand-offs, when it may be registered)
+local function hold_register()
   local ms = tonumber(waitMs)
   if registered then
-    local lapses = tonumber(redis.call('zscore', waiting, waiter))
+    local lapses = tonumber(redis.call('zscore', waiting, member))
     local left = lapses and lapses - clock_ms()
     if left and left >= ms / 2 then
-      if grant then
-        local grants = waiting_grants()
-        if redis.call('hset', grants, waiter, grant) == 1 and redis.call('pttl', grants) < left then
-          redis.call('pexpire', grants, math.ceil(left))
-        end
-      end
-      return redis.call('zrank', waiting, waiter) > 0
+      return redis.call('zrank', waiting, member) > 0
+    end
+    if member ~= waiter then
+      redis.call('zrem', waiting, waiter)
     end
   end
-  return not waiting_add(waiter, ms, grant)
+  return not waiting_add(member, ms)
 end
 
 -- Re-enters the lock of `owner` or, held by another, registers `waiter`. Returns the epoch and
 -- the hold count. Held by another owner: returns nil, the lock's pttl (-1: no TTL), jvm (1
 -- when the holder is no edgelock client: no epoch, a Redisson client, whose release publishes
 -- only on Redisson's channel, so nothing would wake a registered waiter, which polls instead)
--- and, when `waiter` was registered (hold_register, asking with `grant` for a release to hand
--- it the lock; without it, it is only woken), whether another waiter is ahead of it. The
+-- and, when `waiter` was registered (hold_register: a release hands it the lock when its entry
+-- carries a grant, else only wakes it), whether another waiter is ahead of it. The
 -- re-entry is recorded ("A<epoch>" plus `suffix`): a replay finds it.
-local function hold_acquire(s, grant, suffix)
+local function hold_acquire(s, suffix)
   if not s.count then
     local ahead
     if waiter ~= '' and s.epoch ~= '' then
-      ahead = hold_register(grant and (leaseMs .. '|' .. owner) or nil)
+      ahead = hold_register()
       if not s.waiters then
         redis.call('hset', name, WAITERS, 1)
       end
@@ -135,7 +153,7 @@ local function hold_acquire(s, grant, suffix)
     return nil, redis.call('pttl', name), s.epoch == '' and 1 or 0, ahead
   end
   if waiter ~= '' and registered then
-    waiting_remove(waiter)
+    hold_unregister()
   end
   local count = redis.call('hincrby', name, owner, 1)
   extend(leaseMs)

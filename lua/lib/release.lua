@@ -58,8 +58,10 @@ end
 -- later answers it, and a late copy of the acquire of the same lease finds it and does
 -- nothing), and "G" for the acquire that created the lock when that was another request.
 -- freed(waited) learns whether waiters may be registered (lib/hold.lua WAITERS): without, the
--- reentrant lock's release reads no registry.
--- Billed   freeing the lock: HMGET, DEL, PUBLISH, SET, plus what freed() calls
+-- reentrant lock's release reads no registry. It returns true when it handed the lock on to a
+-- waiter: then Redisson's channel hears nothing, since the lock never became free.
+-- Billed   freeing the lock: HMGET, DEL, SET, plus what freed() calls, plus PUBLISH unless freed()
+--          handed the lock on
 local function release_hold(freed, gone)
   local s = redis.call('hmget', name, owner, EPOCH, BY, PARTIAL, WAITERS)
   local count, current, by = tonumber(s[1]), s[2] or '', s[3]
@@ -71,12 +73,14 @@ local function release_hold(freed, gone)
   end
   if count <= 1 then
     redis.call('del', name)
-    redis.call('publish', channel, 0)
     replay_set(id, 'R1')
     if by and by ~= id then
       replay_set(by, 'G')
     end
-    freed(s[5] ~= false)
+    -- A lock handed on to a waiter is not free: Redisson's waiters would only find it held.
+    if not freed(s[5] ~= false) then
+      redis.call('publish', channel, 0)
+    end
     return 1
   end
   redis.call('hincrby', name, owner, -1)

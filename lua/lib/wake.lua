@@ -8,8 +8,8 @@
 -- A woken waiter leaves the ZSET (its next busy attempt registers it again), so each release
 -- wakes waiters that are still waiting. A PUBLISH that no subscriber received (the waiter's
 -- client died, or its stream was closed) wakes the next waiter instead.
--- Provides wake_channel, waiting_grants, waiting_add, waiting_mark_key, waiting_mark,
--- waiting_remove, waiting_live, wake_up_to, wake_one,
+-- Provides wake_channel, waiter_of, waiting_grants, waiting_add, waiting_mark_key, waiting_mark,
+-- waiting_remove, waiting_head, wake_up_to, wake_one,
 -- waiting_leave, wake_all, wake_n, and hand_off_one (which also needs lib/hold.lua, included first by its
 -- script); includes lib/clock.lua and lib/channel.lua.
 -- @include lib/clock.lua
@@ -20,29 +20,43 @@ local function wake_channel(id)
   return wake_channel_of(string.sub(wake, 16, -2), id)
 end
 
--- The grants registered lock waiters asked for: HASH waiter id -> "<leaseMs>|<owner>", beside the
--- ZSET (same hash slot).
+-- The waiter id of a registration: a reentrant lock's waiter that asks for hand-offs registers as
+-- "<waiter>|<leaseMs>|<owner>" (lib/reentrant-args.lua, member), every other one as its id.
+local function waiter_of(entry)
+  return string.match(entry, '^[^|]*')
+end
+
+-- The grants registered semaphore waiters asked for: HASH waiter id -> grant
+-- (lib/permit-hand-off.lua), beside the ZSET (same hash slot).
 local function waiting_grants()
   return waiting .. ':grant'
+end
+
+-- Makes `key` live at least `ms` more (it has just been written): PEXPIRE GT, one call when the
+-- key's TTL is shorter, which is the common case (registrations of one length, made in order);
+-- GT leaves a key without a TTL alone (it counts as infinite), so then PEXPIRE NX sets it.
+-- Returns true when the key had no TTL (this write created it).
+local function live_at_least(key, ms)
+  if redis.call('pexpire', key, ms, 'gt') == 1 then
+    return false
+  end
+  return redis.call('pexpire', key, ms, 'nx') == 1
 end
 
 -- Registers (or refreshes) waiter `id` for `ms`; with `grant` ("<leaseMs>|<owner>"), a release
 -- may hand it the lock (hand_off_one). The keys live as long as the last registration. Returns
 -- true when this registration created the registry (nobody else is registered).
+-- Billed   ZADD, TIME, PEXPIRE (+ PEXPIRE when the registry is new or outlives this one); with
+--          a grant HSET, PEXPIRE (the same)
 local function waiting_add(id, ms, grant)
   redis.call('zadd', waiting, clock_ms() + ms, id)
-  local pttl = redis.call('pttl', waiting)
-  if pttl < ms then
-    redis.call('pexpire', waiting, ms)
-  end
+  local created = live_at_least(waiting, ms)
   if grant then
     local grants = waiting_grants()
     redis.call('hset', grants, id, grant)
-    if redis.call('pttl', grants) < ms then
-      redis.call('pexpire', grants, ms)
-    end
+    live_at_least(grants, ms)
   end
-  return pttl == -1
+  return created
 end
 
 -- "edgelock_waiting:{<name>}:any": a STRING that exists while the ZSET may hold a registration
@@ -76,50 +90,57 @@ local function waiting_remove(id)
 end
 
 -- Unregisters `head`, the waiter a release is about to wake or hand the lock to, and answers
--- the grant it asked for (nil: none).
-local function waiting_pop(head)
-  local grants = waiting_grants()
-  local grant = redis.call('hget', grants, head)
-  if grant then
-    redis.call('hdel', grants, head)
+-- the grant it asked for (nil: none). `last`: no other registration is left (waiting_head read
+-- it), so the registry is gone and so is its mark.
+local function waiting_pop(head, last)
+  local grant
+  if not string.find(head, '|', 1, true) then
+    local grants = waiting_grants()
+    grant = redis.call('hget', grants, head)
+    if grant then
+      redis.call('hdel', grants, head)
+    end
   end
   redis.call('zrem', waiting, head)
-  if redis.call('exists', waiting) == 0 then
+  if last then
     redis.call('del', waiting_mark_key())
   end
   return grant
 end
 
--- Drops the registrations that lapsed (their calls are gone) and answers true when a live one
--- may be left: the first registered one when none lapsed. With nobody registered it costs one
--- read (ZRANGE) and no clock.
-local function waiting_live()
-  local head = redis.call('zrange', waiting, 0, 0)[1]
-  if not head then
-    return false
+-- The first live registration, and whether it is the last one; nil when none is left (the
+-- registry and its mark are then gone). The ZSET is ordered by lapse, so the first is live
+-- exactly when none lapsed; otherwise the lapsed ones (their calls are gone) are dropped first.
+-- Billed   ZRANGE (+ TIME when someone is registered; + ZREMRANGEBYSCORE, ZRANGE, maybe DEL
+--          when some lapsed)
+local function waiting_head()
+  local r = redis.call('zrange', waiting, 0, 1, 'withscores')
+  if r[1] and tonumber(r[2]) <= clock_ms() then
+    redis.call('zremrangebyscore', waiting, '-inf', clock_ms())
+    r = redis.call('zrange', waiting, 0, 1, 'withscores')
+    if not r[1] then
+      redis.call('del', waiting_mark_key())
+    end
   end
-  if redis.call('zremrangebyscore', waiting, '-inf', clock_ms()) == 0 then
-    return head
+  if not r[1] then
+    return nil
   end
-  return true
+  return r[1], r[3] == nil
 end
 
 -- Wakes up to `n` live waiters in registration order (earliest lapse first), each with a
--- message that only it reads, and unregisters each waiter it tried.
+-- message that only it reads, and unregisters each waiter it tried. With nobody registered it
+-- costs one read (ZRANGE) and no clock.
 local function wake_up_to(n)
-  if not waiting_live() then
-    return
-  end
   local woken = 0
   while woken < n do
-    local head = redis.call('zrange', waiting, 0, 0)[1]
+    local head, last = waiting_head()
     if not head then
-      -- This wake-up emptied the registry: nobody is marked as waiting any more.
-      redis.call('del', waiting_mark_key())
       return
     end
-    waiting_pop(head)
-    if redis.call('publish', wake_channel(head), head) > 0 then
+    waiting_pop(head, last)
+    local id = waiter_of(head)
+    if redis.call('publish', wake_channel(id), id) > 0 then
       woken = woken + 1
     end
   end
@@ -167,40 +188,35 @@ end
 -- message counted 0. A waiter that never takes it keeps the lock from others for at most
 -- claimMs: one whose call ended gives it back (lua/lock/decline.lua); for one that nobody heard
 -- here (its client may be gone), the next live waiter is also woken, so that it comes back by
--- the end of the claim window rather than at its own bound.
+-- the end of the claim window rather than at its own bound. Returns true when it handed the
+-- lock on (it is held again), false when it only woke a waiter or found none.
+-- Billed   handing it on: ZPOPMIN, TIME, HSET, PEXPIREAT, PUBLISH (+ a ZPOPMIN per lapsed
+--          registration; + what wake_one calls when nobody heard the message)
 local function hand_off_one(claimMs)
-  local live = waiting_live()
-  if not live then
-    return
-  end
-  -- The head waiting_live read, when still first (nothing lapsed): no second read.
-  local first = live ~= true and live or nil
   while true do
-    local head = first or redis.call('zrange', waiting, 0, 0)[1]
-    first = nil
-    if not head then
-      redis.call('del', waiting_mark_key())
-      return
+    -- The first registration, unregistered at once (ZPOPMIN): live unless it lapsed.
+    local first = redis.call('zpopmin', waiting)
+    local entry = first[1]
+    if not entry then
+      return false
     end
-    local grant = waiting_pop(head)
-    local ms, owner
-    if grant then
-      ms, owner = string.match(grant, '^(%d+)|(.*)$')
-    end
-    if owner then
-      -- A hand-off means others may wait too: the new incarnation (its epoch on the server clock,
-      -- as new_epoch's) tells its release to look.
-      local e = clock_us()
-      redis.call('hset', name, owner, 1, GRANT, head, WAITERS, 1, EPOCH, e)
-      -- At an absolute time on the clock the epoch was read from, so that the waiter knows the
-      -- expiry exactly (floor(epoch / 1000) + ttl), not only from when its message arrived.
-      redis.call('pexpireat', name, clock_ms() + math.max(1, math.min(tonumber(ms), claimMs)))
-      if redis.call('publish', wake_channel(head), head .. '|' .. e) == 0 then
-        wake_one()
+    if tonumber(first[2]) > clock_ms() then
+      local head, ms, owner = string.match(entry, '^([^|]*)|(%d+)|(.*)$')
+      if owner then
+        -- A hand-off means others may wait too: the new incarnation (its epoch on the server
+        -- clock, as new_epoch's) tells its release to look.
+        local e = clock_us()
+        redis.call('hset', name, owner, 1, GRANT, head, WAITERS, 1, EPOCH, e)
+        -- At an absolute time on the clock the epoch was read from, so that the waiter knows the
+        -- expiry exactly (floor(epoch / 1000) + ttl), not only from when its message arrived.
+        redis.call('pexpireat', name, clock_ms() + math.max(1, math.min(tonumber(ms), claimMs)))
+        if redis.call('publish', wake_channel(head), head .. '|' .. e) == 0 then
+          wake_one()
+        end
+        return true
+      elseif redis.call('publish', wake_channel(entry), entry) > 0 then
+        return false
       end
-      return
-    elseif redis.call('publish', wake_channel(head), head) > 0 then
-      return
     end
   end
 end

@@ -49,7 +49,7 @@ if hold_free() then
   return completed() or {1, 1, tonumber(hold_create()) or 0}
 end
 
-local seen = replay_get(id)
+local seen = hold_seen() and replay_get(id)
 if seen then
   -- A replay of an applied acquire reports the hold it made instead of adding another, as long
   -- as that hold is still in this incarnation of the lock.
@@ -79,7 +79,7 @@ end
 local e, count = hold_confirm(s)
 if not e then
   local jvm, ahead
-  e, count, jvm, ahead = hold_acquire(s, ARGV[7] == '1')
+  e, count, jvm, ahead = hold_acquire(s)
   if not e then
     -- `count` is the holder's pttl here. A registered waiter also learns the server time of its
     -- registration (the clock was read for it: no call more), which dates a hand-off's expiry

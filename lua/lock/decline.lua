@@ -12,6 +12,8 @@
 -- ARGV[1]  waiter id of the call
 -- ARGV[2]  owner field of the call
 -- ARGV[3]  claim window in ms of a hand-off to the next waiter
+-- ARGV[4]  leaseTime in ms of the call (its registration reads "<waiter>|<leaseMs>|<owner>",
+--          lib/reentrant-args.lua)
 -- Returns  1 unregistered | 0 it was not registered (the next live waiter woken, as leave.lua)
 --          | 2 a hand-off to it given back
 local name, channel, waiting, wake = unpack(KEYS)
@@ -20,10 +22,21 @@ local owner = ARGV[2]
 -- @include lib/release.lua
 -- @include lib/wake.lua
 
-if redis.call('hget', name, 'edgelock:grant') ~= waiter or redis.call('hexists', name, owner) == 0 then
-  return waiting_leave(waiter) and 1 or 0
+-- Unregisters the call in both entries it may have (lib/reentrant.lua, hold_unregister): true
+-- when it was registered.
+local function unregister()
+  return redis.call('zrem', waiting, waiter, waiter .. '|' .. ARGV[4] .. '|' .. owner) > 0
 end
-waiting_remove(waiter)
+
+if redis.call('hget', name, 'edgelock:grant') ~= waiter or redis.call('hexists', name, owner) == 0 then
+  if unregister() then
+    return 1
+  end
+  -- As lib/wake.lua's waiting_leave: a wake-up may have reached it after it ended.
+  wake_one()
+  return 0
+end
+unregister()
 redis.call('hdel', name, 'edgelock:grant')
 if drop_hold() then
   hand_off_one(tonumber(ARGV[3]))

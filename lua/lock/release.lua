@@ -35,7 +35,5 @@ if done then
 end
 
 return release_hold(function(waited)
-  if waited then
-    hand_off_one(tonumber(ARGV[7]))
-  end
+  return waited and hand_off_one(tonumber(ARGV[7]))
 end)

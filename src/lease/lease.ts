@@ -261,20 +261,26 @@ export class Lease {
   }
 
   /**
-   * Internal: the hold's TTL in Redis is shorter than `leaseTime` until `deadline` (a fair lock's
-   * hand-off): renew to the full lease halfway there, and again if that fails, until the lease
-   * ends. One request.
+   * Internal: the hold's TTL in Redis is shorter than `leaseTime` until `deadline` (a hand-off,
+   * held for the claim window): renew to the full lease when a third of the time to `deadline`
+   * is left, and again if that fails, until the lease ends. One request, sent that late so that
+   * a hold shorter than two thirds of the claim window ends with its release and sends none
+   * (its release confirms nothing: it ends the hold). Each try is abandoned after half of what is
+   * then left, so that a retry still fits.
    */
   confirmBefore(deadline: number): void {
     const attempt = () => {
       if (this.ended || this.#release !== undefined) return;
-      this.#renewOnce(this.leaseTime, "timer").catch((error: unknown) => {
-        this.#host.backgroundError(this, "renew", error);
-        const left = deadline - Date.now();
-        if (left > 0) later(attempt, Math.max(1, Math.floor(left / 3)));
-      });
+      const left = deadline - Date.now();
+      this.#renewOnce(this.leaseTime, "timer", Math.max(1, Math.floor(left / 2))).catch(
+        (error: unknown) => {
+          this.#host.backgroundError(this, "renew", error);
+          const rest = deadline - Date.now();
+          if (rest > 0) later(attempt, Math.max(1, Math.floor(rest / 3)));
+        },
+      );
     };
-    later(attempt, Math.max(0, Math.floor((deadline - Date.now()) / 2)));
+    later(attempt, Math.max(0, Math.floor(((deadline - Date.now()) * 2) / 3)));
   }
 
   /** Internal: marks the lease lost (aborts `signal`) and stops its keep-alive. */
@@ -285,12 +291,13 @@ export class Lease {
     this.#stop().catch(() => {});
   }
 
-  async #renewOnce(leaseTime: number, by: "call" | "timer"): Promise<boolean> {
+  async #renewOnce(leaseTime: number, by: "call" | "timer", within?: number): Promise<boolean> {
     const sentAt = Date.now();
     const sentMono = performance.now();
     // A keep-alive renewal that hangs is abandoned early enough to be retried before the lease
     // runs out; an explicit renew() gets the full requestTimeout.
-    const timeout = by === "timer" ? renewalTimeout(leaseTime) : undefined;
+    const timeout =
+      by === "timer" ? Math.min(renewalTimeout(leaseTime), within ?? Infinity) : undefined;
     const renewed = await this.#host.renew(this, leaseTime, by, timeout);
     if (renewed) {
       this.#leaseTime = leaseTime;

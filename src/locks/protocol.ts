@@ -149,9 +149,10 @@ export interface HoldProtocol {
   readonly foreignChannel?: string;
   /**
    * The request that unregisters `waiter`, a waiting call of `owner` that ends without the lock
-   * (it gives up, is aborted or fails); with `wakeKey`. Default {@link leaveCall}.
+   * (it gives up, is aborted or fails); with `wakeKey`. `leaseTime` (ms) is the call's, which a
+   * reentrant lock's registration carries (lib/reentrant-args.lua). Default {@link leaveCall}.
    */
-  leaveCall?(waiter: string, owner: string): ScriptCall;
+  leaveCall?(waiter: string, owner: string, leaseTime: number): ScriptCall;
   /**
    * One attempt; `handOff`: the waiter hears its messages, so a release may hand it the lock
    * (kinds with {@link handsOff}); `registered`: an earlier attempt of the same wait may have
@@ -229,7 +230,8 @@ export async function acquire(
           ...(behind && { behind }),
         };
       },
-      ...(leave && waiterExits(ctx, counter, (waiter) => leave(waiter, settings.owner))),
+      ...(leave &&
+        waiterExits(ctx, counter, (waiter) => leave(waiter, settings.owner, settings.leaseTime))),
       foreign: { channel: protocol.foreignChannel ?? keys.channel(protocol.name) },
       ...(protocol.handsOff && {
         handOff: {
@@ -335,7 +337,8 @@ export function grantFromHandOff(
   const ttl = Math.min(leaseTime, HAND_OFF_CLAIM_WINDOW_MS);
   // From the attempt's send to the lock's expiry, on any clock that runs at the server's rate.
   const span = serverTime > 0 ? Math.floor(epoch / 1000) + ttl - serverTime - 1 : ttl;
-  // The lease's own timer then confirms it within the half of what is left (Lease#confirmBefore).
+  // The lease's own timer then confirms it when a third of what is left remains
+  // (Lease#confirmBefore).
   if (sentMono + span - performance.now() <= ttl / 4) return undefined;
   // The lease counts `ttl` from the grant's send times: moved by span − ttl on both clocks, it
   // ends where the lock does.

@@ -196,13 +196,13 @@ export class LockHolds extends LockScriptHolds<LockInspection> {
    * releases hand off ({@link handsOff}), decline.lua, which also gives back a hand-off that
    * reached the call after it ended.
    */
-  override leaveCall(waiter: string, owner: string): ScriptCall {
+  override leaveCall(waiter: string, owner: string, leaseTime: number): ScriptCall {
     if (!this.handsOff) return super.leaveCall(waiter, owner);
     return {
       script: lockDecline,
       name: this.name,
       keys: [this.name, keys.channel(this.name), ...this.wakeKeys()],
-      args: [waiter, owner, HAND_OFF_CLAIM_WINDOW_MS],
+      args: [waiter, owner, HAND_OFF_CLAIM_WINDOW_MS, leaseTime],
     };
   }
 

@@ -217,7 +217,7 @@ describe("reentrant lock wake-ups", () => {
         arguments: ["9000", owner, "30000", id, waiter, "30000", "1"],
       }) as Promise<number[]>;
     const decline = (waiter: string, owner: string) =>
-      raw.eval(lockDecline.source, { keys: lockKeys, arguments: [waiter, owner, "2000"] });
+      raw.eval(lockDecline.source, { keys: lockKeys, arguments: [waiter, owner, "2000", "9000"] });
     const handOffTo = async (waiter: string, owner: string) => {
       expect((await acquire("holder", randomHex(), ""))[0]).toBe(1);
       expect((await acquire(owner, randomHex(), waiter))[0]).toBe(0);
@@ -420,7 +420,15 @@ describe("reentrant lock wake-ups", () => {
         .getLock(name)
         .tryLock({ waitTime: 20_000, leaseTime: 5_000, owner: "next" });
       await next.until((_e, all) => waits(all) === 2);
-      expect(await raw.hLen(`${waitingKey(name)}:grant`)).toBe(2);
+      // Both registrations ask for hand-offs: each carries its grant ("<waiter>|<leaseMs>|<owner>").
+      expect(
+        (await raw.zRange(waitingKey(name), 0, -1)).map((entry) =>
+          String(entry).split("|").slice(1),
+        ),
+      ).toEqual([
+        ["5000", "ended"],
+        ["5000", "next"],
+      ]);
       bridge.bridge.setFaults({ delayMs: 500 });
       controller.abort(reason);
       await expect(endedCall).rejects.toBe(reason);
