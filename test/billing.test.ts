@@ -169,6 +169,42 @@ describe("billed commands per operation", () => {
     });
   });
 
+  it("a hand-off under contention: the waiter's busy attempt and the release that hands over", async () => {
+    // Two clients take turns: each waits while the other holds, and each release hands the lock
+    // to the waiter, which holds it on the message (no request of its own). Once both clients'
+    // subscriptions are open, a turn is the waiter's registering busy attempt (EVALSHA, EXISTS,
+    // HMGET, ZADD, TIME, PEXPIRE, PTTL) and the release (EVALSHA, HMGET, DEL, SET, ZPOPMIN,
+    // TIME, HSET, PEXPIREAT, PUBLISH): issue goal 15, 16 reached (docs/cost.md).
+    const name = fresh("hand-off");
+    let waits = 0;
+    const client = () =>
+      new EdgeLock({
+        redis: bridgeRedis({}, { url: bridge.url, token: "bill-token" }),
+        onEvent: (event) => {
+          reported += event.billed;
+          if (event.type === "waiting") waits++;
+        },
+      });
+    const clients = [client(), client()];
+    let turn = 0;
+    let lease = await clients[0]?.getLock(name).tryLock({ leaseTime: 10_000 });
+    const handOver = async () => {
+      turn++;
+      const seen = waits;
+      const next = clients[turn % 2]?.getLock(name).tryLock({ waitTime: 5_000, leaseTime: 10_000 });
+      // The waiter's busy attempt has registered it: the release hands it the lock.
+      while (waits === seen) await new Promise((resolve) => setTimeout(resolve, 2));
+      expect(await lease?.release()).toBe("released");
+      lease = await next;
+      if (!lease) throw new Error("not handed over");
+    };
+    // The first turns open both clients' subscriptions (SUBSCRIBE, and the attempt after it).
+    await handOver();
+    await handOver();
+    await expectBill("hand-off, per turn", 16, handOver);
+    await lease?.release();
+  });
+
   it("every other call is reported once: the events' billed sum is the bill", async () => {
     const name = fresh("calls");
     const before = reported;

@@ -121,17 +121,20 @@ end
 --          and ZREM when it now asks for hand-offs, when it may be registered)
 local function hold_register()
   local ms = tonumber(waitMs)
+  -- Whether the registry exists with its TTL, from hold_free's EXISTS (lib/wake.lua,
+  -- live_at_least): unknown once a ZREM here may have emptied it.
+  local existed = present % 4 >= 2
   if registered then
     local lapses = tonumber(redis.call('zscore', waiting, member))
     local left = lapses and lapses - clock_ms()
     if left and left >= ms / 2 then
       return redis.call('zrank', waiting, member) > 0
     end
-    if member ~= waiter then
-      redis.call('zrem', waiting, waiter)
+    if member ~= waiter and redis.call('zrem', waiting, waiter) == 1 then
+      existed = nil
     end
   end
-  return not waiting_add(member, ms)
+  return not waiting_add(member, ms, nil, existed)
 end
 
 -- Re-enters the lock of `owner` or, held by another, registers `waiter`. Returns the epoch and

@@ -156,6 +156,7 @@ describe("reentrant lock wake-ups", () => {
     const waiter = recordingEdgeLock();
     const pending = waiter.edgelock.getLock(name).tryLock({ waitTime: 20_000, owner: "next" });
     await waiter.until((_e, all) => waits(all) === 2);
+    const released = Date.now();
     expect(await held.release()).toBe("released");
     // Straight after the release, before the waiter's answer: the lock is already its owner's.
     expect(String(await raw.hGet(name, "next"))).toBe("1");
@@ -163,11 +164,29 @@ describe("reentrant lock wake-ups", () => {
     const lease = await pending;
     expect(lease?.owner).toBe("next");
     // Its watchdog lease confirms the full lease within the claim window (the renewal drops the
-    // hand-off mark).
+    // hand-off mark), once a third of it is left: not before about 1.33 s (a hold shorter than
+    // that releases first and never renews).
     await waiter.until((e) => e.type === "renew" && e.renewed);
+    expect(Date.now() - released).toBeGreaterThan(1_150);
     expect(Number(await raw.pTTL(name))).toBeGreaterThan(2_000);
     expect(await raw.hExists(name, "edgelock:grant")).toBe(0);
     expect(await lease?.release()).toBe("released");
+    expect(await wakeKeysOf(name)).toEqual([]);
+  });
+
+  it("a hand-off released within two thirds of the claim window sends no renewal: the release is its only request", async () => {
+    const name = `${prefix}hand-off-short`;
+    const holder = recordingEdgeLock();
+    const held = await holder.edgelock.getLock(name).lock({ leaseTime: 20_000 });
+    const waiter = recordingEdgeLock();
+    const pending = waiter.edgelock.getLock(name).tryLock({ waitTime: 20_000, leaseTime: 9_000 });
+    await waiter.until((_e, all) => waits(all) === 2);
+    expect(await held.release()).toBe("released");
+    const lease = await pending;
+    const acquired = waiter.events.length;
+    await new Promise((resolve) => setTimeout(resolve, 1_150));
+    expect(await lease?.release()).toBe("released");
+    expect(waiter.events.slice(acquired).map((e) => e.type)).toEqual(["release"]);
     expect(await wakeKeysOf(name)).toEqual([]);
   });
 
@@ -246,6 +265,86 @@ describe("reentrant lock wake-ups", () => {
     expect(await raw.exists(name)).toBe(0);
     expect(await decline("hub:w3", "w3-owner")).toBe(0);
     expect(await wakeKeysOf(name)).toEqual([]);
+    // A call that ends after its first attempt (registered as the bare waiter id, before it
+    // could ask for hand-offs) is unregistered too.
+    expect((await acquire("holder", randomHex(), ""))[0]).toBe(1);
+    await raw.eval(lockAcquire.source, {
+      keys: [name, ...replayKeys(name), waitingKey(name), wakeKey(name)],
+      arguments: ["9000", "w4-owner", "30000", randomHex(), "hub:w4", "30000", "0", "0"],
+    });
+    expect((await raw.zRange(waitingKey(name), 0, -1)).map(String)).toEqual(["hub:w4"]);
+    expect(await decline("hub:w4", "w4-owner")).toBe(1);
+    expect(await raw.exists(waitingKey(name))).toBe(0);
+    await raw.del(name);
+  });
+
+  it("scripts: the registry always has a TTL, and an entry carries the grant its waiter asks for", async () => {
+    const name = `${prefix}registry-ttl`;
+    const attempt = (owner: string, waiter: string, grant: "0" | "1", registered: "0" | "1") =>
+      raw.eval(lockAcquire.source, {
+        keys: [name, ...replayKeys(name), waitingKey(name), wakeKey(name)],
+        arguments: ["9000", owner, "30000", randomHex(), waiter, "30000", grant, registered],
+      }) as Promise<number[]>;
+    const entries = async () => (await raw.zRange(waitingKey(name), 0, -1)).map(String);
+    expect((await attempt("holder", "", "0", "0"))[0]).toBe(1);
+    // A wait's first attempt (not subscribed yet) registers the bare waiter id: a new registry.
+    expect((await attempt("o1", "hub:w1", "0", "0"))[0]).toBe(0);
+    expect(await entries()).toEqual(["hub:w1"]);
+    expect(await raw.pTTL(waitingKey(name))).toBeGreaterThan(25_000);
+    // Subscribed, it asks for hand-offs: its bare entry goes, which empties the registry, so the
+    // entry that carries the grant makes a new one, which needs its TTL as well.
+    expect((await attempt("o1", "hub:w1", "1", "1"))[0]).toBe(0);
+    expect(await entries()).toEqual(["hub:w1|9000|o1"]);
+    expect(await raw.pTTL(waitingKey(name))).toBeGreaterThan(25_000);
+    // Another waiter joins the registry.
+    await raw.pExpire(waitingKey(name), 1_000);
+    expect((await attempt("o2", "hub:w2", "1", "0"))[0]).toBe(0);
+    expect(await entries()).toEqual(["hub:w1|9000|o1", "hub:w2|9000|o2"]);
+    expect(await raw.pTTL(waitingKey(name))).toBeGreaterThan(25_000);
+    // A registration shorter than the registry's TTL leaves it as it is.
+    await raw.eval(lockAcquire.source, {
+      keys: [name, ...replayKeys(name), waitingKey(name), wakeKey(name)],
+      arguments: ["9000", "o3", "30000", randomHex(), "hub:w3", "5000", "1", "0"],
+    });
+    expect(await raw.pTTL(waitingKey(name))).toBeGreaterThan(25_000);
+    await raw.del([name, waitingKey(name)]);
+  });
+
+  it("scripts: a release that hands the lock over tells Redisson's channel nothing; one that frees it publishes", async () => {
+    const name = `${prefix}redisson-quiet`;
+    const sub = raw.duplicate();
+    await sub.connect();
+    const heard: string[] = [];
+    await sub.subscribe(`redisson_lock__channel:{${name}}`, (m) => heard.push(String(m)));
+    const attempt = (owner: string, waiter: string) =>
+      raw.eval(lockAcquire.source, {
+        keys: [name, ...replayKeys(name), waitingKey(name), wakeKey(name)],
+        arguments: ["9000", owner, "30000", randomHex(), waiter, "30000", "1", "0"],
+      }) as Promise<number[]>;
+    const release = (owner: string) =>
+      raw.eval(lockRelease.source, {
+        keys: [
+          name,
+          ...replayKeys(name),
+          `redisson_lock__channel:{${name}}`,
+          waitingKey(name),
+          wakeKey(name),
+        ],
+        arguments: [owner, "0", "30000", randomHex(), "0", "0", "2000"],
+      });
+    expect((await attempt("holder", ""))[0]).toBe(1);
+    expect((await attempt("w-owner", "hub:w1"))[0]).toBe(0);
+    expect(await release("holder")).toBe(1);
+    expect(String(await raw.hGet(name, "w-owner"))).toBe("1");
+    // The hand-off's own message went to the waiter's channel; then the waiter's release frees
+    // the lock (nobody else is registered), which Redisson's channel hears.
+    expect(await release("w-owner")).toBe(1);
+    expect(await raw.exists(name)).toBe(0);
+    // Pub/sub keeps order: the one message is the second release's.
+    await raw.publish(`redisson_lock__channel:{${name}}`, "end");
+    await expect.poll(() => heard.length).toBe(2);
+    expect(heard).toEqual(["0", "end"]);
+    await sub.close();
   });
 
   it("a waiter handed the lock that nobody hears (its client is gone) holds up the next one for the claim window, not for the next one's own bound", async () => {
