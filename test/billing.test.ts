@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startBridge } from "../src/bridge/index.js";
 import { renewLeasesOf } from "../src/client.js";
-import { EdgeLock } from "../src/index.js";
+import { EdgeLock, type Lease } from "../src/index.js";
 import { type Bill, type BillMeter, billMeter, billPerRun } from "./support/billing.js";
 import { bridgeRedis } from "./support/env.js";
 import { type RedisServer, startRedisServer } from "./support/redis-server.js";
@@ -170,39 +170,56 @@ describe("billed commands per operation", () => {
   });
 
   it("a hand-off under contention: the waiter's busy attempt and the release that hands over", async () => {
-    // Two clients take turns: each waits while the other holds, and each release hands the lock
-    // to the waiter, which holds it on the message (no request of its own). Once both clients'
-    // subscriptions are open, a turn is the waiter's registering busy attempt (EVALSHA, EXISTS,
-    // HMGET, ZADD, TIME, PEXPIRE, PTTL) and the release (EVALSHA, HMGET, DEL, SET, ZPOPMIN,
-    // TIME, HSET, PEXPIREAT, PUBLISH): issue goal 15, 16 reached (docs/cost.md).
+    // Three clients take turns: while one holds, the other two wait, and each release hands the
+    // lock to the waiter registered first, which holds it on the message (no request of its own);
+    // the releaser then waits again. Once every client's subscription is open, a turn is the
+    // waiter's registering busy attempt (EVALSHA, EXISTS, HMGET, ZADD, TIME, PTTL: the registry's
+    // TTL already covers it) and the release (EVALSHA, HMGET, DEL, SET, ZPOPMIN, TIME, HSET,
+    // PEXPIREAT, PUBLISH): 15, the issue's goal (docs/cost.md).
     const name = fresh("hand-off");
-    let waits = 0;
-    const client = () =>
-      new EdgeLock({
-        redis: bridgeRedis({}, { url: bridge.url, token: "bill-token" }),
-        onEvent: (event) => {
-          reported += event.billed;
-          if (event.type === "waiting") waits++;
-        },
-      });
-    const clients = [client(), client()];
-    let turn = 0;
-    let lease = await clients[0]?.getLock(name).tryLock({ leaseTime: 10_000 });
-    const handOver = async () => {
-      turn++;
-      const seen = waits;
-      const next = clients[turn % 2]?.getLock(name).tryLock({ waitTime: 5_000, leaseTime: 10_000 });
-      // The waiter's busy attempt has registered it: the release hands it the lock.
-      while (waits === seen) await new Promise((resolve) => setTimeout(resolve, 2));
-      expect(await lease?.release()).toBe("released");
-      lease = await next;
-      if (!lease) throw new Error("not handed over");
+    const waits = [0, 0, 0];
+    const subscribed = [false, false, false];
+    const clients = waits.map(
+      (_, i) =>
+        new EdgeLock({
+          redis: bridgeRedis({}, { url: bridge.url, token: "bill-token" }),
+          onEvent: (event) => {
+            reported += event.billed;
+            if (event.type === "waiting") waits[i] = (waits[i] ?? 0) + 1;
+            if (event.type === "wait-strategy" && event.strategy === "subscribe")
+              subscribed[i] = true;
+          },
+        }),
+    );
+    const pending: Promise<Lease | null>[] = [];
+    const wait = async (i: number) => {
+      // A client's first wait registers before it has subscribed (a release only wakes that
+      // registration), and again, asking for hand-offs, once subscribed; later waits at once.
+      const seen = (waits[i] ?? 0) + (subscribed[i] ? 0 : 1);
+      const call = clients[i]?.getLock(name).tryLock({ waitTime: 5_000, leaseTime: 10_000 });
+      if (!call) throw new Error("no client");
+      pending[i] = call;
+      // Its busy attempt has registered it: a release may hand it the lock.
+      while ((waits[i] ?? 0) <= seen) await new Promise((resolve) => setTimeout(resolve, 2));
     };
-    // The first turns open both clients' subscriptions (SUBSCRIBE, and the attempt after it).
-    await handOver();
-    await handOver();
-    await expectBill("hand-off, per turn", 16, handOver);
+    let holder = 0;
+    let lease = await clients[0]?.getLock(name).tryLock({ leaseTime: 10_000 });
+    await wait(1);
+    await wait(2);
+    const turn = async () => {
+      const next = (holder + 1) % 3;
+      expect(await lease?.release()).toBe("released");
+      lease = await pending[next];
+      if (!lease) throw new Error("not handed over");
+      await wait(holder);
+      holder = next;
+    };
+    // The first turns open every client's subscription (SUBSCRIBE, and the attempt after it).
+    for (let i = 0; i < 3; i++) await turn();
+    await expectBill("hand-off, per turn", 15, turn);
     await lease?.release();
+    // The two still waiting: each is handed the lock in turn and lets it go.
+    await Promise.all(pending.map((p) => p.then((l) => l?.release())));
   });
 
   it("every other call is reported once: the events' billed sum is the bill", async () => {

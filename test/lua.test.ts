@@ -216,7 +216,7 @@ describe("lua scripts", () => {
     expect(() => pruneUnused("local function e()\n  return 1\n  end")).toThrow(/`end`/);
     // The shipped lock acquire keeps what it calls and drops what it does not.
     const defines = (name: string) => `local function ${names.get(name)}(`;
-    expect(scripts.lockAcquire.source).toContain(defines("waiting_add"));
+    expect(scripts.lockAcquire.source).toContain(defines("hold_register"));
     expect(scripts.lockAcquire.source).not.toContain(defines("wake_all"));
   });
 

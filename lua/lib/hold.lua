@@ -11,9 +11,12 @@
 --   BY       the request id of the acquire that created the key: that acquire's replay record
 --   PARTIAL  '1' once a release left holds behind (its replay record is a key of its own)
 --   TOKEN    the fencing token the creating acquire granted (fenced locks)
---   WAITERS  '1' once a waiter registered during this incarnation, or it began while waiters
+--   WAITERS  set once a waiter registered during this incarnation, or it began while waiters
 --            were registered (lib/wake.lua): without it, a release that frees the lock has
---            nobody to wake and does not read the registry
+--            nobody to wake and does not read the registry. Its value is the server time in ms
+--            until which the registry is known to live (its TTL reaches at least that far), or 1
+--            when that is not known: a registration that ends before it sets no TTL, and a
+--            hand-off carries it into the next incarnation (lib/reentrant.lua hold_register)
 -- Redisson's scripts only read and write their own owner fields, so they see a lock held by
 -- edgelock as held, as before. (The read-write lock keeps its epoch outside the HASH instead:
 -- lib/rw.lua.)

@@ -117,24 +117,54 @@ end
 -- first attempt. Returns whether another registration is ahead of it: then the holder's expiry
 -- is the first waiter's to catch (it takes the expired lock, and its release hands it on), and
 -- this one need not come back then.
--- Billed   keeping its place: ZSCORE, ZRANK (+ TIME); otherwise what waiting_add calls (+ ZSCORE,
---          and ZREM when it now asks for hand-offs, when it may be registered)
-local function hold_register()
+-- The registry's TTL: the lock's WAITERS field (`s.waiters`) says until when the registry is
+-- known to live (server ms; lib/hold.lua), so a registration that ends before then sets no TTL.
+-- Otherwise it sets the TTL one registration length past its own (so the next registrations
+-- within that length need no call) and records that in WAITERS. A registry that did not exist
+-- (hold_free's EXISTS says) gets its TTL however long WAITERS says: it is new.
+-- Billed   keeping its place: ZSCORE, ZRANK (+ TIME); otherwise ZADD, TIME, and PEXPIREAT for a
+--          new registry, PEXPIREAT and HSET past what WAITERS says (+ ZSCORE, and ZREM when it
+--          now asks for hand-offs, when it may be registered)
+local function hold_register(s)
   local ms = tonumber(waitMs)
-  -- Whether the registry exists with its TTL, from hold_free's EXISTS (lib/wake.lua,
-  -- live_at_least): unknown once a ZREM here may have emptied it.
+  -- Whether the registry exists, from hold_free's EXISTS: unknown once a ZREM here may have
+  -- emptied it.
   local existed = present % 4 >= 2
   if registered then
     local lapses = tonumber(redis.call('zscore', waiting, member))
     local left = lapses and lapses - clock_ms()
     if left and left >= ms / 2 then
+      if not s.waiters then
+        redis.call('hset', name, WAITERS, 1)
+      end
       return redis.call('zrank', waiting, member) > 0
     end
     if member ~= waiter and redis.call('zrem', waiting, waiter) == 1 then
       existed = nil
     end
   end
-  return not waiting_add(member, ms, nil, existed)
+  local lapse = clock_ms() + ms
+  redis.call('zadd', waiting, lapse, member)
+  local known = tonumber(s.waiters) or 0
+  if known >= lapse then
+    if existed == false then
+      redis.call('pexpireat', waiting, known)
+      return false
+    elseif existed == nil then
+      -- It has a TTL of at least `known` unless the ZREM above emptied it: then it is new.
+      return redis.call('pexpireat', waiting, known, 'nx') == 0
+    end
+    return true
+  end
+  local horizon = lapse + ms
+  local created = existed == false
+  if created then
+    redis.call('pexpireat', waiting, horizon)
+  elseif redis.call('pexpireat', waiting, horizon, 'gt') == 0 and existed == nil then
+    created = redis.call('pexpireat', waiting, horizon, 'nx') == 1
+  end
+  redis.call('hset', name, WAITERS, horizon)
+  return not created
 end
 
 -- Re-enters the lock of `owner` or, held by another, registers `waiter`. Returns the epoch and
@@ -148,10 +178,7 @@ local function hold_acquire(s, suffix)
   if not s.count then
     local ahead
     if waiter ~= '' and s.epoch ~= '' then
-      ahead = hold_register()
-      if not s.waiters then
-        redis.call('hset', name, WAITERS, 1)
-      end
+      ahead = hold_register(s)
     end
     return nil, redis.call('pttl', name), s.epoch == '' and 1 or 0, ahead
   end

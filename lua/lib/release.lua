@@ -57,8 +57,8 @@ end
 -- expected, is the record read. A release that deletes the lock records "R1" (a copy arriving
 -- later answers it, and a late copy of the acquire of the same lease finds it and does
 -- nothing), and "G" for the acquire that created the lock when that was another request.
--- freed(waited) learns whether waiters may be registered (lib/hold.lua WAITERS): without, the
--- reentrant lock's release reads no registry. It returns true when it handed the lock on to a
+-- freed(waited) gets the lock's WAITERS field (lib/hold.lua; false without it, when no waiter can
+-- be registered, so the reentrant lock's release reads no registry). It returns true when it handed the lock on to a
 -- waiter: then Redisson's channel hears nothing, since the lock never became free.
 -- Billed   freeing the lock: HMGET, DEL, SET, plus what freed() calls, plus PUBLISH unless freed()
 --          handed the lock on
@@ -78,7 +78,7 @@ local function release_hold(freed, gone)
       replay_set(by, 'G')
     end
     -- A lock handed on to a waiter is not free: Redisson's waiters would only find it held.
-    if not freed(s[5] ~= false) then
+    if not freed(s[5]) then
       redis.call('publish', channel, 0)
     end
     return 1

@@ -196,10 +196,12 @@ end
 -- claimMs: one whose call ended gives it back (lua/lock/decline.lua); for one that nobody heard
 -- here (its client may be gone), the next live waiter is also woken, so that it comes back by
 -- the end of the claim window rather than at its own bound. Returns true when it handed the
--- lock on (it is held again), false when it only woke a waiter or found none.
+-- lock on (it is held again), false when it only woke a waiter or found none. `waiters`: the freed
+-- incarnation's WAITERS field, which the new one keeps (how long the registry is known to live,
+-- lib/reentrant.lua hold_register); 1 when not given.
 -- Billed   handing it on: ZPOPMIN, TIME, HSET, PEXPIREAT, PUBLISH (+ a ZPOPMIN per lapsed
 --          registration; + what wake_one calls when nobody heard the message)
-local function hand_off_one(claimMs)
+local function hand_off_one(claimMs, waiters)
   while true do
     -- The first registration, unregistered at once (ZPOPMIN): live unless it lapsed.
     local first = redis.call('zpopmin', waiting)
@@ -213,7 +215,7 @@ local function hand_off_one(claimMs)
         -- A hand-off means others may wait too: the new incarnation (its epoch on the server
         -- clock, as new_epoch's) tells its release to look.
         local e = clock_us()
-        redis.call('hset', name, owner, 1, GRANT, head, WAITERS, 1, EPOCH, e)
+        redis.call('hset', name, owner, 1, GRANT, head, WAITERS, waiters or 1, EPOCH, e)
         -- At an absolute time on the clock the epoch was read from, so that the waiter knows the
         -- expiry exactly (floor(epoch / 1000) + ttl), not only from when its message arrived.
         redis.call('pexpireat', name, clock_ms() + math.max(1, math.min(tonumber(ms), claimMs)))

@@ -35,5 +35,5 @@ if done then
 end
 
 return release_hold(function(waited)
-  return waited and hand_off_one(tonumber(ARGV[7]))
+  return waited and hand_off_one(tonumber(ARGV[7]), waited)
 end)

@@ -128,7 +128,7 @@ export abstract class LockScriptHolds<I extends Inspection> extends HashHolds<I>
   }
 
   /** The request that unregisters `waiter`, a call that ends without the lock (leave.lua). */
-  leaveCall(waiter: string, _owner: string): ScriptCall {
+  leaveCall(waiter: string, _owner: string, _leaseTime: number): ScriptCall {
     return leaveCall(this.name, waiter);
   }
 
@@ -197,7 +197,7 @@ export class LockHolds extends LockScriptHolds<LockInspection> {
    * reached the call after it ended.
    */
   override leaveCall(waiter: string, owner: string, leaseTime: number): ScriptCall {
-    if (!this.handsOff) return super.leaveCall(waiter, owner);
+    if (!this.handsOff) return super.leaveCall(waiter, owner, leaseTime);
     return {
       script: lockDecline,
       name: this.name,

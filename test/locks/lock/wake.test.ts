@@ -278,35 +278,68 @@ describe("reentrant lock wake-ups", () => {
     await raw.del(name);
   });
 
-  it("scripts: the registry always has a TTL, and an entry carries the grant its waiter asks for", async () => {
+  it("scripts: the registry always outlives its registrations, and an entry carries the grant its waiter asks for", async () => {
     const name = `${prefix}registry-ttl`;
-    const attempt = (owner: string, waiter: string, grant: "0" | "1", registered: "0" | "1") =>
+    const attempt = (
+      owner: string,
+      waiter: string,
+      grant: "0" | "1",
+      registered: "0" | "1",
+      slot = "30000",
+    ) =>
       raw.eval(lockAcquire.source, {
         keys: [name, ...replayKeys(name), waitingKey(name), wakeKey(name)],
-        arguments: ["9000", owner, "30000", randomHex(), waiter, "30000", grant, registered],
+        arguments: ["9000", owner, "30000", randomHex(), waiter, slot, grant, registered],
       }) as Promise<number[]>;
+    const release = (owner: string) =>
+      raw.eval(lockRelease.source, {
+        keys: [
+          name,
+          ...replayKeys(name),
+          `redisson_lock__channel:{${name}}`,
+          waitingKey(name),
+          wakeKey(name),
+        ],
+        arguments: [owner, "0", "30000", randomHex(), "0", "0", "2000"],
+      });
     const entries = async () => (await raw.zRange(waitingKey(name), 0, -1)).map(String);
+    // Every registration lapses before the registry's TTL ends, and the lock's WAITERS field
+    // (until when the registry is known to live) is never past that TTL.
+    const expectOutlived = async () => {
+      const ttl = Number(await raw.pTTL(waitingKey(name)));
+      const now = Date.now();
+      const lapses = (await raw.zRangeWithScores(waitingKey(name), 0, -1)).map((e) => e.score);
+      if (ttl === -2) return expect(lapses).toEqual([]);
+      expect(ttl).toBeGreaterThan(0);
+      for (const lapse of lapses) expect(now + ttl).toBeGreaterThanOrEqual(lapse - 50);
+      const known = Number(await raw.hGet(name, "edgelock:waiters"));
+      expect(known - 50).toBeLessThanOrEqual(now + ttl);
+    };
     expect((await attempt("holder", "", "0", "0"))[0]).toBe(1);
     // A wait's first attempt (not subscribed yet) registers the bare waiter id: a new registry.
     expect((await attempt("o1", "hub:w1", "0", "0"))[0]).toBe(0);
     expect(await entries()).toEqual(["hub:w1"]);
-    expect(await raw.pTTL(waitingKey(name))).toBeGreaterThan(25_000);
+    await expectOutlived();
     // Subscribed, it asks for hand-offs: its bare entry goes, which empties the registry, so the
     // entry that carries the grant makes a new one, which needs its TTL as well.
     expect((await attempt("o1", "hub:w1", "1", "1"))[0]).toBe(0);
     expect(await entries()).toEqual(["hub:w1|9000|o1"]);
-    expect(await raw.pTTL(waitingKey(name))).toBeGreaterThan(25_000);
-    // Another waiter joins the registry.
-    await raw.pExpire(waitingKey(name), 1_000);
-    expect((await attempt("o2", "hub:w2", "1", "0"))[0]).toBe(0);
+    await expectOutlived();
+    // Another waiter joins, with a registration longer than what the registry is known to last.
+    expect((await attempt("o2", "hub:w2", "1", "0", "120000"))[0]).toBe(0);
     expect(await entries()).toEqual(["hub:w1|9000|o1", "hub:w2|9000|o2"]);
-    expect(await raw.pTTL(waitingKey(name))).toBeGreaterThan(25_000);
-    // A registration shorter than the registry's TTL leaves it as it is.
-    await raw.eval(lockAcquire.source, {
-      keys: [name, ...replayKeys(name), waitingKey(name), wakeKey(name)],
-      arguments: ["9000", "o3", "30000", randomHex(), "hub:w3", "5000", "1", "0"],
-    });
-    expect(await raw.pTTL(waitingKey(name))).toBeGreaterThan(25_000);
+    await expectOutlived();
+    expect(Number(await raw.pTTL(waitingKey(name)))).toBeGreaterThan(120_000);
+    // The release hands the lock to the first; nobody hears it here (no subscriber), so the next
+    // is woken as well, which empties the registry. The new incarnation keeps the WAITERS field,
+    // and a new waiter makes a new registry, whose TTL that field sets at once.
+    expect(await release("holder")).toBe(1);
+    expect(String(await raw.hGet(name, "o1"))).toBe("1");
+    expect(await raw.exists(waitingKey(name))).toBe(0);
+    expect(Number(await raw.hGet(name, "edgelock:waiters"))).toBeGreaterThan(Date.now() + 100_000);
+    expect((await attempt("o3", "hub:w3", "1", "0"))[0]).toBe(0);
+    await expectOutlived();
+    expect(Number(await raw.pTTL(waitingKey(name)))).toBeGreaterThan(100_000);
     await raw.del([name, waitingKey(name)]);
   });
 
