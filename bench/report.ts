@@ -650,6 +650,32 @@ function contended(r: BenchResults): string[] {
         rows.push(contendedRow(`${NAMES[name]} (same wait budget)`, e.sameBudget));
     }
     out.push(`### ${n} clients`, "", table(["library", ...CONTENDED_COLUMNS], rows), "");
+    const told = (Object.entries(libs) as [LibraryName, ContendedResult][]).filter(
+      ([, e]) => e.releaseToMessageP50Ms !== null,
+    );
+    if (told.length) {
+      out.push(
+        `Where a hand-off's time goes, per acquisition, for the locks whose next holder is told by a message (${n} clients): the previous holder's release sent → the next holder's message, that message → its acquire resolved (the lease, its timers and events), the client process's CPU and the bill.`,
+        "",
+        table(
+          [
+            "library",
+            "release → message p50 ms",
+            "message → acquired p50 ms",
+            "client CPU µs / acq",
+            "billed / acq",
+          ],
+          told.map(([name, e]) => [
+            NAMES[name],
+            f(e.releaseToMessageP50Ms),
+            f(e.messageToAcquiredP50Ms),
+            f(e.cpuMicrosPerAcquisition, 0),
+            f(e.billedPerAcquisition, 1),
+          ]),
+        ),
+        "",
+      );
+    }
   }
   const v = r.backoffVariants;
   const base = c["16"]?.["edgelock-poll"];

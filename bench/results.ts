@@ -190,6 +190,13 @@ export function evaluateTargets(
       "max",
     ),
     make(
+      "billed16",
+      "billed commands per acquisition at 16 clients × hold, reentrant lock (the hand-off issue's 15 at 8 × 10 ms: the same per hand-off)",
+      c16?.billedPerAcquisition,
+      15,
+      "max",
+    ),
+    make(
       "longHoldRequests",
       "long holds: requests per acquisition, reentrant lock",
       r.longHold?.edgelock?.requestsPerAcquisition,
