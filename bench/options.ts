@@ -75,6 +75,8 @@ export const USAGE = `usage: npm run bench -- [options]
   --hold <ms>         contended and semaphore hold time (default 10)
   --measure <ms>      contended and semaphore measured window per round (default 2500)
   --rounds <n>        contended and semaphore rounds per configuration (default 2)
+  --long-measure <ms> long-hold measured window (default 20000: about 10 acquisitions, so
+                      requests per acquisition ±0.2; longer windows narrow that)
   --scale-max <n>     largest number of locks in the scale scenario (default 100000)
   --backoff <i,m,x>   run edgelock with backoff { initialDelay: i, maxDelay: m, multiplier: x }
                       instead of its defaults (exploration; RESULTS.md flags it)
@@ -183,7 +185,7 @@ export function parseOptions(argv: string[], benchDir: string): BenchOptions | {
       contendedRounds: int(values.rounds, base.contendedRounds, "rounds"),
       longHoldWaiters: base.longHoldWaiters,
       longHoldMs: base.longHoldMs,
-      longHoldMeasureMs: base.longHoldMeasureMs,
+      longHoldMeasureMs: int(values["long-measure"], base.longHoldMeasureMs, "long-measure"),
       bridgeModesMeasureMs: base.bridgeModesMeasureMs,
       operationRepeats: base.operationRepeats,
       semaphoreClients: base.semaphoreClients,
@@ -222,6 +224,7 @@ function parse(argv: string[]) {
       clients: { type: "string" },
       hold: { type: "string" },
       measure: { type: "string" },
+      "long-measure": { type: "string" },
       rounds: { type: "string" },
       "scale-max": { type: "string" },
       backoff: { type: "string" },
