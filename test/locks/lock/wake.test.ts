@@ -614,4 +614,34 @@ describe("reentrant lock wake-ups", () => {
       expect(await raw.exists(waitingKey(name))).toBe(0);
     });
   });
+
+  describe("a hand-off's confirming renewal", () => {
+    let bridge: PrivateBridge | undefined;
+    afterEach(async () => {
+      await bridge?.close();
+      bridge = undefined;
+    });
+
+    it("that hangs is abandoned in time for a second try: the lease is kept", async () => {
+      // The holder of the hand-off talks through a bridge whose next EVALSHA (its confirming
+      // renewal, a third of the claim window before the end) never answers. With the renewal's
+      // usual time limit (a sixth of the 9 s lease: 1.5 s) it would still be waiting when the
+      // claim window ends; bounded by half of what is left, a second try confirms it.
+      bridge = await startPrivateBridge();
+      const name = `${prefix}confirm-hangs`;
+      const holder = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
+      const waiter = recordingEdgeLock({}, bridge.redis());
+      const pending = waiter.edgelock.getLock(name).tryLock({ waitTime: 20_000, leaseTime: 9_000 });
+      await waiter.until((_e, all) => waits(all) === 2);
+      expect(await holder.release()).toBe("released");
+      const lease = await pending;
+      bridge.bridge.setFaults({
+        rules: [{ action: "fail", mode: "hang", match: "evalsha", times: 1 }],
+      });
+      await waiter.until((e) => e.type === "renew" && e.renewed);
+      expect(lease?.ended).toBe(false);
+      expect(Number(await raw.pTTL(name))).toBeGreaterThan(2_000);
+      expect(await lease?.release()).toBe("released");
+    });
+  });
 });
