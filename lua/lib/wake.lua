@@ -35,29 +35,20 @@ end
 -- Makes `key` live at least `ms` more (it has just been written): PEXPIRE GT, one call when the
 -- key's TTL is shorter, which is the common case (registrations of one length, made in order);
 -- GT leaves a key without a TTL alone (it counts as infinite), so then PEXPIRE NX sets it.
--- `existed`: the caller knows whether the key existed before its write (true: it has a TTL, so
--- GT alone; false: PEXPIRE alone), else nil. Returns true when the key had no TTL (this write
--- created it).
-local function live_at_least(key, ms, existed)
-  if existed == false then
-    redis.call('pexpire', key, ms)
-    return true
-  end
-  if redis.call('pexpire', key, ms, 'gt') == 1 or existed then
-    return false
-  end
-  return redis.call('pexpire', key, ms, 'nx') == 1
+-- Returns true when the key had no TTL (this write created it).
+local function live_at_least(key, ms)
+  return redis.call('pexpire', key, ms, 'gt') == 0 and redis.call('pexpire', key, ms, 'nx') == 1
 end
 
 -- Registers (or refreshes) waiter `id` for `ms`; with `grant`, a release may hand it permits
--- (lib/permit-hand-off.lua). The keys live as long as the last registration. `existed`: whether
--- the registry existed, when the caller knows (live_at_least). Returns true when this
--- registration created the registry (nobody else is registered).
--- Billed   ZADD, TIME, PEXPIRE (+ PEXPIRE when the registry is new or outlives this one and the
---          caller did not know whether it existed); with a grant HSET, PEXPIRE (the same)
-local function waiting_add(id, ms, grant, existed)
+-- (lib/permit-hand-off.lua). The keys live as long as the last registration. Returns true when
+-- this registration created the registry (nobody else is registered). (The reentrant lock
+-- registers its waiters itself: lib/reentrant.lua hold_register.)
+-- Billed   ZADD, TIME, PEXPIRE (+ PEXPIRE when the registry is new or outlives this one); with
+--          a grant HSET, PEXPIRE (the same)
+local function waiting_add(id, ms, grant)
   redis.call('zadd', waiting, clock_ms() + ms, id)
-  local created = live_at_least(waiting, ms, existed)
+  local created = live_at_least(waiting, ms)
   if grant then
     local grants = waiting_grants()
     redis.call('hset', grants, id, grant)
