@@ -30,7 +30,42 @@ const wakeKeysOf = async (name: string) =>
 const waits = (events: readonly { type: string }[]) =>
   events.filter((e) => e.type === "waiting").length;
 
+/**
+ * lock/acquire.lua run directly (lease 9 s, replay window 30 s): `waiter` registers for `slot`
+ * ms, asking for hand-offs with `grant` "1"; `registered` "0" for a wait's first attempt.
+ */
+const scriptAcquire = (
+  name: string,
+  owner: string,
+  waiter: string,
+  { grant = "1", registered = "0", slot = "30000" } = {},
+) =>
+  raw.eval(lockAcquire.source, {
+    keys: [name, ...replayKeys(name), waitingKey(name), wakeKey(name)],
+    arguments: ["9000", owner, "30000", randomHex(), waiter, slot, grant, registered],
+  }) as Promise<number[]>;
+
+/** lock/release.lua run directly: one hold of `owner`, any epoch, a 2 s claim window. */
+const scriptRelease = (name: string, owner: string) =>
+  raw.eval(lockRelease.source, {
+    keys: [
+      name,
+      ...replayKeys(name),
+      `redisson_lock__channel:{${name}}`,
+      waitingKey(name),
+      wakeKey(name),
+    ],
+    arguments: [owner, "0", "30000", randomHex(), "0", "0", "2000"],
+  });
+
 describe("reentrant lock wake-ups", () => {
+  // A private bridge for the tests that fault one client's requests, closed after each test.
+  let bridge: PrivateBridge | undefined;
+  afterEach(async () => {
+    await bridge?.close();
+    bridge = undefined;
+  });
+
   it("a waiter behind a long hold subscribes, is woken by the release, and closes its subscription", async () => {
     const name = `${prefix}woken`;
     const holder = recordingEdgeLock();
@@ -204,16 +239,7 @@ describe("reentrant lock wake-ups", () => {
     await sub.pSubscribe(`edgelock_wake:{${name}}:*`, (m) => heard.push(String(m)));
     // The waiter registers, asking for a hand-off.
     expect((await acquire("w-owner", "b".repeat(32), "hub:w1"))[0]).toBe(0);
-    const released = await raw.eval(lockRelease.source, {
-      keys: [
-        name,
-        ...replayKeys(name),
-        `redisson_lock__channel:{${name}}`,
-        waitingKey(name),
-        wakeKey(name),
-      ],
-      arguments: ["holder", "0", "30000", "c".repeat(32), "0", "0", "2000"],
-    });
+    const released = await scriptRelease(name, "holder");
     expect(released).toBe(1);
     await expect.poll(() => heard.length).toBe(1);
     const [waiter, epoch] = (heard[0] as string).split("|");
@@ -268,10 +294,7 @@ describe("reentrant lock wake-ups", () => {
     // A call that ends after its first attempt (registered as the bare waiter id, before it
     // could ask for hand-offs) is unregistered too.
     expect((await acquire("holder", randomHex(), ""))[0]).toBe(1);
-    await raw.eval(lockAcquire.source, {
-      keys: [name, ...replayKeys(name), waitingKey(name), wakeKey(name)],
-      arguments: ["9000", "w4-owner", "30000", randomHex(), "hub:w4", "30000", "0", "0"],
-    });
+    await scriptAcquire(name, "w4-owner", "hub:w4", { grant: "0" });
     expect((await raw.zRange(waitingKey(name), 0, -1)).map(String)).toEqual(["hub:w4"]);
     expect(await decline("hub:w4", "w4-owner")).toBe(1);
     expect(await raw.exists(waitingKey(name))).toBe(0);
@@ -286,22 +309,8 @@ describe("reentrant lock wake-ups", () => {
       grant: "0" | "1",
       registered: "0" | "1",
       slot = "30000",
-    ) =>
-      raw.eval(lockAcquire.source, {
-        keys: [name, ...replayKeys(name), waitingKey(name), wakeKey(name)],
-        arguments: ["9000", owner, "30000", randomHex(), waiter, slot, grant, registered],
-      }) as Promise<number[]>;
-    const release = (owner: string) =>
-      raw.eval(lockRelease.source, {
-        keys: [
-          name,
-          ...replayKeys(name),
-          `redisson_lock__channel:{${name}}`,
-          waitingKey(name),
-          wakeKey(name),
-        ],
-        arguments: [owner, "0", "30000", randomHex(), "0", "0", "2000"],
-      });
+    ) => scriptAcquire(name, owner, waiter, { grant, registered, slot });
+    const release = (owner: string) => scriptRelease(name, owner);
     const entries = async () => (await raw.zRange(waitingKey(name), 0, -1)).map(String);
     // Every registration lapses before the registry's TTL ends, and the lock's WAITERS field
     // (until when the registry is known to live) is never past that TTL.
@@ -349,22 +358,8 @@ describe("reentrant lock wake-ups", () => {
     await sub.connect();
     const heard: string[] = [];
     await sub.subscribe(`redisson_lock__channel:{${name}}`, (m) => heard.push(String(m)));
-    const attempt = (owner: string, waiter: string) =>
-      raw.eval(lockAcquire.source, {
-        keys: [name, ...replayKeys(name), waitingKey(name), wakeKey(name)],
-        arguments: ["9000", owner, "30000", randomHex(), waiter, "30000", "1", "0"],
-      }) as Promise<number[]>;
-    const release = (owner: string) =>
-      raw.eval(lockRelease.source, {
-        keys: [
-          name,
-          ...replayKeys(name),
-          `redisson_lock__channel:{${name}}`,
-          waitingKey(name),
-          wakeKey(name),
-        ],
-        arguments: [owner, "0", "30000", randomHex(), "0", "0", "2000"],
-      });
+    const attempt = (owner: string, waiter: string) => scriptAcquire(name, owner, waiter);
+    const release = (owner: string) => scriptRelease(name, owner);
     expect((await attempt("holder", ""))[0]).toBe(1);
     expect((await attempt("w-owner", "hub:w1"))[0]).toBe(0);
     expect(await release("holder")).toBe(1);
@@ -385,11 +380,8 @@ describe("reentrant lock wake-ups", () => {
     const held = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
     // A waiter whose client died while registered, asking for a hand-off: no stream listens on
     // its channel, and its call will never decline.
-    const gone = await raw.eval(lockAcquire.source, {
-      keys: [name, ...replayKeys(name), waitingKey(name), wakeKey(name)],
-      arguments: ["9000", "gone-owner", "30000", randomHex(), "gone:w1", "30000", "1"],
-    });
-    expect((gone as number[])[0]).toBe(0);
+    const gone = await scriptAcquire(name, "gone-owner", "gone:w1", { registered: "1" });
+    expect(gone[0]).toBe(0);
     const next = recordingEdgeLock();
     const pending = next.edgelock.getLock(name).tryLock({ waitTime: 20_000, leaseTime: 5_000 });
     await next.until((_e, all) => waits(all) === 2);
@@ -488,12 +480,6 @@ describe("reentrant lock wake-ups", () => {
   });
 
   describe("a waiter whose budget runs out", () => {
-    let bridge: PrivateBridge | undefined;
-    afterEach(async () => {
-      await bridge?.close();
-      bridge = undefined;
-    });
-
     it("unregisters before it answers null, so a release right after cannot hand it the lock", async () => {
       // 150 ms per request: a leave left to the background would still be on its way.
       bridge = await startPrivateBridge({ delayMs: 150 });
@@ -616,12 +602,6 @@ describe("reentrant lock wake-ups", () => {
   });
 
   describe("a hand-off's confirming renewal", () => {
-    let bridge: PrivateBridge | undefined;
-    afterEach(async () => {
-      await bridge?.close();
-      bridge = undefined;
-    });
-
     it("that hangs is abandoned in time for a second try: the lease is kept", async () => {
       // The holder of the hand-off talks through a bridge whose next EVALSHA (its confirming
       // renewal, a third of the claim window before the end) never answers. With the renewal's
