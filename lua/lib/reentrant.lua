@@ -119,8 +119,9 @@ end
 -- this one need not come back then.
 -- The registry's TTL: the lock's WAITERS field (`s.waiters`) says until when the registry is
 -- known to live (server ms; lib/hold.lua), so a registration that ends before then sets no TTL.
--- Otherwise it sets the TTL one registration length past its own (so the next registrations
--- within that length need no call) and records that in WAITERS. A registry that did not exist
+-- Otherwise it sets the TTL a quarter of a registration length past its own (so the next
+-- registrations within that quarter need no call; the registry outlives its last registration by
+-- at most that) and records that in WAITERS. A registry that did not exist
 -- (hold_free's EXISTS says) gets its TTL however long WAITERS says: it is new.
 -- Billed   keeping its place: ZSCORE, ZRANK (+ TIME); otherwise ZADD, TIME, and PEXPIREAT for a
 --          new registry, PEXPIREAT and HSET past what WAITERS says (+ ZSCORE, and ZREM when it
@@ -156,7 +157,7 @@ local function hold_register(s)
     end
     return true
   end
-  local horizon = lapse + ms
+  local horizon = lapse + math.floor(ms / 4)
   local created = existed == false
   if created then
     redis.call('pexpireat', waiting, horizon)

@@ -134,16 +134,20 @@ describe("(d) keys left", () => {
         { key: "edgelock_waiting:{t:lock}", pttl: 20_000 },
         { key: "edgelock_waiting:{t:sem}:any", pttl: 20_000 },
         { key: "edgelock_wake:{t:lock}:abc", pttl: 5_000 },
+        // A registry's TTL runs up to a quarter slot past its last registration (60 s slots).
+        { key: "edgelock_waiting:{t:lock2}", pttl: 75_000 },
+        { key: "edgelock_waiting:{t:lock3}", pttl: 75_001 }, // beyond that: a leak
         { key: "t:sem", pttl: -1 },
         { key: "t:lock", pttl: 1_500 }, // a lock HASH nobody holds any more
       ],
       { replayWindow: 30_000, persistent: ["t:sem"] },
     );
-    expect(report).toMatchObject({ replay: 2, tokens: 1, waiting: 3, persistent: 1 });
-    expect(report.waitingKeys).toHaveLength(3);
+    expect(report).toMatchObject({ replay: 2, tokens: 1, waiting: 4, persistent: 1 });
+    expect(report.waitingKeys).toHaveLength(4);
     expect(report.leaked.map((k) => k.key)).toEqual([
       "edgelock_replay:{t:other}:4567",
       "edgelock_replay:{t:late}:89ab",
+      "edgelock_waiting:{t:lock3}",
       "t:lock",
     ]);
   });

@@ -226,8 +226,9 @@ export interface KeysReport {
   /** Fenced-lock token counters (`redisson_lock_token:{…}`, persistent by design). */
   tokens: number;
   /**
-   * Waiter registrations and wake lists whose TTL is within one waiter slot (60 s for a
-   * reentrant-lock waiter asking for hand-offs, 30 s for the others).
+   * Waiter registrations and wake lists whose TTL is within one and a quarter waiter slots (60 s
+   * for a reentrant-lock waiter asking for hand-offs, 30 s for the others; the reentrant lock's
+   * registry may live a quarter slot past its last registration).
    */
   waiting: number;
   waitingKeys: KeyEntry[];
@@ -235,8 +236,12 @@ export interface KeysReport {
   persistent: number;
 }
 
-/** The longest a waiter's registration lasts (src/limits.ts). */
-const WAITER_SLOT_MS = Math.max(LOCK_WAITER_SLOT_MS, LOCK_HAND_OFF_SLOT_MS);
+/**
+ * The longest waiter bookkeeping lives: a registration's length (src/limits.ts), and for the
+ * reentrant lock's registry a quarter of one more (lib/reentrant.lua, hold_register, sets its TTL
+ * that far ahead so that the next registrations need no call).
+ */
+const WAITER_SLOT_MS = Math.max(LOCK_WAITER_SLOT_MS, LOCK_HAND_OFF_SLOT_MS) * 1.25;
 const REPLAY = /^edgelock_replay:\{[^}]*\}:.+$/;
 const TOKEN = /^redisson_lock_token:\{[^}]*\}$/;
 // The waiters' ZSET, the grants beside it (lua/lib/wake.lua), the registry's mark (`:any`: the

@@ -132,7 +132,7 @@ function checkersText(): string[] {
       "settled, the bridge closed so nothing in flight can land, orphans of `info` acquires given their " +
       "lease to run out), SCAN of the run's key prefix. Allowed: replay records with a TTL within 2 replay " +
       "windows, fenced-lock token counters (persistent by design), waiter registrations and wake lists whose " +
-      "TTL is within one waiter slot (30 s), the semaphore's permit counter and permit record. Anything else " +
+      "TTL is within one and a quarter waiter slots (the longest slot is 60 s), the semaphore's permit counter and permit record. Anything else " +
       "is a leak.",
     "- **zombie renewals** (release-vs-renewal campaign) — timer renewals sent after their lease's " +
       "release had completed, from the events with their durations (and, to show the race was run, the " +
@@ -174,7 +174,7 @@ function campaignSection(r: CampaignResult): string[] {
   if (waiting.length) {
     out.push(
       "",
-      `Waiter bookkeeping left at quiescence (allowed: TTL within a waiter slot), e.g. ${waiting
+      `Waiter bookkeeping left at quiescence (allowed: TTL within one and a quarter waiter slots), e.g. ${waiting
         .slice(0, 2)
         .map((k) => `\`${k.key.replace(/:[0-9a-f]{16,}$/, ":<waiter>")}\` (PTTL ${k.pttl})`)
         .join(", ")}.`,
