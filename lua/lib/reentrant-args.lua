@@ -3,10 +3,7 @@
 -- lib/replay.lua, lib/wake.lua and lib/reentrant.lua use. Needs nothing defined first; included
 -- by lib/reentrant.lua before everything else. Provides name, replayKey, waiting, wake, leaseMs
 -- (a number), owner, windowMs (a number), id, waiter, waitMs (as sent: '' or absent without a
--- waiter), registered (true when the waiter may be registered by an earlier attempt), member
--- (the waiter's entry in the registry: "<waiter>|<leaseMs>|<owner>" when it asks for hand-offs,
--- so that the release that hands it the lock reads the grant from the entry it pops; otherwise
--- the waiter id, as every other kind's waiters register).
+-- waiter), registered (true when the waiter may be registered by an earlier attempt).
 local name, replayKey, _, waiting, wake = unpack(KEYS)
 local leaseMs = tonumber(ARGV[1])
 local owner = ARGV[2]
@@ -15,7 +12,3 @@ local id = ARGV[4]
 local waiter = ARGV[5]
 local waitMs = ARGV[6]
 local registered = ARGV[8] ~= '0'
-local member = waiter
-if waiter ~= '' and ARGV[7] == '1' then
-  member = waiter .. '|' .. ARGV[1] .. '|' .. owner
-end

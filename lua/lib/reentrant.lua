@@ -17,6 +17,13 @@
 -- @include lib/replay.lua
 -- @include lib/wake.lua
 
+-- The waiter's entry in the registry: a lock_entry, which carries its grant, when it asks for
+-- hand-offs (ARGV[7] '1', the reentrant lock's); otherwise the waiter id, as every other kind's.
+local member = waiter
+if waiter ~= '' and ARGV[7] == '1' then
+  member = lock_entry(waiter, ARGV[1], owner)
+end
+
 -- Which of the lock, the waiter registry and this request's replay record exist, from one
 -- EXISTS that names them 1, 2 and 4 times (EXISTS counts a key as often as it is named), so the
 -- answer is a sum of distinct weights: lock 1, registry 2, record 4. A busy attempt thus learns

@@ -58,8 +58,9 @@ end
 -- later answers it, and a late copy of the acquire of the same lease finds it and does
 -- nothing), and "G" for the acquire that created the lock when that was another request.
 -- freed(waited) gets the lock's WAITERS field (lib/hold.lua; false without it, when no waiter can
--- be registered, so the reentrant lock's release reads no registry). It returns true when it handed the lock on to a
--- waiter: then Redisson's channel hears nothing, since the lock never became free.
+-- be registered, so the reentrant lock's release reads no registry). It returns true when it
+-- handed the lock on to a waiter: then Redisson's channel hears nothing, since the lock never
+-- became free.
 -- Billed   freeing the lock: HMGET, DEL, SET, plus what freed() calls, plus PUBLISH unless freed()
 --          handed the lock on
 local function release_hold(freed, gone)

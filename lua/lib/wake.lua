@@ -8,10 +8,10 @@
 -- A woken waiter leaves the ZSET (its next busy attempt registers it again), so each release
 -- wakes waiters that are still waiting. A PUBLISH that no subscriber received (the waiter's
 -- client died, or its stream was closed) wakes the next waiter instead.
--- Provides wake_channel, waiter_of, waiting_grants, waiting_add, waiting_mark_key, waiting_mark,
--- waiting_remove, waiting_head, wake_up_to, wake_one,
--- waiting_leave, wake_all, wake_n, and hand_off_one (which also needs lib/hold.lua, included first by its
--- script); includes lib/clock.lua and lib/channel.lua.
+-- Provides wake_channel, waiter_of, lock_entry, lock_entry_grant, waiting_grants, waiting_add,
+-- waiting_mark_key, waiting_mark, waiting_remove, waiting_head, wake_up_to, wake_one,
+-- waiting_leave, wake_all, wake_n, and hand_off_one (which also needs lib/hold.lua, included
+-- first by its script); includes lib/clock.lua and lib/channel.lua.
 -- @include lib/clock.lua
 -- @include lib/channel.lua
 
@@ -24,6 +24,18 @@ end
 -- "<waiter>|<leaseMs>|<owner>" (lib/reentrant-args.lua, member), every other one as its id.
 local function waiter_of(entry)
   return string.match(entry, '^[^|]*')
+end
+
+-- The entry of a reentrant lock's waiter that asks for hand-offs: it carries the grant the
+-- release that takes it reads (lock_entry_grant).
+local function lock_entry(waiter, leaseMs, owner)
+  return waiter .. '|' .. leaseMs .. '|' .. owner
+end
+
+-- The waiter, lease (ms, as a string) and owner a lock_entry carries; nothing for an entry that
+-- asked for no hand-off.
+local function lock_entry_grant(entry)
+  return string.match(entry, '^([^|]*)|(%d+)|(.*)$')
 end
 
 -- The grants registered semaphore waiters asked for: HASH waiter id -> grant
@@ -201,7 +213,7 @@ local function hand_off_one(claimMs, waiters)
       return false
     end
     if tonumber(first[2]) > clock_ms() then
-      local head, ms, owner = string.match(entry, '^([^|]*)|(%d+)|(.*)$')
+      local head, ms, owner = lock_entry_grant(entry)
       if owner then
         -- A hand-off means others may wait too: the new incarnation (its epoch on the server
         -- clock, as new_epoch's) tells its release to look.

@@ -25,7 +25,7 @@ local owner = ARGV[2]
 -- Unregisters the call in both entries it may have (lib/reentrant.lua, hold_unregister): true
 -- when it was registered.
 local function unregister()
-  return redis.call('zrem', waiting, waiter, waiter .. '|' .. ARGV[4] .. '|' .. owner) > 0
+  return redis.call('zrem', waiting, waiter, lock_entry(waiter, ARGV[4], owner)) > 0
 end
 
 if redis.call('hget', name, 'edgelock:grant') ~= waiter or redis.call('hexists', name, owner) == 0 then
