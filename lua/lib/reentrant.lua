@@ -106,12 +106,16 @@ end
 
 -- Confirms a hand-off a release made to `waiter` (lib/wake.lua, hand_off_one): the waiter holds
 -- the lock from then on for at least leaseMs. Returns the epoch and the hold count; nothing when
--- no hand-off went to it. Only the reentrant lock's waiters ask for hand-offs.
+-- no hand-off went to it. Only the reentrant lock's waiters ask for hand-offs. The confirm is
+-- recorded ("A<epoch>"): a copy of this request (its answer lost, the wait sent another) must
+-- find the hold it confirmed, not re-enter it while it lives, nor take the lock anew once it is
+-- gone; and a cancel of this request finds what to undo.
 local function hold_confirm(s)
   if waiter ~= '' and s.grant == waiter then
     redis.call('hdel', name, GRANT)
     hold_unregister()
     extend(leaseMs)
+    replay_set(id, 'A' .. s.epoch)
     return s.epoch, s.count
   end
 end

@@ -91,6 +91,9 @@ export async function runCampaign(c: Campaign, resource: RawClient): Promise<Cam
     ["faulted run", faulted],
   ] as const) {
     if (run.recovered === 0) problems.push(`${label}: nobody acquired in the final, healed phase`);
+    if (run.stillHeld > 0) {
+      problems.push(`${label}: ${run.stillHeld} release(s) of a single hold answered still-held`);
+    }
   }
   if (c.racesRenewals && faulted.racedRenewals === 0) {
     problems.push("faulted run: no release raced a renewal");

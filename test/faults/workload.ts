@@ -108,6 +108,11 @@ export interface RunReport {
   zombies: { attempts: number; renewed: number };
   /** Releases sent while a timer renewal of the same lease was in flight. */
   racedRenewals: number;
+  /**
+   * Releases that answered "still-held": every hold here is one acquisition, never re-entered,
+   * so such an answer means an acquire was applied twice (a copy of it counted another hold).
+   */
+  stillHeld: number;
   /** Processes that acquired in the final phase, after healing (of `processes`). */
   recovered: number;
   processes: number;
@@ -367,6 +372,7 @@ async function execute(
     keys,
     zombies: zombieRenewals(history.holds, events),
     racedRenewals: racedRenewals(history.holds, events),
+    stillHeld: history.holds.filter((h) => h.releaseResult === "still-held").length,
     recovered: recovered.length,
     processes: o.processes,
   };

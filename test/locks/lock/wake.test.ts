@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { randomHex } from "../../../src/ids.js";
-import { lockAcquire, lockDecline, lockRelease } from "../../../src/lua.gen.js";
+import { lockAcquire, lockCancel, lockDecline, lockRelease } from "../../../src/lua.gen.js";
 import {
   keyPrefix,
   type PrivateBridge,
@@ -250,6 +250,66 @@ describe("reentrant lock wake-ups", () => {
     expect([ok, count, confirmed]).toEqual([1, 1, Number(epoch)]);
     expect(Number(await raw.pTTL(name))).toBeGreaterThan(8_000);
     expect(await raw.hExists(name, "edgelock:grant")).toBe(0);
+    await sub.destroy();
+  });
+
+  it("scripts: a copy of the attempt that confirmed a hand-off is a replay: it never re-enters, takes nothing once the hold is gone, and its cancel undoes the hold", async () => {
+    // A wait whose confirming attempt lost its answer sends the same request again: found in a
+    // fault campaign (lost and hung responses), where the copy made the hold count 2, so the
+    // holder's release answered "still-held" and the lock stayed taken for its whole lease.
+    const name = `${prefix}confirm-copy`;
+    const acquire = (owner: string, id: string, waiter: string, lease = "9000") =>
+      raw.eval(lockAcquire.source, {
+        keys: [name, ...replayKeys(name), waitingKey(name), wakeKey(name)],
+        arguments: [lease, owner, "30000", id, waiter, "30000", "1", "1"],
+      }) as Promise<number[]>;
+    const cancel = (owner: string, id: string) =>
+      raw.eval(lockCancel.source, {
+        keys: [
+          name,
+          ...replayKeys(name),
+          `redisson_lock__channel:{${name}}`,
+          waitingKey(name),
+          wakeKey(name),
+        ],
+        arguments: [owner, "30000", id],
+      });
+    const sub = raw.duplicate();
+    await sub.connect();
+    const heard: string[] = [];
+    await sub.pSubscribe(`edgelock_wake:{${name}}:*`, (m) => heard.push(String(m)));
+    const handOff = async (lease: string) => {
+      await raw.del(name);
+      heard.length = 0;
+      expect((await acquire("holder", randomHex(), ""))[0]).toBe(1);
+      const confirmId = randomHex();
+      expect((await acquire("w-owner", confirmId, "hub:w1", lease))[0]).toBe(0);
+      expect(await scriptRelease(name, "holder")).toBe(1);
+      await expect.poll(() => heard.length).toBe(1);
+      const confirmed = await acquire("w-owner", confirmId, "hub:w1", lease);
+      expect(confirmed.slice(0, 2)).toEqual([1, 1]);
+      return { confirmId, epoch: confirmed[2] };
+    };
+
+    // While the hold lives, a copy answers what the confirm did: hold count 1, same epoch.
+    const first = await handOff("9000");
+    expect(await acquire("w-owner", first.confirmId, "hub:w1")).toEqual([1, 1, first.epoch]);
+    expect(String(await raw.hGet(name, "w-owner"))).toBe("1");
+    // Released: a copy takes nothing.
+    expect(await scriptRelease(name, "w-owner")).toBe(1);
+    expect((await acquire("w-owner", first.confirmId, "hub:w1"))[0]).toBe(-1);
+    expect(await raw.exists(name)).toBe(0);
+
+    // A lease shorter than the replay window ran out: a copy still takes nothing.
+    const short = await handOff("300");
+    await expect.poll(() => raw.exists(name), { timeout: 5_000 }).toBe(0);
+    expect((await acquire("w-owner", short.confirmId, "hub:w1", "300"))[0]).toBe(-1);
+    expect(await raw.exists(name)).toBe(0);
+
+    // The cancel of a confirming attempt (its answer never came) undoes the hold it confirmed.
+    const cancelled = await handOff("9000");
+    expect(await cancel("w-owner", cancelled.confirmId)).toBe(1);
+    expect(await raw.exists(name)).toBe(0);
     await sub.destroy();
   });
 
