@@ -14,8 +14,8 @@
 -- ARGV[3]  claim window in ms of a hand-off to the next waiter
 -- ARGV[4]  leaseTime in ms of the call (its registration reads "<waiter>|<leaseMs>|<owner>",
 --          lib/reentrant-args.lua)
--- Returns  1 unregistered | 0 it was not registered (the next live waiter woken, as leave.lua)
---          | 2 a hand-off to it given back
+-- Returns  1 unregistered (the next waiter told when it was first) | 0 it was not registered
+--          (the next live waiter woken, as leave.lua) | 2 a hand-off to it given back
 local name, channel, waiting, wake = unpack(KEYS)
 local waiter = ARGV[1]
 local owner = ARGV[2]
@@ -23,9 +23,29 @@ local owner = ARGV[2]
 -- @include lib/wake.lua
 
 -- Unregisters the call in both entries it may have (lib/reentrant.lua, hold_unregister): true
--- when it was registered.
+-- when it was registered. A waiter behind another does not come back when the holder's lease
+-- runs out (the first one takes the expired lock and hands it on: lib/reentrant.lua,
+-- hold_register), so when the first one leaves, the next one is told (its id, no grant): its
+-- next attempt finds itself first, and from then on it is back by the holder's expiry instead of
+-- at its own bound.
 local function unregister()
-  return redis.call('zrem', waiting, waiter, lock_entry(waiter, ARGV[4], owner)) > 0
+  local member = lock_entry(waiter, ARGV[4], owner)
+  -- Its own two entries may both be there (the first attempt's bare one, not yet dropped).
+  local first = redis.call('zrange', waiting, 0, 2)
+  if redis.call('zrem', waiting, waiter, member) == 0 then
+    return false
+  end
+  local ours = { [waiter] = true, [member] = true }
+  if first[1] and ours[first[1]] then
+    for i = 2, #first do
+      if not ours[first[i]] then
+        local id = waiter_of(first[i])
+        redis.call('publish', wake_channel(id), id)
+        break
+      end
+    end
+  end
+  return true
 end
 
 if redis.call('hget', name, 'edgelock:grant') ~= waiter or redis.call('hexists', name, owner) == 0 then

@@ -163,6 +163,33 @@ describe("reentrant lock wake-ups", () => {
     await lease?.release();
   });
 
+  it("the first waiter giving up tells the next, which then comes back when a crashed holder's lease runs out, not at its own bound", async () => {
+    // A waiter behind another is not bounded by the holder's lease (the first one takes an
+    // expired lock and hands it on); so when the first one leaves, the next must learn that it
+    // is first now.
+    const name = `${prefix}first-leaves`;
+    await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 2_000 });
+    const first = recordingEdgeLock();
+    const second = recordingEdgeLock();
+    const registered = (r: ReturnType<typeof recordingEdgeLock>) =>
+      // The second busy attempt, made once subscribed, registers for a hand-off.
+      r.until((e) => e.type === "waiting" && "attempt" in e && e.attempt === 2);
+    const firstCall = first.edgelock.getLock(name).tryLock({ waitTime: 1_000, leaseTime: 5_000 });
+    await registered(first);
+    const started = Date.now();
+    const secondCall = second.edgelock
+      .getLock(name)
+      .tryLock({ waitTime: 15_000, leaseTime: 5_000 });
+    await registered(second);
+    expect(await firstCall).toBeNull();
+    const lease = await secondCall;
+    expect(lease).not.toBeNull();
+    // The holder's lease ends about 2 s after it was taken; without the message, the second
+    // waiter would block until its own bound (15 s).
+    expect(Date.now() - started).toBeLessThan(6_000);
+    await lease?.release();
+  });
+
   it("a waiter that gives up, or is aborted, unregisters: nothing of it stays in Redis", async () => {
     const name = `${prefix}gives-up`;
     const held = await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 20_000 });
@@ -310,6 +337,37 @@ describe("reentrant lock wake-ups", () => {
     const cancelled = await handOff("9000");
     expect(await cancel("w-owner", cancelled.confirmId)).toBe(1);
     expect(await raw.exists(name)).toBe(0);
+    await sub.destroy();
+  });
+
+  it("scripts: a first waiter that leaves tells the next one (not itself, not the ones after); one that was not first tells nobody", async () => {
+    const name = `${prefix}leaving-first`;
+    const lockKeys = [name, `redisson_lock__channel:{${name}}`, waitingKey(name), wakeKey(name)];
+    const decline = (waiter: string, owner: string) =>
+      raw.eval(lockDecline.source, { keys: lockKeys, arguments: [waiter, owner, "2000", "9000"] });
+    const entry = (waiter: string, owner: string) => `${waiter}|9000|${owner}`;
+    const sub = raw.duplicate();
+    await sub.connect();
+    const heard: string[] = [];
+    await sub.pSubscribe(`edgelock_wake:{${name}}:*`, (m, channel) =>
+      heard.push(`${channel} ${m}`),
+    );
+    const lapse = Date.now() + 60_000;
+    // A's bare first-attempt entry and its hand-off entry, then B's, then C's.
+    await raw.zAdd(waitingKey(name), [
+      { score: lapse, value: "a:1" },
+      { score: lapse + 1, value: entry("a:1", "a-owner") },
+      { score: lapse + 2, value: entry("b:1", "b-owner") },
+      { score: lapse + 3, value: entry("c:1", "c-owner") },
+    ]);
+    // B is not first: its leaving tells nobody.
+    expect(await decline("b:1", "b-owner")).toBe(1);
+    expect(await decline("a:1", "a-owner")).toBe(1);
+    await expect.poll(() => heard).toEqual([`edgelock_wake:{${name}}:c c:1`]);
+    expect((await raw.zRange(waitingKey(name), 0, -1)).map(String)).toEqual([
+      entry("c:1", "c-owner"),
+    ]);
+    await raw.del(waitingKey(name));
     await sub.destroy();
   });
 
