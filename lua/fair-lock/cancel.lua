@@ -11,7 +11,8 @@
 -- Returns  0 nothing held (left the queue; a late attempt with that id is a no-op)
 --          | 1 a hand-off or a hold it made was given back | 2 already cancelled
 -- Records  "C" (before the attempt applied) | "U" (undone). A lock found free afterwards is
---          handed to the next waiter (this one may have been first in line). An attempt that
+--          handed to the next waiter (this one may have been first in line); a held one's next
+--          waiter is told when this one was first. An attempt that
 --          created the lock left no record (lua/fair-lock/acquire.lua): the lock's BY field
 --          naming it is its record, and its hold is undone too.
 -- Not lib/cancel.lua's cancel-or-undo: a waiter leaves the queue and gives back a hand-off
@@ -31,6 +32,11 @@ local kind = seen and string.sub(seen, 1, 1)
 if kind == 'C' or kind == 'U' then
   return 2
 end
+-- A queued waiter behind another is not bounded by the holder's lease (the first one takes an
+-- expired lock and hands it on), so when the first one leaves a held lock, the next one (ours)
+-- is told (its id, no grant): its next attempt finds itself first, and from then on it comes
+-- back at the holder's expiry rather than at its own bound.
+local wasFirst = redis.call('lindex', queue, 0) == owner
 leave(owner)
 local result = 0
 local s = redis.call('hmget', name, owner, EPOCH, BY, GRANT)
@@ -44,6 +50,12 @@ if s[4] == waiter or undo then
 end
 if redis.call('exists', name) == 0 then
   hand_off()
+elseif wasFirst then
+  local head = redis.call('lindex', queue, 0)
+  local next_waiter = head and waiter_of(head)
+  if next_waiter then
+    redis.call('publish', fair_wake_channel(next_waiter), next_waiter)
+  end
 end
 replay_set(id, seen and 'U' or 'C')
 return result

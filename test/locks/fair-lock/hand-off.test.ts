@@ -61,6 +61,34 @@ describe("fair lock hand-off and short leases", () => {
 });
 
 describe("FAIR_CLAIM_WINDOW_MS", () => {
+  it("the first waiter giving up tells the next, which then comes back when a crashed holder's lease runs out, not at its own bound", async () => {
+    // A queued waiter behind another is not bounded by the holder's lease (the first one takes
+    // an expired lock and hands it on); when the first one leaves, the next must learn that it is
+    // first now.
+    const name = `${prefix}first-leaves`;
+    await recordingEdgeLock().edgelock.getFairLock(name).lock({ leaseTime: 2_000 });
+    const first = recordingEdgeLock();
+    const second = recordingEdgeLock();
+    const waiting = (r: ReturnType<typeof recordingEdgeLock>) =>
+      r.until((e) => e.type === "waiting" && "attempt" in e && e.attempt === 2);
+    const firstCall = first.edgelock
+      .getFairLock(name)
+      .tryLock({ waitTime: 1_000, leaseTime: 5_000 });
+    await waiting(first);
+    const started = Date.now();
+    const secondCall = second.edgelock
+      .getFairLock(name)
+      .tryLock({ waitTime: 15_000, leaseTime: 5_000 });
+    await waiting(second);
+    expect(await firstCall).toBeNull();
+    const lease = await secondCall;
+    expect(lease).not.toBeNull();
+    // The holder's lease ends about 2 s after it was taken; without the message, the second
+    // waiter would block until its own bound (15 s).
+    expect(Date.now() - started).toBeLessThan(6_000);
+    await lease?.release();
+  });
+
   it("is kept, deprecated, as the hand-off claim window under its old name", () => {
     expect(FAIR_CLAIM_WINDOW_MS).toBe(HAND_OFF_CLAIM_WINDOW_MS);
   });
