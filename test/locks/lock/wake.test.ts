@@ -45,16 +45,19 @@ const scriptAcquire = (
     arguments: ["9000", owner, "30000", randomHex(), waiter, slot, grant, registered],
   }) as Promise<number[]>;
 
+/** The keys of lock/release.lua and lock/cancel.lua. */
+const releaseKeys = (name: string) => [
+  name,
+  ...replayKeys(name),
+  `redisson_lock__channel:{${name}}`,
+  waitingKey(name),
+  wakeKey(name),
+];
+
 /** lock/release.lua run directly: one hold of `owner`, any epoch, a 2 s claim window. */
 const scriptRelease = (name: string, owner: string) =>
   raw.eval(lockRelease.source, {
-    keys: [
-      name,
-      ...replayKeys(name),
-      `redisson_lock__channel:{${name}}`,
-      waitingKey(name),
-      wakeKey(name),
-    ],
+    keys: releaseKeys(name),
     arguments: [owner, "0", "30000", randomHex(), "0", "0", "2000"],
   });
 
@@ -292,13 +295,7 @@ describe("reentrant lock wake-ups", () => {
       }) as Promise<number[]>;
     const cancel = (owner: string, id: string) =>
       raw.eval(lockCancel.source, {
-        keys: [
-          name,
-          ...replayKeys(name),
-          `redisson_lock__channel:{${name}}`,
-          waitingKey(name),
-          wakeKey(name),
-        ],
+        keys: releaseKeys(name),
         arguments: [owner, "30000", id],
       });
     const sub = raw.duplicate();
