@@ -137,3 +137,32 @@ export function countingRedis(): { redis: RedisLike; calls: () => number } {
     calls: () => n,
   };
 }
+
+/** What {@link afterFirstWaiterLeaves} needs of a lock kind. */
+interface WaitableLock {
+  lock(options: { leaseTime: number }): Promise<Lease>;
+  tryLock(options: { waitTime: number; leaseTime: number }): Promise<Lease | null>;
+}
+
+/**
+ * A holder that never releases (lease 2 s), a first waiter that gives up after 1 s and a second
+ * one, registered behind it, that waits up to 15 s, each on its own client and `get`'s lock.
+ * @returns what the first and second calls answered, and how long after the second one
+ * registered it had its answer, in ms.
+ */
+export async function afterFirstWaiterLeaves(
+  get: (edgelock: EdgeLock) => WaitableLock,
+): Promise<{ first: Lease | null; second: Lease | null; elapsedMs: number }> {
+  await get(recordingEdgeLock().edgelock).lock({ leaseTime: 2_000 });
+  const first = recordingEdgeLock();
+  const second = recordingEdgeLock();
+  const firstCall = get(first.edgelock).tryLock({ waitTime: 1_000, leaseTime: 5_000 });
+  // The second busy attempt, made once subscribed, registers for a hand-off.
+  await first.waited(2);
+  const started = Date.now();
+  const secondCall = get(second.edgelock).tryLock({ waitTime: 15_000, leaseTime: 5_000 });
+  await second.waited(2);
+  const firstLease = await firstCall;
+  const secondLease = await secondCall;
+  return { first: firstLease, second: secondLease, elapsedMs: Date.now() - started };
+}

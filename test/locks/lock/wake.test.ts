@@ -14,7 +14,12 @@ import {
   startPrivateBridge,
   useRawRedis,
 } from "../../support/env.js";
-import { isReplayRecord, recordingEdgeLock, replayKeys } from "../../support/locks.js";
+import {
+  afterFirstWaiterLeaves,
+  isReplayRecord,
+  recordingEdgeLock,
+  replayKeys,
+} from "../../support/locks.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();
@@ -171,26 +176,13 @@ describe("reentrant lock wake-ups", () => {
     // expired lock and hands it on); so when the first one leaves, the next must learn that it
     // is first now.
     const name = `${prefix}first-leaves`;
-    await recordingEdgeLock().edgelock.getLock(name).lock({ leaseTime: 2_000 });
-    const first = recordingEdgeLock();
-    const second = recordingEdgeLock();
-    const registered = (r: ReturnType<typeof recordingEdgeLock>) =>
-      // The second busy attempt, made once subscribed, registers for a hand-off.
-      r.until((e) => e.type === "waiting" && "attempt" in e && e.attempt === 2);
-    const firstCall = first.edgelock.getLock(name).tryLock({ waitTime: 1_000, leaseTime: 5_000 });
-    await registered(first);
-    const started = Date.now();
-    const secondCall = second.edgelock
-      .getLock(name)
-      .tryLock({ waitTime: 15_000, leaseTime: 5_000 });
-    await registered(second);
-    expect(await firstCall).toBeNull();
-    const lease = await secondCall;
-    expect(lease).not.toBeNull();
+    const { first, second, elapsedMs } = await afterFirstWaiterLeaves((e) => e.getLock(name));
+    expect(first).toBeNull();
+    expect(second).not.toBeNull();
     // The holder's lease ends about 2 s after it was taken; without the message, the second
     // waiter would block until its own bound (15 s).
-    expect(Date.now() - started).toBeLessThan(6_000);
-    await lease?.release();
+    expect(elapsedMs).toBeLessThan(6_000);
+    await second?.release();
   });
 
   it("a waiter that gives up, or is aborted, unregisters: nothing of it stays in Redis", async () => {
