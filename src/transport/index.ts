@@ -7,7 +7,7 @@
  * @module
  */
 
-import { raceAbort, sleep } from "../abort.js";
+import { Deadline } from "../abort.js";
 import { TransportError } from "../errors.js";
 import { HEDGE_SAMPLES, MIN_HEDGE_MS, MIN_REQUEST_TIMEOUT_MS } from "../limits.js";
 import type { LuaScript } from "../lua/script.js";
@@ -136,56 +136,52 @@ export class ScriptRunner {
     if (missing) throw missing;
     const limit = Math.min(this.requestTimeout, call.timeout ?? Number.POSITIVE_INFINITY);
     // One deadline for every request of the call (NOSCRIPT fallback, resend after a 5xx): its
-    // abort reason is the error the call rejects with when time runs out.
-    const deadline = new AbortController();
-    const onAbort = () => deadline.abort(signal?.reason);
-    signal?.addEventListener("abort", onAbort, { once: true });
-    const timer = setTimeout(() => deadline.abort(timedOut(name, limit)), limit);
+    // reason is the error the call rejects with when time runs out.
+    const deadline = new Deadline(limit, () => timedOut(name, limit), signal);
     const until = Date.now() + limit;
     try {
-      const split = splitBilled(await this.#sendWithResend(call, counter, deadline.signal, until));
+      const split = splitBilled(await this.#sendWithResend(call, counter, deadline, until));
       if (split === undefined) throw malformedReply(name, script.name);
       counter.billed = (counter.billed ?? 0) + split.billed;
       const decoded = decode(split.reply);
       if (decoded === undefined) throw malformedReply(name, script.name);
       return decoded;
     } catch (error) {
-      if (deadline.signal.aborted && error === deadline.signal.reason) throw error;
+      if (deadline.ended && error === deadline.reason) throw error;
       throw this.#scrub(error, call);
     } finally {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
+      deadline.clear();
     }
   }
 
   async #sendWithResend(
     call: ScriptCall,
     counter: RequestCounter,
-    signal: AbortSignal,
+    deadline: Deadline,
     until: number,
   ) {
     try {
-      return await this.#send(call, counter, signal, until);
+      return await this.#send(call, counter, deadline, until);
     } catch (error) {
-      if (signal.aborted || !isHttpFailure(error)) throw error;
+      if (deadline.ended || !isHttpFailure(error)) throw error;
       // An HTTP 5xx (which @upstash/redis never retries) may or may not have been applied;
       // every script is replay-safe, so one resend with the same arguments is harmless.
-      await sleep(RESEND_DELAY_MS, signal);
-      return await this.#send(call, counter, signal, until);
+      await deadline.sleep(RESEND_DELAY_MS);
+      return await this.#send(call, counter, deadline, until);
     }
   }
 
   async #send(
     call: ScriptCall,
     counter: RequestCounter,
-    signal: AbortSignal,
+    deadline: Deadline,
     until: number,
   ): Promise<unknown> {
     const { script, keys, args } = call;
     const redis = this.#detached?.redis ?? this.#redis;
     // A script answered by Redis is cached there from then on.
     const sent = async (send: () => Promise<unknown>): Promise<unknown> => {
-      const reply = await this.#attempts(send, counter, signal, until);
+      const reply = await this.#attempts(send, counter, deadline, until);
       this.#loaded.add(script);
       return reply;
     };
@@ -197,7 +193,7 @@ export class ScriptRunner {
     try {
       return await sent(() => redis.evalsha(sha1, keys, args));
     } catch (error) {
-      if (signal.aborted || !isNoScriptError(error)) throw error;
+      if (deadline.ended || !isNoScriptError(error)) throw error;
       this.#cacheMissSeen = true;
       return evalSource();
     }
@@ -211,7 +207,7 @@ export class ScriptRunner {
   async #attempts(
     send: () => Promise<unknown>,
     counter: RequestCounter,
-    signal: AbortSignal,
+    deadline: Deadline,
     until: number,
   ): Promise<unknown> {
     const retry = this.#detached?.retry;
@@ -220,17 +216,17 @@ export class ScriptRunner {
       counter.requests += 1;
       const sentAt = Date.now();
       try {
-        const reply = await raceAbort(send(), signal);
+        const reply = await deadline.race(send());
         this.#observe(Date.now() - sentAt);
         return reply;
       } catch (error) {
-        if (signal.aborted || !retry || !isNetworkError(error)) throw error;
+        if (deadline.ended || !retry || !isNetworkError(error)) throw error;
         sent ||= !wasNotSent(error);
         const pause = Math.max(0, retry.backoff(attempt));
         if (attempt >= retry.attempts || Date.now() + pause >= until) {
           throw sent ? error : new NotSentError(error);
         }
-        await sleep(pause, signal);
+        await deadline.sleep(pause);
       }
     }
   }

@@ -15,7 +15,7 @@
  * that waits again soon registers with its first attempt instead of subscribing again.
  * @module
  */
-import { raceAbort } from "../abort.js";
+import { Deadline } from "../abort.js";
 import type { LockContext } from "../context.js";
 import { randomHex } from "../ids.js";
 import type { RequestCounter, ScriptRunner } from "../transport/index.js";
@@ -40,6 +40,8 @@ function carried(text: string, comma: boolean): boolean {
 }
 
 const WAKE_PREFIX = "edgelock_wake:{";
+/** The reason a subscription not confirmed in time ends its deadline with (not a failure). */
+const PENDING = Symbol("pending");
 
 /**
  * The channel base of wake key `edgelock_wake:{<name>}`, as lua/lib/channel.lua builds it: the
@@ -303,18 +305,19 @@ export class WakeHub {
       shared = this.#subscribe(name, key, channel, counter, prefix === undefined);
     }
     const slot = this.#slot(shared, id);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const late = new Promise<"pending">((resolve) => {
-      timer = setTimeout(() => resolve("pending"), withinMs);
-    });
+    // Not confirmed within `withinMs`: "pending" (the deadline's reason), not a failure.
+    const deadline = new Deadline(withinMs, () => PENDING, signal);
     let outcome: boolean | "pending";
     try {
-      outcome = await raceAbort(Promise.race([shared.ready, late]), signal);
+      outcome = await deadline.race(shared.ready);
     } catch (error) {
-      slot.leave();
-      throw error;
+      if (error !== PENDING) {
+        slot.leave();
+        throw error;
+      }
+      outcome = "pending";
     } finally {
-      clearTimeout(timer);
+      deadline.clear();
     }
     if (outcome === true) return slot;
     slot.leave();

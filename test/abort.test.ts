@@ -1,0 +1,64 @@
+/**
+ * A call's deadline (src/abort.ts, Deadline): its time limit and its caller's signal, raced
+ * against the call's requests and sleeps without an AbortController.
+ */
+import { describe, expect, it } from "vitest";
+import { Deadline } from "../src/abort.js";
+
+const never = () => new Promise<never>(() => {});
+
+describe("Deadline", () => {
+  it("settles like the raced promise while time is left", async () => {
+    const deadline = new Deadline(5_000, () => new Error("late"));
+    await expect(deadline.race(Promise.resolve(7))).resolves.toBe(7);
+    await expect(deadline.race(Promise.reject(new Error("refused")))).rejects.toThrow("refused");
+    expect(deadline.ended).toBe(false);
+    expect(deadline.reason).toBeUndefined();
+    deadline.clear();
+  });
+
+  it("rejects a pending race with the timeout's reason when the time is up, and every later one at once", async () => {
+    const late = new Error("late");
+    const deadline = new Deadline(30, () => late);
+    await expect(deadline.race(never())).rejects.toBe(late);
+    expect(deadline.ended).toBe(true);
+    expect(deadline.reason).toBe(late);
+    // A promise raced after the end is observed, so its own rejection is never unhandled.
+    await expect(deadline.race(Promise.reject(new Error("after")))).rejects.toBe(late);
+  });
+
+  it("rejects with the signal's reason when the caller aborts, before the time is up", async () => {
+    const controller = new AbortController();
+    const deadline = new Deadline(5_000, () => new Error("late"), controller.signal);
+    const raced = deadline.race(never());
+    const slept = deadline.sleep(5_000);
+    const stop = new Error("stop");
+    controller.abort(stop);
+    await expect(raced).rejects.toBe(stop);
+    await expect(slept).rejects.toBe(stop);
+    expect(deadline.reason).toBe(stop);
+  });
+
+  it("sleeps the given time while it lasts", async () => {
+    const deadline = new Deadline(5_000, () => new Error("late"));
+    const started = performance.now();
+    await deadline.sleep(40);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(35);
+    deadline.clear();
+  });
+
+  it("ends a sleep at the time limit", async () => {
+    const late = new Error("late");
+    const deadline = new Deadline(30, () => late);
+    await expect(deadline.sleep(5_000)).rejects.toBe(late);
+  });
+
+  it("once cleared, neither its timer nor the signal ends it", async () => {
+    const controller = new AbortController();
+    const deadline = new Deadline(20, () => new Error("late"), controller.signal);
+    deadline.clear();
+    controller.abort(new Error("stop"));
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(deadline.ended).toBe(false);
+  });
+});
