@@ -196,7 +196,7 @@ function whyMissed(r: BenchResults): string[] {
     out.push(
       `- **Uncontended cycle.** p50 ${f(u.p50Ms, 3)} ms against 2 × PING p50 = ${f(u.limitMs, 3)} ms${up ? `; @upstash/lock, on the same bridge, takes ${f(up.p50Ms, 3)} ms (${f(up.ratioToLimit)})` : ""}. ${
         up
-          ? `edgelock's cycle costs ${f((u.cpuMicrosPerCycle ?? 0) - (up.cpuMicrosPerCycle ?? 0), 0)} µs more client CPU and ${f((u.bridgeCpuMicrosPerCycle ?? 0) - (up.bridgeCpuMicrosPerCycle ?? 0), 0)} µs more bridge CPU than @upstash/lock's: two EVALSHAs with 5–6 keys and an array reply instead of a SET and one EVAL, and per acquisition a request id, option checks and a Lease with its AbortController (the scripts' calls inside Redis are not the gap: section 2's billed column). On 2 cores shared by the client, the bridge and Redis, CPU is latency. `
+          ? `edgelock's cycle costs ${f((u.cpuMicrosPerCycle ?? 0) - (up.cpuMicrosPerCycle ?? 0), 0)} µs more client CPU and ${f((u.bridgeCpuMicrosPerCycle ?? 0) - (up.bridgeCpuMicrosPerCycle ?? 0), 0)} µs more bridge CPU than @upstash/lock's: two EVALSHAs with 5–6 keys and an array reply instead of a SET and one EVAL, per request a deadline and a hedge timer, and per acquisition a request id, option checks and a Lease with its expiry timer (the scripts' calls inside Redis are not the gap: section 2's billed column). On 2 cores shared by the client, the bridge and Redis, CPU is latency. `
           : ""
       }A bare EVALSHA of a one-line script takes ${f(r.limit?.evalshaP50Ms, 3)} ms p50 (PING: ${f(ping, 3)} ms), so most of the gap is the work each of edgelock's requests does, not the EVALSHA path itself.`,
     );

@@ -58,6 +58,48 @@ export interface RequestCounter {
   billed?: number;
 }
 
+/** Answered round trips to one REST URL: RFC 6298's smoothed estimate, in ms. */
+class RoundTrips {
+  #samples = 0;
+  #srtt = 0;
+  #rttvar = 0;
+
+  add(ms: number): void {
+    if (this.#samples++ === 0) {
+      this.#srtt = ms;
+      this.#rttvar = ms / 2;
+      return;
+    }
+    this.#rttvar = 0.75 * this.#rttvar + 0.25 * Math.abs(this.#srtt - ms);
+    this.#srtt = 0.875 * this.#srtt + 0.125 * ms;
+  }
+
+  /** Smoothed round trip + 4 × its deviation; `undefined` before {@link HEDGE_SAMPLES} answers. */
+  timeout(): number | undefined {
+    return this.#samples < HEDGE_SAMPLES ? undefined : Math.ceil(this.#srtt + 4 * this.#rttvar);
+  }
+}
+
+/**
+ * Round trips per REST URL, shared by every `@upstash/redis` client on it in this isolate: a
+ * Worker or a serverless function makes a new client per invocation, which would otherwise
+ * hedge as a client that has measured nothing, in every invocation. Emptied past 16 URLs.
+ */
+const roundTrips = new Map<string, RoundTrips>();
+
+/** The round trips of `redis`'s REST URL (`client.baseUrl`); a client's own without one. */
+function roundTripsOf(redis: RedisLike): RoundTrips {
+  const url = (redis as { client?: { baseUrl?: unknown } }).client?.baseUrl;
+  if (typeof url !== "string" || url === "") return new RoundTrips();
+  let known = roundTrips.get(url);
+  if (!known) {
+    if (roundTrips.size >= 16) roundTrips.clear();
+    known = new RoundTrips();
+    roundTrips.set(url, known);
+  }
+  return known;
+}
+
 /** Runs the project's Lua scripts over one `@upstash/redis` client. */
 export class ScriptRunner {
   /** Time limit of one call (all its HTTP requests together), in ms. */
@@ -71,44 +113,31 @@ export class ScriptRunner {
   #cacheMissSeen = false;
   /** Where subscriptions are read directly (./sse.ts); `null`: through `subscribe()`. */
   #stream: StreamEndpoint | null | undefined;
-  /** Answered requests behind the estimate below. */
-  #samples = 0;
-  /** Smoothed round trip of answered requests, in ms (`undefined` until the first answer). */
-  #srtt: number | undefined;
-  /** Smoothed mean deviation of those round trips, in ms. */
-  #rttvar = 0;
+  /** The round trips behind {@link hedgeAfter}: its REST URL's, shared in this isolate. */
+  readonly #rtt: RoundTrips;
 
   constructor(redis: RedisLike, requestTimeout: number) {
     this.#redis = redis;
     this.#detached = detachRetries(redis);
     this.requestTimeout = requestTimeout;
+    this.#rtt = roundTripsOf(redis);
   }
 
   /**
    * How long a call that resends its own request (same request id: locks/definite.ts) waits for
    * an answer before it sends another copy, in ms. TCP's retransmission timeout (RFC 6298:
-   * smoothed round trip + 4 × its deviation) over this runner's answered requests, so a copy
-   * follows only an answer that is late by the measure of this client's own round trips, at
-   * least {@link MIN_HEDGE_MS} and at most a third of `requestTimeout` (which it is until
-   * {@link HEDGE_SAMPLES} answers came: one or two round trips, the first ones cold, tell
-   * little about the spread).
+   * smoothed round trip + 4 × its deviation) over the answered requests to this client's REST
+   * URL in this isolate (every `@upstash/redis` client on that URL adds to it, so a client made
+   * per invocation starts from what earlier ones measured; any other client: its own), so a copy
+   * follows only an answer that is late by the measure of those round trips, at least
+   * {@link MIN_HEDGE_MS} and at most a third of `requestTimeout` (which it is until
+   * {@link HEDGE_SAMPLES} answers came: one or two round trips, the first ones cold, tell little
+   * about the spread).
    */
   get hedgeAfter(): number {
     const most = Math.max(MIN_REQUEST_TIMEOUT_MS, Math.floor(this.requestTimeout / 3));
-    if (this.#srtt === undefined || this.#samples < HEDGE_SAMPLES) return most;
-    return Math.min(most, Math.max(MIN_HEDGE_MS, Math.ceil(this.#srtt + 4 * this.#rttvar)));
-  }
-
-  /** Adds one answered request's round trip to the estimate behind {@link hedgeAfter}. */
-  #observe(ms: number): void {
-    this.#samples += 1;
-    if (this.#srtt === undefined) {
-      this.#srtt = ms;
-      this.#rttvar = ms / 2;
-      return;
-    }
-    this.#rttvar = 0.75 * this.#rttvar + 0.25 * Math.abs(this.#srtt - ms);
-    this.#srtt = 0.875 * this.#srtt + 0.125 * ms;
+    const timeout = this.#rtt.timeout();
+    return timeout === undefined ? most : Math.min(most, Math.max(MIN_HEDGE_MS, timeout));
   }
 
   /**
@@ -217,7 +246,7 @@ export class ScriptRunner {
       const sentAt = Date.now();
       try {
         const reply = await deadline.race(send());
-        this.#observe(Date.now() - sentAt);
+        this.#rtt.add(Date.now() - sentAt);
         return reply;
       } catch (error) {
         if (deadline.ended || !retry || !isNetworkError(error)) throw error;

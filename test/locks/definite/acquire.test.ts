@@ -264,6 +264,27 @@ describe("when a copy goes", () => {
     await lease.release();
   });
 
+  it("at the round trip measured on its REST URL from a new client's first request (a client per invocation)", async () => {
+    // Earlier clients on this URL (the bridge's) have answered: here, four answers.
+    const warm = recordingEdgeLock({}, bridge.redis()).edgelock.getLock(`${prefix}url-warm`);
+    for (let i = 0; i < 2; i++) await (await warm.tryLock({ leaseTime: 1_000 }))?.release();
+    // A new client whose first request is applied and its answer hangs: its copy goes after the
+    // URL's hedgeAfter (100 ms on this bridge), not after a third of requestTimeout (1 s).
+    const rec = recordingEdgeLock({ requestTimeout: 3_000 }, bridge.redis());
+    bridge.bridge.setFaults({
+      rules: [{ action: "lose", mode: "hang", match: "evalsha", times: 1, hangMs: 5_000 }],
+    });
+    const started = Date.now();
+    const lease = await rec.edgelock.getLock(`${prefix}url-new`).tryLock({ leaseTime: 5_000 });
+    const took = Date.now() - started;
+    if (!lease) throw new Error("not acquired");
+    expect(took).toBeLessThan(700);
+    expect(bridge.bridge.stats().faultsInjected).toBeGreaterThan(0);
+    expect(rec.events.filter((e) => e.type === "acquire").at(-1)?.requests).toBe(2);
+    expect(await rec.edgelock.getLock(lease.name).getHoldCount(lease.owner)).toBe(1);
+    await lease.release();
+  });
+
   it("after a third of requestTimeout on a client that has seen too few answers to measure", async () => {
     const client = delaying();
     const rec = recordingEdgeLock({ requestTimeout: 3_000 }, client.redis as Redis);
