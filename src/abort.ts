@@ -42,6 +42,8 @@ export class Deadline {
       const onAbort = () => this.#end(signal.reason);
       signal.addEventListener("abort", onAbort, { once: true });
       this.#unlisten = () => signal.removeEventListener("abort", onAbort);
+      // An abort before it began fires no event: it ends at once.
+      if (signal.aborted) this.#end(signal.reason);
     }
   }
 

@@ -39,6 +39,13 @@ describe("Deadline", () => {
     expect(deadline.reason).toBe(stop);
   });
 
+  it("ends at once when the signal had aborted before it began", async () => {
+    const stop = new Error("stop");
+    const deadline = new Deadline(5_000, () => new Error("late"), AbortSignal.abort(stop));
+    expect(deadline.ended).toBe(true);
+    await expect(deadline.race(never())).rejects.toBe(stop);
+  });
+
   it("sleeps the given time while it lasts", async () => {
     const deadline = new Deadline(5_000, () => new Error("late"));
     const started = performance.now();
