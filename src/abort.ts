@@ -30,6 +30,8 @@ export class Deadline {
   ended = false;
   /** Why it ended: the timeout's reason or the signal's (read-only for callers). */
   reason: unknown;
+  /** When its time is up, in epoch ms (`Date.now()` clock). */
+  readonly at: number;
   /** Rejects with the reason once the deadline ends; made when first raced against. */
   #ends: Promise<never> | undefined;
   #reject: ((reason: unknown) => void) | undefined;
@@ -37,6 +39,7 @@ export class Deadline {
   readonly #unlisten: (() => void) | undefined;
 
   constructor(ms: number, onTimeout: () => unknown, signal?: AbortSignal) {
+    this.at = Date.now() + ms;
     this.#timer = setTimeout(() => this.#end(onTimeout()), ms);
     if (signal) {
       const onAbort = () => this.#end(signal.reason);

@@ -167,9 +167,8 @@ export class ScriptRunner {
     // One deadline for every request of the call (NOSCRIPT fallback, resend after a 5xx): its
     // reason is the error the call rejects with when time runs out.
     const deadline = new Deadline(limit, () => timedOut(name, limit), signal);
-    const until = Date.now() + limit;
     try {
-      const split = splitBilled(await this.#sendWithResend(call, counter, deadline, until));
+      const split = splitBilled(await this.#sendWithResend(call, counter, deadline));
       if (split === undefined) throw malformedReply(name, script.name);
       counter.billed = (counter.billed ?? 0) + split.billed;
       const decoded = decode(split.reply);
@@ -183,34 +182,24 @@ export class ScriptRunner {
     }
   }
 
-  async #sendWithResend(
-    call: ScriptCall,
-    counter: RequestCounter,
-    deadline: Deadline,
-    until: number,
-  ) {
+  async #sendWithResend(call: ScriptCall, counter: RequestCounter, deadline: Deadline) {
     try {
-      return await this.#send(call, counter, deadline, until);
+      return await this.#send(call, counter, deadline);
     } catch (error) {
       if (deadline.ended || !isHttpFailure(error)) throw error;
       // An HTTP 5xx (which @upstash/redis never retries) may or may not have been applied;
       // every script is replay-safe, so one resend with the same arguments is harmless.
       await deadline.sleep(RESEND_DELAY_MS);
-      return await this.#send(call, counter, deadline, until);
+      return await this.#send(call, counter, deadline);
     }
   }
 
-  async #send(
-    call: ScriptCall,
-    counter: RequestCounter,
-    deadline: Deadline,
-    until: number,
-  ): Promise<unknown> {
+  async #send(call: ScriptCall, counter: RequestCounter, deadline: Deadline): Promise<unknown> {
     const { script, keys, args } = call;
     const redis = this.#detached?.redis ?? this.#redis;
     // A script answered by Redis is cached there from then on.
     const sent = async (send: () => Promise<unknown>): Promise<unknown> => {
-      const reply = await this.#attempts(send, counter, deadline, until);
+      const reply = await this.#attempts(send, counter, deadline);
       this.#loaded.add(script);
       return reply;
     };
@@ -230,14 +219,13 @@ export class ScriptRunner {
 
   /**
    * One request, and for an `@upstash/redis` client its retries after network errors, each
-   * counted. Stops when the next attempt would start after `until` (the call's deadline).
+   * counted. Stops when the next attempt would start after the call's deadline.
    * @throws {NotSentError} when every attempt failed before connecting.
    */
   async #attempts(
     send: () => Promise<unknown>,
     counter: RequestCounter,
     deadline: Deadline,
-    until: number,
   ): Promise<unknown> {
     const retry = this.#detached?.retry;
     let sent = false;
@@ -252,7 +240,7 @@ export class ScriptRunner {
         if (deadline.ended || !retry || !isNetworkError(error)) throw error;
         sent ||= !wasNotSent(error);
         const pause = Math.max(0, retry.backoff(attempt));
-        if (attempt >= retry.attempts || Date.now() + pause >= until) {
+        if (attempt >= retry.attempts || Date.now() + pause >= deadline.at) {
           throw sent ? error : new NotSentError(error);
         }
         await deadline.sleep(pause);
