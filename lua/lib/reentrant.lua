@@ -125,9 +125,11 @@ end
 -- left (it comes back within that half: wait/loop.ts), so that coming back never puts it behind
 -- waiters that registered after it: the registry stays in registration order, and releases hand
 -- the lock over in it. A registered waiter that now asks for hand-offs drops the bare entry of its
--- first attempt. Returns whether another registration is ahead of it: then the holder's expiry
--- is the first waiter's to catch (it takes the expired lock, and its release hands it on), and
--- this one need not come back then.
+-- first attempt. Returns how many registrations are ahead of it, as far as the calls made tell:
+-- 0 none, 1 one or an unknown number (a new registration in a registry that existed), n > 1
+-- exactly n (a waiter keeping its place reads its rank). Then the holder's expiry is the first
+-- waiter's to catch (it takes the expired lock, and its release hands it on): the second comes
+-- back a claim window later (in case the first one's client is gone), the others need not.
 -- The registry's TTL: the lock's WAITERS field (`s.waiters`) says until when the registry is
 -- known to live (server ms; lib/hold.lua), so a registration that ends before then sets no TTL.
 -- Otherwise it sets the TTL a quarter of a registration length past its own (so the next
@@ -149,7 +151,7 @@ local function hold_register(s)
       if not s.waiters then
         redis.call('hset', name, WAITERS, 1)
       end
-      return redis.call('zrank', waiting, member) > 0
+      return redis.call('zrank', waiting, member)
     end
     if member ~= waiter and redis.call('zrem', waiting, waiter) == 1 then
       existed = nil
@@ -161,12 +163,12 @@ local function hold_register(s)
   if known >= lapse then
     if existed == false then
       redis.call('pexpireat', waiting, known)
-      return false
+      return 0
     elseif existed == nil then
       -- It has a TTL of at least `known` unless the ZREM above emptied it: then it is new.
-      return redis.call('pexpireat', waiting, known, 'nx') == 0
+      return 1 - redis.call('pexpireat', waiting, known, 'nx')
     end
-    return true
+    return 1
   end
   local horizon = lapse + math.floor(ms / 4)
   local created = existed == false
@@ -176,7 +178,7 @@ local function hold_register(s)
     created = redis.call('pexpireat', waiting, horizon, 'nx') == 1
   end
   redis.call('hset', name, WAITERS, horizon)
-  return not created
+  return created and 0 or 1
 end
 
 -- Re-enters the lock of `owner` or, held by another, registers `waiter`. Returns the epoch and
@@ -184,7 +186,7 @@ end
 -- when the holder is no edgelock client: no epoch, a Redisson client, whose release publishes
 -- only on Redisson's channel, so nothing would wake a registered waiter, which polls instead)
 -- and, when `waiter` was registered (hold_register: a release hands it the lock when its entry
--- carries a grant, else only wakes it), whether another waiter is ahead of it. The
+-- carries a grant, else only wakes it), how many waiters are ahead of it (hold_register). The
 -- re-entry is recorded ("A<epoch>" plus `suffix`): a replay finds it.
 local function hold_acquire(s, suffix)
   if not s.count then

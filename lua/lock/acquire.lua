@@ -27,7 +27,8 @@
 --          not an edgelock client (no epoch field: a Redisson client, whose release publishes
 --          only on Redisson's channel)
 --          | {0, pttl, 0, now, ahead} the same, the waiter registered: server time in ms when
---          it was, and 1 when another registered waiter is ahead of it (lib/reentrant.lua)
+--          it was, and how many registered waiters are ahead of it (0 none, 1 one or an
+--          unknown number, n > 1 exactly n: lib/reentrant.lua, hold_register)
 --          | {2, pttl, 0} the completion marker exists (its pttl, -1: no TTL)
 --          | {-1, 0, 0} this request was cancelled, or the hold it made is already gone
 -- Records  "A<epoch>" for a re-entry, or a lock created with a lease shorter than the replay
@@ -87,7 +88,7 @@ if not e then
     if ahead == nil then
       return {0, count, jvm}
     end
-    return {0, count, jvm, clock_ms(), ahead and 1 or 0}
+    return {0, count, jvm, clock_ms(), ahead}
   end
 end
 return {1, count, tonumber(e) or 0}

@@ -118,8 +118,8 @@ export type AttemptReply =
       foreign?: boolean;
       /** Server time in ms when the attempt registered its waiter (see `AttemptOutcome`). */
       serverTime?: number;
-      /** Another registered waiter is ahead of this one (see `AttemptOutcome`). */
-      behind?: boolean;
+      /** How many registered waiters are ahead of this one (see `AttemptOutcome`). */
+      ahead?: number;
     }
   | { status: "completed"; pttl: number };
 
@@ -222,12 +222,12 @@ export async function acquire(
         const reply = await protocol.attempt(s, counter, waiter, subscribed, registered);
         if (reply.status === "acquired") return { acquired: reply.grant };
         if (reply.status !== "busy") return { pttl: reply.pttl };
-        const { pttl, foreign, serverTime, behind } = reply;
+        const { pttl, foreign, serverTime, ahead } = reply;
         return {
           pttl,
           ...(foreign && { foreign }),
           ...(serverTime !== undefined && { serverTime }),
-          ...(behind && { behind }),
+          ...(ahead && { ahead }),
         };
       },
       ...(leave &&

@@ -8,6 +8,7 @@
  * @module
  */
 import { sleep } from "../abort.js";
+import { HAND_OFF_CLAIM_WINDOW_MS } from "../limits.js";
 import { checkOptions } from "../validate.js";
 
 /**
@@ -77,6 +78,17 @@ export function backoffDelay(
 }
 
 /**
+ * When a blocked waiter must be back at the latest because the holder's lease may run out
+ * unreleased, in ms from now (-1: not then; see `AttemptOutcome.ahead`): at the holder's expiry
+ * for the first waiter; a claim window ({@link HAND_OFF_CLAIM_WINDOW_MS}) after it for the
+ * second, in case the first one's client died (it would have taken the lock by then, and its
+ * release hands it on); never for the others, whom a release hands the lock to in turn.
+ */
+export function expiryBound({ pttl, ahead }: { pttl: number; ahead?: number }): number {
+  return !ahead || pttl < 0 ? pttl : ahead > 1 ? -1 : pttl + HAND_OFF_CLAIM_WINDOW_MS;
+}
+
+/**
  * How long a waiter blocks for a wake-up, in ms: until its deadline (`remaining`) but no longer
  * than `cap`, and back no later than the holder's lease runs out (a crashed holder wakes nobody;
  * `pttl` < 0 means unknown or no TTL); never below the floor unless the deadline is closer.
@@ -100,11 +112,14 @@ export type AttemptOutcome<T> =
       /** Longest block or sleep before the next attempt, in ms (e.g. to renew a queue slot). */
       cap?: number;
       /**
-       * Another registered waiter is ahead of this one: when the holder's lease runs out
-       * unreleased, that waiter takes the lock (and its release hands it on), so a wait for a
-       * wake-up is not bounded by the holder's PTTL (sleeps still are).
+       * How many registered waiters are ahead of this one (absent or 0: none; 1: one, or an
+       * unknown number). When the holder's lease runs out unreleased, the first waiter takes the
+       * lock (and its release hands it on), so a wait for a wake-up behind it is not bounded by
+       * the holder's PTTL (sleeps still are): the second waiter's is bounded by the PTTL plus the
+       * claim window (the first one's client may be gone, and nothing would tell the others),
+       * the others' by their block cap alone.
        */
-      behind?: boolean;
+      ahead?: number;
       /**
        * Server time in ms (Redis TIME) when the attempt registered the waiter: dates a hand-off
        * the wait then receives (src/locks/protocol.ts, grantFromHandOff).
@@ -160,7 +175,7 @@ export async function pollUntil<T>(
     const report = options.onWait;
     let ms: number | undefined;
     if (options.block) {
-      ms = blockBound(outcome.behind ? -1 : outcome.pttl, cap, options.blockCap ?? remaining);
+      ms = blockBound(expiryBound(outcome), cap, options.blockCap ?? remaining);
       report?.("waiting", 0, n + 1, ms);
       if (!(await options.block(ms, outcome.foreign === true))) ms = undefined;
     }

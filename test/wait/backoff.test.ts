@@ -1,9 +1,11 @@
 /** The backoff policy of a polling wait (src/wait/backoff.ts). */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { HAND_OFF_CLAIM_WINDOW_MS } from "../../src/limits.js";
 import {
   backoffDelay,
   DEFAULT_BACKOFF,
+  expiryBound,
   resolveBackoff,
   SLEEP_FLOOR_MS,
 } from "../../src/wait/backoff.js";
@@ -43,5 +45,18 @@ describe("backoff policy", () => {
     expect(() => resolveBackoff({ multiplier: 0.5 })).toThrow(/backoff.multiplier/);
     expect(() => resolveBackoff({ multiplier: Number.NaN })).toThrow(RangeError);
     expect(() => resolveBackoff({ initial: 5 } as never)).toThrow(/unknown option `initial`/);
+  });
+});
+
+describe("when a waiter comes back for the holder's expiry", () => {
+  it("the first at the expiry, the second a claim window after it, the others not then", () => {
+    expect(expiryBound({ pttl: 1_500 })).toBe(1_500);
+    expect(expiryBound({ pttl: 1_500, ahead: 0 })).toBe(1_500);
+    expect(expiryBound({ pttl: 1_500, ahead: 1 })).toBe(1_500 + HAND_OFF_CLAIM_WINDOW_MS);
+    expect(expiryBound({ pttl: 1_500, ahead: 2 })).toBe(-1);
+    expect(expiryBound({ pttl: 1_500, ahead: 7 })).toBe(-1);
+    // No TTL or unknown: nothing to come back for, whatever the place.
+    expect(expiryBound({ pttl: -1, ahead: 1 })).toBe(-1);
+    expect(expiryBound({ pttl: -2, ahead: 0 })).toBe(-2);
   });
 });

@@ -99,9 +99,10 @@ export class FairLock extends HashLock<FairLockInspection> {
           lastId = reply.id;
           if (reply.status === "acquired") return { acquired: reply.grant };
           // Back well before the slot lapses. Only the first in the queue is back when the
-          // holder's lease runs out (it takes the expired lock, and its release hands it on); a
-          // hand-off that nobody heard wakes the next waiter (lib/fair.lua), so the ones behind
-          // wait for their message.
+          // holder's lease runs out (it takes the expired lock, and its release hands it on),
+          // and the second a claim window later, in case the first one's client is gone (its
+          // attempt then hands the lock to that first waiter, and the hand-off that nobody
+          // hears wakes it: lib/fair.lua); the ones further behind wait for their message.
           const cap = FAIR_SLOT_MS / 3;
           if (reply.status !== "busy") return { pttl: 0, cap };
           return {
@@ -109,7 +110,7 @@ export class FairLock extends HashLock<FairLockInspection> {
             cap,
             ...(reply.foreign && { foreign: true }),
             ...(reply.serverTime !== undefined && { serverTime: reply.serverTime }),
-            ...(reply.position > 0 && { behind: true }),
+            ...(reply.position > 0 && { ahead: reply.position }),
           };
         },
         // While a Redisson client holds the lock or waits ahead, the waiter also listens where a

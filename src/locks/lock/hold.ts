@@ -110,11 +110,11 @@ export abstract class LockScriptHolds<I extends Inspection> extends HashHolds<I>
       return { status: "acquired", grant };
     }
     if (status === 0 && reply.length === this.replyLength + 2) {
-      // The two after the kind's own: the server time of the registration and whether anyone
-      // is registered ahead (acquire.lua).
+      // The two after the kind's own: the server time of the registration and how many are
+      // registered ahead (acquire.lua). Only a kind that hands off lets the first catch expiries.
       const serverTime = reply[this.replyLength] ?? 0;
-      const ahead = reply[this.replyLength + 1] ?? 0;
-      return { status: "busy", pttl: value, serverTime, behind: this.handsOff && ahead === 1 };
+      const ahead = this.handsOff ? (reply[this.replyLength + 1] ?? 0) : 0;
+      return { status: "busy", pttl: value, serverTime, ...(ahead > 0 && { ahead }) };
     }
     if (status === 2) return { status: "completed", pttl: value };
     // -1: this attempt's request id was already used; the caller polls again with a new id.

@@ -7,9 +7,12 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
-import type { EdgeLock } from "../../../src/index.js";
+import { randomHex } from "../../../src/ids.js";
+import { type EdgeLock, HAND_OFF_CLAIM_WINDOW_MS } from "../../../src/index.js";
+import { LOCK_HAND_OFF_SLOT_MS } from "../../../src/limits.js";
+import { fairLockAcquire, lockAcquire } from "../../../src/lua.gen.js";
 import { keyPrefix, useRawRedis } from "../../support/env.js";
-import { recordingEdgeLock } from "../../support/locks.js";
+import { recordingEdgeLock, replayKeys } from "../../support/locks.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();
@@ -19,12 +22,54 @@ const waits = (events: readonly { type: string }[]) =>
 /** The lock's expiry on the server's clock, ms (PEXPIRETIME; Redis runs on this machine). */
 const expiryOf = async (name: string) => Number(await raw.sendCommand(["PEXPIRETIME", name]));
 
+/**
+ * A waiter whose client died while waiting: what its busy attempt left, made by the acquire
+ * script itself (lease 9 s, registered for a hand-off waiter's slot), and nothing after it: no
+ * subscription hears its channel, no attempt comes back, no give-back is sent.
+ */
+const goneWaiter = {
+  reentrant: (name: string) =>
+    raw.eval(lockAcquire.source, {
+      keys: [name, ...replayKeys(name), `edgelock_waiting:{${name}}`, `edgelock_wake:{${name}}`],
+      arguments: [
+        "9000",
+        "gone-owner",
+        "30000",
+        randomHex(),
+        "gone:w1",
+        String(LOCK_HAND_OFF_SLOT_MS),
+        "1",
+        "1",
+      ],
+    }) as Promise<number[]>,
+  fair: (name: string) =>
+    raw.eval(fairLockAcquire.source, {
+      keys: [
+        name,
+        `redisson_lock_queue:{${name}}`,
+        `redisson_lock_timeout:{${name}}`,
+        `edgelock_waiters:{${name}}`,
+        `redisson_lock__channel:{${name}}`,
+        ...replayKeys(name),
+      ],
+      arguments: ["9000", "gone-owner", "30000", randomHex(), "60000", "2000", "gone:w1"],
+    }) as Promise<number[]>,
+};
+
 const kinds = [
-  { kind: "reentrant lock", get: (e: EdgeLock, name: string) => e.getLock(name) },
-  { kind: "fair lock", get: (e: EdgeLock, name: string) => e.getFairLock(name) },
+  {
+    kind: "reentrant lock",
+    get: (e: EdgeLock, name: string) => e.getLock(name),
+    gone: goneWaiter.reentrant,
+  },
+  {
+    kind: "fair lock",
+    get: (e: EdgeLock, name: string) => e.getFairLock(name),
+    gone: goneWaiter.fair,
+  },
 ] as const;
 
-describe.each(kinds)("long waits: $kind", ({ get }) => {
+describe.each(kinds)("long waits: $kind", ({ get, gone }) => {
   it("a hand-off long after the waiter's last attempt is held without another request, and expires no later than in Redis", async () => {
     const name = `${prefix}${get.name}-old-attempt-${Math.random()}`;
     const holder = recordingEdgeLock();
@@ -128,5 +173,25 @@ describe.each(kinds)("long waits: $kind", ({ get }) => {
     // Busy attempt, subscription, registering attempt; the release handed it the lock.
     expect(b.requests("acquire")).toBe(3);
     expect(await next?.release()).toBe("released");
+  });
+
+  it("behind a first waiter whose client died, the next takes the lock a claim window after the holder's lease runs out unreleased, not at its own bound", async () => {
+    const name = `${prefix}${get.name}-gone-first-${Math.random()}`;
+    // A holder that never releases, and a first waiter that is gone.
+    await get(recordingEdgeLock().edgelock, name).lock({ leaseTime: 1_500 });
+    const expiry = await expiryOf(name);
+    expect((await gone(name))[0]).toBe(0);
+    const b = recordingEdgeLock();
+    const second = get(b.edgelock, name).tryLock({ waitTime: 40_000, leaseTime: 10_000 });
+    await b.until((_e, all) => waits(all) === 2);
+    const lease = await second;
+    expect(lease).not.toBeNull();
+    // Back a claim window after the expiry (the first would have taken the lock by then); the
+    // fair lock then hands it to the gone waiter for another claim window, which nobody hears.
+    // Without that bound: at its block cap, 20 s.
+    const late = Date.now() - expiry;
+    expect(late).toBeGreaterThanOrEqual(HAND_OFF_CLAIM_WINDOW_MS - 200);
+    expect(late).toBeLessThan(3 * HAND_OFF_CLAIM_WINDOW_MS + 2_000);
+    expect(await lease?.release()).toBe("released");
   });
 });

@@ -450,6 +450,34 @@ describe("reentrant lock wake-ups", () => {
     await raw.del([name, waitingKey(name)]);
   });
 
+  it("scripts: a busy attempt tells how many registered waiters are ahead of its waiter, or that one may be", async () => {
+    const name = `${prefix}ahead`;
+    // A wait's first attempt is not subscribed yet: it asks for no hand-off and may not be
+    // registered; later ones ask for hand-offs and may be.
+    const attempt = (owner: string, waiter: string, registered: "0" | "1") =>
+      scriptAcquire(name, owner, waiter, { registered, grant: registered });
+    // {0, pttl, jvm, now, ahead}
+    const ahead = async (owner: string, waiter: string, registered: "0" | "1") => {
+      const reply = await attempt(owner, waiter, registered);
+      expect(reply[0]).toBe(0);
+      return reply[4];
+    };
+    expect((await attempt("holder", "", "0"))[0]).toBe(1);
+    // A new registry: nobody ahead. Its subscribed attempt empties and makes it again: still.
+    expect(await ahead("o1", "hub:w1", "0")).toBe(0);
+    expect(await ahead("o1", "hub:w1", "1")).toBe(0);
+    // Joining a registry that exists: one ahead, or more (no call counts them).
+    expect(await ahead("o2", "hub:w2", "0")).toBe(1);
+    expect(await ahead("o3", "hub:w3", "0")).toBe(1);
+    expect(await ahead("o2", "hub:w2", "1")).toBe(1);
+    expect(await ahead("o3", "hub:w3", "1")).toBe(1);
+    // Keeping its place, a waiter reads its rank: exact.
+    expect(await ahead("o3", "hub:w3", "1")).toBe(2);
+    expect(await ahead("o2", "hub:w2", "1")).toBe(1);
+    expect(await ahead("o1", "hub:w1", "1")).toBe(0);
+    await raw.del([name, waitingKey(name)]);
+  });
+
   it("scripts: a release that hands the lock over tells Redisson's channel nothing; one that frees it publishes", async () => {
     const name = `${prefix}redisson-quiet`;
     const sub = raw.duplicate();
