@@ -61,7 +61,9 @@ export const SCENARIOS = [
   // up to 0.05) when a call's deadline stopped making an AbortController per request
   // (src/abort.ts, Deadline: about 45 µs less client CPU per request on Node 20) and clients on
   // one REST URL shared their measured round trips (src/transport/index.ts: a client made per
-  // invocation hedges at what earlier ones measured): +0.2 kB per entry.
+  // invocation hedges at what earlier ones measured): +0.2 kB per entry. The permit-expirable
+  // semaphore's to 21.9 kB (+7 B over 21.85 measured) when the second waiter behind a first
+  // came back a claim window after the holder's expiry (src/wait/backoff.ts expiryBound).
   { name: "edgelock", entries: ["edgelock"], base: REDIS, budget: 34.25, target: 27 },
   // 13.1 kB measured at the split, 13.6 kB after the JVM wake-ups, the shared Lua libraries and
   // the awaited leave of a waiter that gives up: 2.0 kB Lua, 11.6 kB JS, of which ~8 kB the core
@@ -121,7 +123,7 @@ export const SCENARIOS = [
     // with `restorePermitLease`; 14.5 kB with short names for the shipped scripts' locals
     // (lua/gen.mjs renameLocals).
     // 21.0 kB measured with the hand-off in give_back and lua/permit-expirable-semaphore/leave.lua.
-    budget: 21.85,
+    budget: 21.9,
     target: 10,
   },
   {

@@ -3,14 +3,15 @@
  * Redis applied the request and 5 % of requests fail before reaching it, in every drop mode.
  * Every caller retries a failed call (a new call, a new request id), and `definiteWithin: 0`
  * hands every lost answer to the caller at once, so retried releases apply twice whenever the
- * first copy had applied. Both release styles: the name-level `semaphore.release()` and the
- * permit handle's `release()`.
+ * first copy had applied. Every release style: the name-level `semaphore.release()` without and
+ * with an `idempotencyKey` (one per release, the same for its retries), and the permit handle's
+ * `release()`.
  *
  * Checked after every call, from one MGET behind the bridge's back (an atomic snapshot):
  * available + taken (the permits edgelock callers hold, `edgelock_taken`) never exceed the
- * permits set; with handles, the holders the test itself counts never exceed it either (a
- * name-level release cannot tell whose permit it returns: a retried one returns another
- * holder's early, whose own release is then refused). At the end, with every background
+ * permits set; with handles and keyed releases, the holders the test itself counts never exceed
+ * it either (a name-level release without a key cannot tell whose permit it returns: a retried
+ * one returns another holder's early, whose own release is then refused). At the end, with every background
  * resend and cancel settled: exactly 3 permits available, none counted as taken.
  *
  * `FAULTS_QUICK=1`: 3 cycles per client and case, else 25.
@@ -25,7 +26,7 @@ const PERMITS = 3;
 const CYCLES = QUICK ? 3 : 25;
 const REQUEST_TIMEOUT = 300;
 const MODES = ["close", "503", "hang"] as const;
-const STYLES = ["name-level", "handle"] as const;
+const STYLES = ["name-level", "keyed", "handle"] as const;
 /** The waiter mark kept in the taken count (lua/lib/taken.lua). */
 const TAKEN_WAITERS = 1e15;
 
@@ -124,7 +125,10 @@ describe("semaphore: retried releases under lost answers never grow it", () => {
               holders -= 1;
               try {
                 await retried(
-                  () => (style === "handle" ? handle.release() : s.release()),
+                  () =>
+                    style === "handle"
+                      ? handle.release()
+                      : s.release(1, style === "keyed" ? { idempotencyKey: `${c}:${i}` } : {}),
                   failures,
                 );
               } catch (error) {
@@ -155,7 +159,7 @@ describe("semaphore: retried releases under lost answers never grow it", () => {
         // @upstash/redis resends by itself, so callers rarely see a failure; at CI size (3 cycles
         // per client) a case may see none either, since the transport resends once after a 5xx.
         if (mode !== "close" && !QUICK) expect(failures.n).toBeGreaterThan(0);
-        if (style === "handle") {
+        if (style !== "name-level") {
           expect(most).toBeLessThanOrEqual(PERMITS);
           expect(refused).toBe(0);
         }

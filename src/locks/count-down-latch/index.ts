@@ -22,7 +22,7 @@ import {
   countDownLatchTrySetCount,
 } from "../../lua/count-down-latch.gen.js";
 import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
-import { checkOptions, checkSignal, checkWaitTime } from "../../validate.js";
+import { checkOptions, checkSignal, checkText, checkWaitTime } from "../../validate.js";
 import type { AttemptOutcome } from "../../wait/backoff.js";
 import { waitFor } from "../../wait/loop.js";
 import { runAttempt, runDefinite } from "../definite.js";
@@ -50,15 +50,6 @@ export interface CountDownOptions {
    * @default none: every call counts down
    */
   idempotencyKey?: string;
-}
-
-/** An idempotency key: a string of 1 to {@link MAX_OWNER_LENGTH} characters. */
-function checkIdempotencyKey(value: unknown): string {
-  if (typeof value !== "string") throw new TypeError("`idempotencyKey` must be a string");
-  if (value.length === 0 || value.length > MAX_OWNER_LENGTH) {
-    throw new RangeError(`\`idempotencyKey\` must be 1 to ${MAX_OWNER_LENGTH} characters long`);
-  }
-  return value;
 }
 
 /**
@@ -195,7 +186,9 @@ export class CountDownLatch implements Inspectable<CountDownLatchInspection> {
   async countDown(options?: CountDownOptions): Promise<number> {
     const o = checkOptions(options, "countDown", ["idempotencyKey"]);
     const requestId =
-      o.idempotencyKey === undefined ? randomHex() : `k:${checkIdempotencyKey(o.idempotencyKey)}`;
+      o.idempotencyKey === undefined
+        ? randomHex()
+        : `k:${checkText(o.idempotencyKey, "idempotencyKey", MAX_OWNER_LENGTH)}`;
     const call = {
       script: countDownLatchCountDown,
       name: this.name,

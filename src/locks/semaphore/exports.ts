@@ -9,6 +9,7 @@ export type {
   Semaphore,
   SemaphoreAcquireOptions,
   SemaphoreInspection,
+  SemaphoreNameReleaseOptions,
   SemaphorePermits,
   SemaphoreReleaseOptions,
 } from "./index.js";

@@ -13,7 +13,7 @@ import { OverReleaseError } from "../../errors.js";
 import type { CallOperation, DefiniteOperation, LockEvent } from "../../events.js";
 import { randomHex } from "../../ids.js";
 import type { Inspectable, Inspection } from "../../inspect.js";
-import { LOCK_WAITER_SLOT_MS, MAX_PERMITS } from "../../limits.js";
+import { LOCK_WAITER_SLOT_MS, MAX_OWNER_LENGTH, MAX_PERMITS } from "../../limits.js";
 import type { LuaScript } from "../../lua/script.js";
 import {
   semaphoreAcquire,
@@ -32,7 +32,7 @@ import {
   type RequestCounter,
   type ScriptCall,
 } from "../../transport/index.js";
-import { checkOptions, checkSignal, tryWithin, untilAcquired } from "../../validate.js";
+import { checkOptions, checkSignal, checkText, tryWithin, untilAcquired } from "../../validate.js";
 import { waitFor } from "../../wait/loop.js";
 import { runAttempt, runDefinite } from "../definite.js";
 import {
@@ -54,13 +54,25 @@ export interface SemaphoreAcquireOptions {
   signal?: AbortSignal;
 }
 
-/** Options of {@link Semaphore.release}. */
+/** Options of {@link SemaphorePermits.release}. */
 export interface SemaphoreReleaseOptions {
   /**
    * Allow the release to make more permits available than were set (Redisson's unbounded
    * release). @default false: such a release throws {@link OverReleaseError}.
    */
   overRelease?: boolean;
+}
+
+/** Options of {@link Semaphore.release}. */
+export interface SemaphoreNameReleaseOptions extends SemaphoreReleaseOptions {
+  /**
+   * Names this release, so that a caller may repeat it: every call with the same key (on this
+   * semaphore, within `replayWindow` of the first one applied) gives the permits back once,
+   * and answers as a release that applied (with the permits available then). A string of
+   * 1–200 characters, e.g. the id of the job whose permits these are.
+   * @default none: every call gives permits back
+   */
+  idempotencyKey?: string;
 }
 
 /**
@@ -197,21 +209,31 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
    * whatever semaphore is there, as in Redisson. A semaphore set by a Redisson client has no
    * recorded permits set: its releases are unbounded, as Redisson's are.
    *
-   * Not idempotent across calls (Redisson parity): each call is a new request, so a caller that
-   * repeats a call that threw may give the permits back twice. The semaphore still cannot grow
-   * (available permits plus those edgelock callers hold never exceed the permits set), but the
-   * second copy returns another holder's permits early, whose own release is then refused.
-   * Prefer the handle from `tryAcquire`/`acquire`, whose `release()` can be repeated safely.
+   * Without `idempotencyKey` each call is a new request (Redisson parity), so a caller that
+   * repeats a call that threw may give the permits back twice: the counts cannot grow
+   * (available permits plus those edgelock callers are counted as holding never exceed the
+   * permits set), but the second copy returns another holder's permits early, so one more
+   * caller than the permits may hold one until that holder's own release, which is then
+   * refused. With it, the calls carrying the same key give the permits back once. Or use the
+   * handle from `tryAcquire`/`acquire`, whose `release()` can be repeated safely.
    * @param permits integer in [1, 2^31). @default 1
+   * @param options `overRelease` (see above); `idempotencyKey`: a string of 1–200 characters
+   * naming this release.
    * @returns the available permits after the release.
    * @throws TypeError / RangeError for bad arguments, before any request.
    * @throws {OverReleaseError} when refused (see above).
    * @throws {TransportError} when Redis refused it, or gave no answer within `definiteWithin`
    * (`ambiguous`; resent in the background, see the `settle` event).
    */
-  async release(permits = 1, options?: SemaphoreReleaseOptions): Promise<number> {
+  async release(permits = 1, options?: SemaphoreNameReleaseOptions): Promise<number> {
     checkPermits(permits, "permits", 1);
-    return this.#release(permits, checkOverRelease(options), randomHex());
+    const o = checkOptions(options, "release", ["overRelease", "idempotencyKey"]);
+    const key = o.idempotencyKey;
+    // `k:` keeps a key apart from the hex request ids of acquires, whose handles release
+    // under them (as the latch's countDown keys).
+    const id =
+      key === undefined ? randomHex() : `k:${checkText(key, "idempotencyKey", MAX_OWNER_LENGTH)}`;
+    return this.#release(permits, checkOverRelease(o), id);
   }
 
   /**
@@ -563,8 +585,8 @@ function checkDelta(value: unknown): number {
 }
 
 /** `options.overRelease` of a release: a boolean, false when omitted. */
-function checkOverRelease(options: SemaphoreReleaseOptions | undefined): boolean {
-  const o = checkOptions(options, "release", ["overRelease"]);
+function checkOverRelease(options: SemaphoreNameReleaseOptions | undefined): boolean {
+  const o = checkOptions(options, "release", ["overRelease", "idempotencyKey"]);
   if (o.overRelease !== undefined && typeof o.overRelease !== "boolean") {
     throw new TypeError("`overRelease` must be a boolean");
   }
@@ -624,7 +646,7 @@ export class SemaphorePermits {
    * (`ambiguous`: still resent in the background; calling again is safe).
    */
   release(options?: SemaphoreReleaseOptions): Promise<number> {
-    const overRelease = checkOverRelease(options);
+    const overRelease = checkOverRelease(checkOptions(options, "release", ["overRelease"]));
     if (this.#release !== undefined) return this.#release;
     const release = this.#send(overRelease);
     this.#release = release;

@@ -400,6 +400,45 @@ describe("semaphore", () => {
     expect(await keysOf(name)).toEqual([]);
   });
 
+  it("a name-level release repeated with its idempotencyKey gives the permits back once", async () => {
+    const name = `${prefix}keyed-release`;
+    const [a, b] = [recordingEdgeLock(), recordingEdgeLock()];
+    const s = a.edgelock.getSemaphore(name);
+    expect(await s.trySetPermits(2)).toBe(true);
+    // Two callers hold the two permits; one gives its permit back, and repeats the call (its
+    // first answer was lost, say), from another client too.
+    await s.acquire();
+    await b.edgelock.getSemaphore(name).acquire();
+    expect(await s.release(1, { idempotencyKey: "job:1" })).toBe(1);
+    expect(await s.release(1, { idempotencyKey: "job:1" })).toBe(1);
+    expect(await b.edgelock.getSemaphore(name).release(1, { idempotencyKey: "job:1" })).toBe(1);
+    // The other holder is still counted: its own release works, and one caller gets in, not two.
+    expect(await s.tryAcquire()).not.toBeNull();
+    expect(await s.tryAcquire()).toBeNull();
+    expect(await b.edgelock.getSemaphore(name).release(1, { idempotencyKey: "job:2" })).toBe(1);
+    // Another key is another release: refused once nothing more is held than the permits set.
+    expect(await s.release(1, { idempotencyKey: "job:3" })).toBe(2);
+    await expect(s.release(1, { idempotencyKey: "job:4" })).rejects.toBeInstanceOf(
+      OverReleaseError,
+    );
+    // Without a key, a repeated call is a new release (Redisson's).
+    expect(await s.tryAcquire()).not.toBeNull();
+    expect(await s.tryAcquire()).not.toBeNull();
+    expect(await s.release()).toBe(1);
+    expect(await s.release()).toBe(2);
+    expect(await s.inspect()).toMatchObject({ available: 2, permits: 2 });
+  });
+
+  it("a permit handle's release takes no idempotencyKey: it is one already", async () => {
+    const s = recordingEdgeLock().edgelock.getSemaphore(`${prefix}handle-key`);
+    await s.trySetPermits(1);
+    const handle = await s.acquire();
+    expect(() => handle.release({ idempotencyKey: "k" } as never)).toThrow(
+      /unknown option `idempotencyKey`/,
+    );
+    expect(await handle.release()).toBe(1);
+  });
+
   it("rejects bad input with a typed error before any request", async () => {
     let requests = 0;
     const counting = bridge.redis();
@@ -425,6 +464,11 @@ describe("semaphore", () => {
       TypeError,
     );
     await expect(s.release(1, { force: true } as never)).rejects.toThrow(/unknown option `force`/);
+    await expect(s.release(1, { idempotencyKey: "" })).rejects.toThrow(RangeError);
+    await expect(s.release(1, { idempotencyKey: "k".repeat(201) })).rejects.toThrow(RangeError);
+    await expect(s.release(1, { idempotencyKey: 7 as unknown as string })).rejects.toThrow(
+      /`idempotencyKey` must be a string/,
+    );
     await expect(s.tryAcquire({ permits: 0 })).rejects.toThrow(RangeError);
     await expect(s.tryAcquire({ waitTime: -1 })).rejects.toThrow(RangeError);
     await expect(s.tryAcquire({ signal: {} as AbortSignal })).rejects.toThrow(TypeError);
