@@ -54,8 +54,10 @@ const ENTRIES = [
   // measured) with the cheaper scripts of the billed-commands work.
   // 17.45 kB measured with the stream reader (see the core entry); 18 kB (17.82 kB measured)
   // with the bill in every event; 19.95 kB (19.92 kB measured) with the call deadline and the
-  // shared round trips (see the core entry).
-  { name: "edgelock/hono", source: "src/hono.ts", path: "dist/src/hono.js", limit: "19.95 kB" },
+  // shared round trips (see the core entry); 20 kB (19.965 kB measured) with the rank that brings
+  // the second waiter back a claim window after a crashed holder's expiry (lua/lib/reentrant.lua,
+  // wait/backoff.ts expiryBound).
+  { name: "edgelock/hono", source: "src/hono.ts", path: "dist/src/hono.js", limit: "20 kB" },
   // 2.2 kB while it took its locks from the EdgeLock the app passed (and the app bundled every
   // primitive with it); 15.3 kB measured since it takes them through `getLock` of `edgelock/lock`
   // and `getIdempotencyKey` of `edgelock/idempotency`, the core client included, so an app

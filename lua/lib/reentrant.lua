@@ -125,11 +125,13 @@ end
 -- left (it comes back within that half: wait/loop.ts), so that coming back never puts it behind
 -- waiters that registered after it: the registry stays in registration order, and releases hand
 -- the lock over in it. A registered waiter that now asks for hand-offs drops the bare entry of its
--- first attempt. Returns how many registrations are ahead of it, as far as the calls made tell:
--- 0 none, 1 one or an unknown number (a new registration in a registry that existed), n > 1
--- exactly n (a waiter keeping its place reads its rank). Then the holder's expiry is the first
--- waiter's to catch (it takes the expired lock, and its release hands it on): the second comes
--- back a claim window later (in case the first one's client is gone), the others need not.
+-- first attempt. Returns how many registrations are ahead of it: 0 none (a registry it created),
+-- else its rank, read where it counts: the holder's expiry is the first waiter's to catch (it
+-- takes the expired lock, and its release hands it on), the second comes back a claim window
+-- later (in case the first one's client is gone: wait/backoff.ts expiryBound), the others need
+-- not. That bound matters only while the holder's `pttl` is under the longest block of a waiter
+-- asking for hand-offs (a third of its registration, wait/loop.ts): otherwise a new registration
+-- in a registry that existed answers 1 ("one or more") without the ZRANK.
 -- The registry's TTL: the lock's WAITERS field (`s.waiters`) says until when the registry is
 -- known to live (server ms; lib/hold.lua), so a registration that ends before then sets no TTL.
 -- Otherwise it sets the TTL a quarter of a registration length past its own (so the next
@@ -137,9 +139,10 @@ end
 -- at most that) and records that in WAITERS. A registry that did not exist
 -- (hold_free's EXISTS says) gets its TTL however long WAITERS says: it is new.
 -- Billed   keeping its place: ZSCORE, ZRANK (+ TIME); otherwise ZADD, TIME, and PEXPIREAT for a
---          new registry, PEXPIREAT and HSET past what WAITERS says (+ ZSCORE, and ZREM when it
---          now asks for hand-offs, when it may be registered)
-local function hold_register(s)
+--          new registry, ZRANK in one that existed when that bound matters, PEXPIREAT and HSET
+--          past what WAITERS says (+ ZSCORE, and ZREM when it now asks for hand-offs, when it
+--          may be registered)
+local function hold_register(s, pttl)
   local ms = tonumber(waitMs)
   -- Whether the registry exists, from hold_free's EXISTS: unknown once a ZREM here may have
   -- emptied it.
@@ -160,25 +163,29 @@ local function hold_register(s)
   local lapse = clock_ms() + ms
   redis.call('zadd', waiting, lapse, member)
   local known = tonumber(s.waiters) or 0
+  local created = existed == false
   if known >= lapse then
-    if existed == false then
+    if created then
       redis.call('pexpireat', waiting, known)
-      return 0
     elseif existed == nil then
       -- It has a TTL of at least `known` unless the ZREM above emptied it: then it is new.
-      return 1 - redis.call('pexpireat', waiting, known, 'nx')
+      created = redis.call('pexpireat', waiting, known, 'nx') == 1
     end
-    return 1
+  else
+    local horizon = lapse + math.floor(ms / 4)
+    if created then
+      redis.call('pexpireat', waiting, horizon)
+    elseif redis.call('pexpireat', waiting, horizon, 'gt') == 0 and existed == nil then
+      created = redis.call('pexpireat', waiting, horizon, 'nx') == 1
+    end
+    redis.call('hset', name, WAITERS, horizon)
   end
-  local horizon = lapse + math.floor(ms / 4)
-  local created = existed == false
   if created then
-    redis.call('pexpireat', waiting, horizon)
-  elseif redis.call('pexpireat', waiting, horizon, 'gt') == 0 and existed == nil then
-    created = redis.call('pexpireat', waiting, horizon, 'nx') == 1
+    return 0
+  elseif member ~= waiter and pttl >= 0 and pttl < ms / 3 then
+    return redis.call('zrank', waiting, member)
   end
-  redis.call('hset', name, WAITERS, horizon)
-  return created and 0 or 1
+  return 1
 end
 
 -- Re-enters the lock of `owner` or, held by another, registers `waiter`. Returns the epoch and
@@ -191,10 +198,11 @@ end
 local function hold_acquire(s, suffix)
   if not s.count then
     local ahead
+    local pttl = redis.call('pttl', name)
     if waiter ~= '' and s.epoch ~= '' then
-      ahead = hold_register(s)
+      ahead = hold_register(s, pttl)
     end
-    return nil, redis.call('pttl', name), s.epoch == '' and 1 or 0, ahead
+    return nil, pttl, s.epoch == '' and 1 or 0, ahead
   end
   if waiter ~= '' and registered then
     hold_unregister()

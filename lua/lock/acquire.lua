@@ -27,8 +27,8 @@
 --          not an edgelock client (no epoch field: a Redisson client, whose release publishes
 --          only on Redisson's channel)
 --          | {0, pttl, 0, now, ahead} the same, the waiter registered: server time in ms when
---          it was, and how many registered waiters are ahead of it (0 none, 1 one or an
---          unknown number, n > 1 exactly n: lib/reentrant.lua, hold_register)
+--          it was, and how many registered waiters are ahead of it (1: one or more, when the
+--          holder's pttl outlasts the waiter's longest block: lib/reentrant.lua, hold_register)
 --          | {2, pttl, 0} the completion marker exists (its pttl, -1: no TTL)
 --          | {-1, 0, 0} this request was cancelled, or the hold it made is already gone
 -- Records  "A<epoch>" for a re-entry, or a lock created with a lease shorter than the replay

@@ -450,7 +450,7 @@ describe("reentrant lock wake-ups", () => {
     await raw.del([name, waitingKey(name)]);
   });
 
-  it("scripts: a busy attempt tells how many registered waiters are ahead of its waiter, or that one may be", async () => {
+  it("scripts: a busy attempt tells how many registered waiters are ahead of its waiter while the holder's lease ends before the waiter's longest block", async () => {
     const name = `${prefix}ahead`;
     // A wait's first attempt is not subscribed yet: it asks for no hand-off and may not be
     // registered; later ones ask for hand-offs and may be.
@@ -466,15 +466,21 @@ describe("reentrant lock wake-ups", () => {
     // A new registry: nobody ahead. Its subscribed attempt empties and makes it again: still.
     expect(await ahead("o1", "hub:w1", "0")).toBe(0);
     expect(await ahead("o1", "hub:w1", "1")).toBe(0);
-    // Joining a registry that exists: one ahead, or more (no call counts them).
+    // Joining a registry that exists: a first attempt (no hand-off asked) reads no rank, "one or
+    // more"; one asking for hand-offs reads it (the holder's 9 s lease ends before its 10 s
+    // longest block, a third of its 30 s registration), behind every registration there.
     expect(await ahead("o2", "hub:w2", "0")).toBe(1);
     expect(await ahead("o3", "hub:w3", "0")).toBe(1);
-    expect(await ahead("o2", "hub:w2", "1")).toBe(1);
-    expect(await ahead("o3", "hub:w3", "1")).toBe(1);
-    // Keeping its place, a waiter reads its rank: exact.
+    expect(await ahead("o2", "hub:w2", "1")).toBe(2);
+    expect(await ahead("o3", "hub:w3", "1")).toBe(2);
+    // Keeping its place, a waiter reads its rank.
     expect(await ahead("o3", "hub:w3", "1")).toBe(2);
     expect(await ahead("o2", "hub:w2", "1")).toBe(1);
     expect(await ahead("o1", "hub:w1", "1")).toBe(0);
+    // A holder whose lease outlasts that block: a new registration reads no rank.
+    await raw.pExpire(name, 25_000);
+    expect(await ahead("o4", "hub:w4", "1")).toBe(1);
+    expect(await raw.zRank(waitingKey(name), "hub:w4|9000|o4")).toBe(3);
     await raw.del([name, waitingKey(name)]);
   });
 
