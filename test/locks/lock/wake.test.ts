@@ -454,8 +454,11 @@ describe("reentrant lock wake-ups", () => {
     const name = `${prefix}ahead`;
     // A wait's first attempt is not subscribed yet: it asks for no hand-off and may not be
     // registered; later ones ask for hand-offs and may be.
+    // Each registration lapses 1 ms later than the one before (registered for 30 s + n ms), so
+    // that two made in the same millisecond of server time still rank in the order made.
+    let slot = 30_000;
     const attempt = (owner: string, waiter: string, registered: "0" | "1") =>
-      scriptAcquire(name, owner, waiter, { registered, grant: registered });
+      scriptAcquire(name, owner, waiter, { registered, grant: registered, slot: `${slot++}` });
     // {0, pttl, jvm, now, ahead}
     const ahead = async (owner: string, waiter: string, registered: "0" | "1") => {
       const reply = await attempt(owner, waiter, registered);
@@ -468,7 +471,7 @@ describe("reentrant lock wake-ups", () => {
     expect(await ahead("o1", "hub:w1", "1")).toBe(0);
     // Joining a registry that exists: a first attempt (no hand-off asked) reads no rank, "one or
     // more"; one asking for hand-offs reads it (the holder's 9 s lease ends before its 10 s
-    // longest block, a third of its 30 s registration), behind every registration there.
+    // longest block, a third of its registration), behind every registration there.
     expect(await ahead("o2", "hub:w2", "0")).toBe(1);
     expect(await ahead("o3", "hub:w3", "0")).toBe(1);
     expect(await ahead("o2", "hub:w2", "1")).toBe(2);
