@@ -292,7 +292,7 @@ function limit(r: BenchResults): string[] {
   return [
     "## 1. Physical limit",
     "",
-    `${f(l.samples, 0)} sequential calls per probe, timed one by one, in the same rotation as the libraries of scenario 2.`,
+    `${f(l.samples, 0)} sequential calls per probe, timed one by one, in the same rotation as the libraries of scenario 2; the pairs after a pause in a rotation of their own after it (whichever block ran right after them, the same one every round, was slowed).`,
     "",
     table(
       ["path", "p50 ms", "p99 ms"],

@@ -175,3 +175,18 @@ describe("npm run bench", () => {
     });
   });
 });
+
+describe("the uncontended scenario's block order", () => {
+  it("is a permutation drawn from the round's seed, with a different predecessor per round", async () => {
+    const { shuffled } = await import("../bench/scenarios/uncontended.js");
+    const items = ["ping", "evalsha", "tcp", "edgelock", "fair", "upstash", "redlock", "sem"];
+    const orders = [0, 1, 2, 3].map((r) => shuffled(items, r));
+    for (const order of orders) expect([...order].sort()).toEqual([...items].sort());
+    expect(shuffled(items, 2)).toEqual(orders[2]);
+    // Behind whom each participant ran: a rotation keeps it the same every round.
+    const before = (order: string[], id: string) => order[order.indexOf(id) - 1] ?? "first";
+    for (const id of items) {
+      expect(new Set(orders.map((o) => before(o, id))).size).toBeGreaterThan(1);
+    }
+  });
+});
