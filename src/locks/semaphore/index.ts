@@ -584,9 +584,11 @@ function checkDelta(value: unknown): number {
   return value;
 }
 
-/** `options.overRelease` of a release: a boolean, false when omitted. */
-function checkOverRelease(options: SemaphoreNameReleaseOptions | undefined): boolean {
-  const o = checkOptions(options, "release", ["overRelease", "idempotencyKey"]);
+/**
+ * `overRelease` of a release: a boolean, false when omitted. The caller has checked the options'
+ * keys (`checkOptions`), which differ between the name-level release and a handle's.
+ */
+function checkOverRelease(o: SemaphoreReleaseOptions): boolean {
   if (o.overRelease !== undefined && typeof o.overRelease !== "boolean") {
     throw new TypeError("`overRelease` must be a boolean");
   }
