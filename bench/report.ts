@@ -193,12 +193,19 @@ function whyMissed(r: BenchResults): string[] {
   const ping = r.limit?.pingP50Ms ?? null;
   const hold = r.config.holdMs;
   if (t("uncontendedRatio")?.met === false && u) {
+    const scripts = r.limit?.edgelockScriptsP50Ms ?? null;
+    const client = (x: typeof u) => x.cpuMicrosPerCycle ?? 0;
+    const bridge = (x: typeof u) => x.bridgeCpuMicrosPerCycle ?? 0;
     out.push(
       `- **Uncontended cycle.** p50 ${f(u.p50Ms, 3)} ms against 2 × PING p50 = ${f(u.limitMs, 3)} ms${up ? `; @upstash/lock, on the same bridge, takes ${f(up.p50Ms, 3)} ms (${f(up.ratioToLimit)})` : ""}. ${
-        up
-          ? `edgelock's cycle costs ${f((u.cpuMicrosPerCycle ?? 0) - (up.cpuMicrosPerCycle ?? 0), 0)} µs more client CPU and ${f((u.bridgeCpuMicrosPerCycle ?? 0) - (up.bridgeCpuMicrosPerCycle ?? 0), 0)} µs more bridge CPU than @upstash/lock's: two EVALSHAs with 5–6 keys and an array reply instead of a SET and one EVAL, per request a deadline and a hedge timer, and per acquisition a request id, option checks and a Lease with its expiry timer (the scripts' calls inside Redis are not the gap: section 2's billed column). On 2 cores shared by the client, the bridge and Redis, CPU is latency. `
+        scripts !== null && up?.p50Ms
+          ? `Its two requests alone, sent by \`@upstash/redis\` with no edgelock code around them (section 1), take ${f(scripts, 3)} ms, ${f(scripts / up.p50Ms)} × @upstash/lock's cycle: that part is on the bridge and in Redis (${f(u.billedPerCycle, 0)} commands run per cycle against ${f(up.billedPerCycle, 0)}: the scripts check the registry of waiters, write the hold with its epoch, and keep a replay record of the lease that a copy of either request, arriving late, finds), and the other ${f((u.p50Ms ?? 0) - scripts, 3)} ms are edgelock's client code (option checks, a request id, the wait's setup, per request a deadline and a hedge timer, a Lease). `
           : ""
-      }A bare EVALSHA of a one-line script takes ${f(r.limit?.evalshaP50Ms, 3)} ms p50 (PING: ${f(ping, 3)} ms), so most of the gap is the work each of edgelock's requests does, not the EVALSHA path itself.`,
+      }${
+        up
+          ? `edgelock's cycle costs ${f(client(u) - client(up), 0)} µs more client CPU and ${f(bridge(u) - bridge(up), 0)} µs more bridge CPU than @upstash/lock's. On 2 cores shared by the client, the bridge and Redis, CPU is latency. `
+          : ""
+      }A bare EVALSHA of a one-line script takes ${f(r.limit?.evalshaP50Ms, 3)} ms p50 (PING: ${f(ping, 3)} ms).`,
     );
   }
   if (t("requestsCold")?.met === false && u) {
@@ -305,6 +312,11 @@ function limit(r: BenchResults): string[] {
         ],
         ["ioredis `ping()` → Redis (TCP)", f(l.tcpPingP50Ms, 3), f(l.tcpPingP99Ms, 3)],
         [
+          "edgelock's acquire and release scripts sent by `@upstash/redis` `evalsha()` with the keys and arguments of scenario 2's cycle, no edgelock code (HTTP), for the pair",
+          f(l.edgelockScriptsP50Ms, 3),
+          f(l.edgelockScriptsP99Ms, 3),
+        ],
+        [
           `two \`ping()\` back to back after a ${l.pauseMs} ms pause (HTTP), for the pair`,
           f(l.pingPairAfterPauseP50Ms, 3),
           "–",
@@ -319,7 +331,7 @@ function limit(r: BenchResults): string[] {
     "",
     `The pause rows (${f(l.pauseSamples, 0)} samples each) show what a round trip costs when the client has been idle for as long as scenario 3's critical sections: the processes' event loops go to sleep and wake up again, which a tight loop never pays.`,
     "",
-    "An uncontended acquire+release needs two round trips, so 2 × PING p50 of its transport is the floor scenario 2 compares against.",
+    "An uncontended acquire+release needs two round trips, so 2 × PING p50 of its transport is the floor scenario 2 compares against. The scripts row is edgelock's own floor: its cycle's two requests with none of its client code, so scenario 2's edgelock row minus it is what the client adds.",
     "",
   ];
 }

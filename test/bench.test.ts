@@ -44,6 +44,9 @@ describe("npm run bench", () => {
     expect(r.limit).toMatchObject({
       pingP50Ms: expect.any(Number),
       evalshaP50Ms: expect.any(Number),
+      // edgelock's two requests sent raw: each reply was checked to be its cycle's.
+      edgelockScriptsP50Ms: expect.any(Number),
+      edgelockScriptsBridgeCpuMicros: expect.any(Number),
     });
     for (const name of LIBRARIES) {
       expect(r.uncontended[name]).toMatchObject({

@@ -9,9 +9,18 @@
  * @module
  */
 import { setTimeout as sleep } from "node:timers/promises";
+import type { Redis } from "@upstash/redis";
+import { randomHex } from "../../src/ids.js";
+import { EdgeLock } from "../../src/index.js";
 import { billOf } from "../billing.js";
 import type { BenchEnv, Counters } from "../env.js";
-import type { LibClient, Library, LibraryName } from "../libraries.js";
+import {
+  LEASE_MS,
+  type LibClient,
+  type Library,
+  type LibraryName,
+  WAIT_BUDGET_MS,
+} from "../libraries.js";
 import { cpuMicros, mean, now, percentile, round } from "../stats.js";
 
 /** Sizes of scenarios 1 and 2. */
@@ -48,6 +57,16 @@ export interface LimitResult {
   tcpPingPairAfterPauseP50Ms: number | null;
   pauseMs: number;
   pauseSamples: number;
+  /**
+   * The two requests of edgelock's uncontended cycle (the reentrant lock's acquire and release
+   * scripts, with the keys and arguments a warm `tryLock` + `release()` sends) sent by
+   * `@upstash/redis` `evalsha()` with no edgelock code around them, p50 of the pair: what the
+   * cycle costs on the bridge and in Redis, the floor of edgelock's own row in scenario 2.
+   */
+  edgelockScriptsP50Ms: number | null;
+  edgelockScriptsP99Ms: number | null;
+  /** Bridge-process CPU per pair of {@link edgelockScriptsP50Ms}, µs. */
+  edgelockScriptsBridgeCpuMicros: number | null;
 }
 
 /** Scenario 2, per library. */
@@ -157,6 +176,9 @@ export async function runUncontended(
     tcpPingPairAfterPauseP50Ms: round(p50("tcp-ping-pair-paused")),
     pauseMs: options.pauseMs,
     pauseSamples: tallies.get("http-ping-pair-paused")?.samples.length ?? 0,
+    edgelockScriptsP50Ms: round(p50(SCRIPTS_PROBE)),
+    edgelockScriptsP99Ms: round(p99(SCRIPTS_PROBE)),
+    edgelockScriptsBridgeCpuMicros: perSample(tallies.get(SCRIPTS_PROBE), (t) => t.bridgeCpu),
   };
   const uncontended = {} as Record<LibraryName, UncontendedResult>;
   for (const lib of libs) {
@@ -184,6 +206,11 @@ export async function runUncontended(
     };
   }
   return { limit, uncontended };
+}
+
+/** `of(tally)` per timed sample, rounded; `null` without samples. */
+function perSample(t: Tally | undefined, of: (t: Tally) => number): number | null {
+  return t?.samples.length ? round(of(t) / t.samples.length, 0) : null;
 }
 
 async function measureBlock(env: BenchEnv, p: Participant, n: number, t: Tally): Promise<void> {
@@ -234,6 +261,12 @@ async function makeParticipants(
     },
     { id: "tcp-ping", transport: "tcp", op: async () => void (await tcp.ping()), close },
     {
+      id: SCRIPTS_PROBE,
+      transport: "http",
+      op: await edgelockScripts(env, http, `${prefix}scripts`),
+      close,
+    },
+    {
       id: "http-ping-pair-paused",
       transport: "http",
       op: () => pairAfterPause(() => http.ping(), pauseMs),
@@ -270,6 +303,85 @@ async function makeParticipants(
 }
 
 async function close(): Promise<void> {}
+
+/** The probe of {@link LimitResult.edgelockScriptsP50Ms}. */
+const SCRIPTS_PROBE = "http-edgelock-scripts";
+
+/** One `evalsha` a client sent. */
+interface SentScript {
+  sha: string;
+  keys: string[];
+  args: (string | number)[];
+}
+
+/**
+ * An operation that sends the requests of edgelock's uncontended cycle on `key` through `http`
+ * without edgelock's client code: the two `evalsha` calls of a warm client's `tryLock` +
+ * `release()` (as scenario 2's edgelock row makes them) are recorded, then each operation sends them again
+ * with a fresh request id (ARGV[4] of lua/lock/acquire.lua and release.lua: the lease id) and the
+ * epoch (release ARGV[5]) its acquire answered. Throws when a reply is not the cycle's (acquired
+ * with hold count 1; released), so a change to the scripts' arguments cannot time something
+ * else.
+ */
+async function edgelockScripts(
+  env: BenchEnv,
+  http: Redis,
+  key: string,
+): Promise<() => Promise<undefined>> {
+  const sent: SentScript[] = [];
+  const recording = new Proxy(env.http(), {
+    get(target, property, receiver) {
+      if (property === "evalsha") {
+        return (sha: string, keys: string[], args: (string | number)[]) => {
+          sent.push({ sha, keys, args });
+          return target.evalsha(sha, keys, args);
+        };
+      }
+      return Reflect.get(target, property, receiver);
+    },
+  });
+  const lock = new EdgeLock({ redis: recording }).getLock(key);
+  // The second cycle is a warm client's: the first may have found Redis's script cache empty.
+  for (let cycle = 0; cycle < 2; cycle++) {
+    sent.length = 0;
+    const lease = await lock.tryLock({ waitTime: WAIT_BUDGET_MS, leaseTime: LEASE_MS });
+    await lease?.release();
+  }
+  const [acquire, release] = sent;
+  if (sent.length !== 2 || !acquire || !release || acquire.args[3] !== release.args[3]) {
+    throw new Error(
+      `edgelock's cycle sent ${sent.length} evalsha calls, not its acquire and release`,
+    );
+  }
+  return async () => {
+    const id = randomHex();
+    const got = await http.evalsha(acquire.sha, acquire.keys, withAt(acquire.args, [[3, id]]));
+    const grant = (got as [unknown, unknown[]] | null)?.[1];
+    if (!Array.isArray(grant) || grant[0] !== 1 || grant[1] !== 1) {
+      throw new Error(`edgelock's acquire script answered ${JSON.stringify(got)}`);
+    }
+    const epoch = String(grant[2]);
+    const freed = await http.evalsha(
+      release.sha,
+      release.keys,
+      withAt(release.args, [
+        [3, id],
+        [4, epoch],
+      ]),
+    );
+    if ((freed as unknown[] | null)?.[1] !== 1) {
+      throw new Error(`edgelock's release script answered ${JSON.stringify(freed)}`);
+    }
+    return undefined;
+  };
+}
+
+/** `args` with the values at the given positions replaced. */
+function withAt(args: readonly (string | number)[], at: [number, string][]): (string | number)[] {
+  const out = [...args];
+  for (const [i, value] of at) out[i] = value;
+  return out;
+}
 
 /** Sleeps `pauseMs`, then times two calls back to back. */
 async function pairAfterPause(call: () => Promise<unknown>, pauseMs: number): Promise<number> {
