@@ -94,6 +94,26 @@ describe("transport errors", () => {
     expect(rec.requests()).toBeGreaterThanOrEqual(3);
   });
 
+  it("an auto-pipelining client's script calls go out one per request, even in the same tick", async () => {
+    // @upstash/redis's default batches the commands of one tick into a /pipeline request; each
+    // script call is sent on its own, so that its time limit and hedge time its own round trip.
+    const redis = bridge.redis();
+    expect((redis as unknown as { enableAutoPipelining?: unknown }).enableAutoPipelining).toBe(
+      true,
+    );
+    const rec = recordingEdgeLock({}, redis);
+    const locks = [0, 1, 2].map((i) => rec.edgelock.getLock(`${prefix}own-request:${i}`));
+    // Warm: the scripts are in Redis's cache, so every call is one EVALSHA.
+    await (await locks[0]?.tryLock({ leaseTime: 5_000 }))?.release();
+    const before = bridge.bridge.stats().byRoute;
+    const leases = await Promise.all(locks.map((lock) => lock.tryLock({ leaseTime: 5_000 })));
+    expect(leases.every((lease) => lease !== null)).toBe(true);
+    await Promise.all(leases.map((lease) => lease?.release()));
+    const after = bridge.bridge.stats().byRoute;
+    expect(after.pipeline - before.pipeline).toBe(0);
+    expect(after.single - before.single).toBe(6);
+  });
+
   it("a client wrapped in a Proxy keeps its own retries, so the wrapper sees every call", async () => {
     const calls: string[] = [];
     const wrapped = new Proxy(bridge.redis(), {
