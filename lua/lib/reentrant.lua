@@ -130,8 +130,9 @@ end
 -- takes the expired lock, and its release hands it on), the second comes back a claim window
 -- later (in case the first one's client is gone: wait/backoff.ts expiryBound), the others need
 -- not. That bound matters only while the holder's `pttl` is under the longest block of a waiter
--- asking for hand-offs (a third of its registration, wait/loop.ts): otherwise a new registration
--- in a registry that existed answers 1 ("one or more") without the ZRANK.
+-- asking for hand-offs (a third of its registration: `blockCap` in locks/protocol.ts):
+-- otherwise a new registration in a registry that existed answers 1 ("one or more") without the
+-- ZRANK.
 -- The registry's TTL: the lock's WAITERS field (`s.waiters`) says until when the registry is
 -- known to live (server ms; lib/hold.lua), so a registration that ends before then sets no TTL.
 -- Otherwise it sets the TTL a quarter of a registration length past its own (so the next
