@@ -87,6 +87,7 @@ export function evaluateTargets(
     return auto != null && poll ? auto / poll : null;
   }).filter((v): v is number => v !== null);
   const un = r.uncontended?.edgelock;
+  const upstash = r.uncontended?.["upstash-lock"];
   const c16 = r.contended?.["16"]?.edgelock;
   const fair16 = r.contended?.["16"]?.["edgelock-fair"];
   const fair64 = r.contended?.["64"]?.["edgelock-fair"];
@@ -114,6 +115,15 @@ export function evaluateTargets(
       "uncontended cycle p50 / (2 × PING p50)",
       un?.ratioToLimit,
       1.15,
+      "max",
+    ),
+    make(
+      "uncontendedVsUpstash",
+      "uncontended cycle p50 / @upstash/lock's p50 in the same run",
+      un?.p50Ms != null && upstash?.p50Ms
+        ? Math.round((un.p50Ms / upstash.p50Ms) * 100) / 100
+        : null,
+      1.05,
       "max",
     ),
     make("requestsWarm", "HTTP requests per warm cycle", un?.requestsPerCycleWarm, 2, "max"),
