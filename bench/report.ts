@@ -140,7 +140,7 @@ function setup(r: BenchResults): string[] {
     "## Setup",
     "",
     "- **One Redis, one bridge, one client process.** The run starts its own `redis-server` and edgelock's Upstash-REST-compatible bridge (`src/bridge`, the same one the tests use) in a child process of its own, so the bridge's CPU is not the client's. Every library runs in the benchmark process against that same Redis: the HTTP libraries through `@upstash/redis` (its defaults: auto-pipelining, base64 responses, retries on network errors) → bridge → Redis; redlock and redis-semaphore over **TCP** with ioredis (its defaults) straight to Redis. TCP has no HTTP/JSON/base64 layer and is about ten times faster per round trip here: compare those two with the TCP limit, not with the HTTP libraries' milliseconds.",
-    "- **Alternating order, warm-up.** Within a scenario the libraries run in blocks whose order rotates every round, so drift in the machine's state (other processes, CPU frequency, GC) is spread over all of them; every library warms up before it is timed.",
+    "- **Alternating order, warm-up.** Within a scenario the libraries run in blocks whose order changes every round (rotated; shuffled in scenarios 1 and 2), so drift in the machine's state (other processes, CPU frequency, GC) is spread over all of them; every library warms up before it is timed.",
     `- **Same lease.** Every acquisition asks for a ${LEASE_MS} ms lease (the default of @upstash/lock and redis-semaphore; given explicitly to edgelock and redlock), so no lock expires during a run.`,
     "- **Requests** are HTTP requests served by the bridge (`bridge.stats().requests`, read over IPC before and after each measured block) for HTTP libraries, and commands the benchmark's ioredis clients sent (counted where ioredis sends them; Redis's own counters also count commands run inside Lua scripts, which are no round trips) for TCP libraries. Each is one round trip; both are what Upstash or a Redis host bills or serves.",
     "- **Client CPU** is `process.cpuUsage()` (user + system) of the benchmark process over the measured block; the bridge's CPU is read the same way inside its process. Node 20's `fetch` (undici) is most of the HTTP clients' CPU, so it says more about HTTP in Node than about the lock libraries.",
@@ -304,7 +304,7 @@ function limit(r: BenchResults): string[] {
   return [
     "## 1. Physical limit",
     "",
-    `${f(l.samples, 0)} sequential calls per probe, timed one by one, in the same rotation as the libraries of scenario 2; the pairs after a pause in a rotation of their own after it (whichever block ran right after them, the same one every round, was slowed).`,
+    `${f(l.samples, 0)} sequential calls per probe, timed one by one, in the same rounds as the libraries of scenario 2, in an order shuffled anew every round; the pairs after a pause in rounds of their own after those (in a fixed order, whichever block ran right after them was slowed).`,
     "",
     table(
       ["path", "p50 ms", "p99 ms"],
@@ -364,7 +364,7 @@ function uncontended(r: BenchResults): string[] {
   return [
     "## 2. Uncontended acquire + release",
     "",
-    `${f(first?.cycles, 0)} timed cycles per library on one key each (after ${f(r.config.warmup, 0)} warm-up cycles), in ${r.config.uncontendedRounds} blocks of rotating order. A cycle is acquire (no waiting needed) then release, timed from the acquire call to the release's answer. Cold: ${r.config.coldRepeats} cycles per library, each on a brand-new client (a new isolate), once while Redis has the library's scripts cached and once right after \`SCRIPT FLUSH\`.`,
+    `${f(first?.cycles, 0)} timed cycles per library on one key each (after ${f(r.config.warmup, 0)} warm-up cycles), in ${r.config.uncontendedRounds} blocks, in an order shuffled anew every round. A cycle is acquire (no waiting needed) then release, timed from the acquire call to the release's answer. Cold: ${r.config.coldRepeats} cycles per library, each on a brand-new client (a new isolate), once while Redis has the library's scripts cached and once right after \`SCRIPT FLUSH\`.`,
     "",
     table(
       [

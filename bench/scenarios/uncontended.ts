@@ -29,7 +29,7 @@ export interface UncontendedOptions {
   cycles: number;
   /** Untimed cycles per participant before the first round. */
   warmup: number;
-  /** The cycles are split into this many blocks, run in rotating library order. */
+  /** The cycles are split into this many blocks, one per round, in a shuffled order. */
   rounds: number;
   /** Cold cycles per library (each on a fresh client, once with an empty script cache). */
   coldRepeats: number;
@@ -164,6 +164,7 @@ export async function runUncontended(
 
   const p50 = (id: string) => percentile(tallies.get(id)?.samples ?? [], 50);
   const p99 = (id: string) => percentile(tallies.get(id)?.samples ?? [], 99);
+  const scriptsTally = tallies.get(SCRIPTS_PROBE);
   const limit: LimitResult = {
     pingP50Ms: round(p50("http-ping")),
     pingP99Ms: round(p99("http-ping")),
@@ -178,7 +179,9 @@ export async function runUncontended(
     pauseSamples: tallies.get("http-ping-pair-paused")?.samples.length ?? 0,
     edgelockScriptsP50Ms: round(p50(SCRIPTS_PROBE)),
     edgelockScriptsP99Ms: round(p99(SCRIPTS_PROBE)),
-    edgelockScriptsBridgeCpuMicros: perSample(tallies.get(SCRIPTS_PROBE), (t) => t.bridgeCpu),
+    edgelockScriptsBridgeCpuMicros: scriptsTally?.samples.length
+      ? round(scriptsTally.bridgeCpu / scriptsTally.samples.length, 0)
+      : null,
   };
   const uncontended = {} as Record<LibraryName, UncontendedResult>;
   for (const lib of libs) {
@@ -206,11 +209,6 @@ export async function runUncontended(
     };
   }
   return { limit, uncontended };
-}
-
-/** `of(tally)` per timed sample, rounded; `null` without samples. */
-function perSample(t: Tally | undefined, of: (t: Tally) => number): number | null {
-  return t?.samples.length ? round(of(t) / t.samples.length, 0) : null;
 }
 
 async function measureBlock(env: BenchEnv, p: Participant, n: number, t: Tally): Promise<void> {

@@ -28,7 +28,6 @@ export interface DetachedClient {
 interface UpstashShape {
   client?: { request?: unknown; retry?: { attempts?: unknown; backoff?: unknown } };
   opts?: unknown;
-  enableAutoPipelining?: unknown;
 }
 
 /**
