@@ -49,6 +49,11 @@ export interface BenchEnv {
   counters(): Promise<Counters>;
   /** How the bridge answers blocking commands from now on (`POST /__bridge/blocking`). */
   setBlocking(mode: "refuse" | "instant" | "block"): Promise<void>;
+  /**
+   * Makes the bridge hold every command request `ms` before running it (its `delayMs` fault,
+   * `POST /__bridge/faults`), a network's round trip on loopback; 0 removes it.
+   */
+  setDelay(ms: number): Promise<void>;
   machine(): Promise<Machine>;
   close(): Promise<void>;
 }
@@ -135,6 +140,14 @@ function makeEnv(redis: RedisServer, bridge: BridgeChild, admin: IORedis, token:
         body: JSON.stringify({ mode }),
       });
       if (!response.ok) throw new Error(`bridge: blocking ${mode}: HTTP ${response.status}`);
+    },
+    setDelay: async (ms) => {
+      const response = await fetch(`${bridge.url}/__bridge/faults`, {
+        method: ms > 0 ? "POST" : "DELETE",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        ...(ms > 0 ? { body: JSON.stringify({ delayMs: ms }) } : {}),
+      });
+      if (!response.ok) throw new Error(`bridge: delay ${ms} ms: HTTP ${response.status}`);
     },
     machine: async () => {
       const info = await admin.info("server");

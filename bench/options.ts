@@ -32,6 +32,12 @@ export interface BenchOptions {
   warmup: number;
   uncontendedRounds: number;
   coldRepeats: number;
+  /**
+   * Scenario 2 again at a network's round trip: the bridge holds each request this long (0: not
+   * run), for `networkCycles` cycles per HTTP library.
+   */
+  networkDelayMs: number;
+  networkCycles: number;
   clientCounts: number[];
   holdMs: number;
   warmMs: number;
@@ -87,6 +93,8 @@ const FULL = {
   warmup: 200,
   uncontendedRounds: 4,
   coldRepeats: 10,
+  networkDelayMs: 5,
+  networkCycles: 400,
   clientCounts: [4, 16, 64],
   holdMs: 10,
   warmMs: 500,
@@ -112,6 +120,8 @@ const QUICK: typeof FULL = {
   warmup: 10,
   uncontendedRounds: 2,
   coldRepeats: 1,
+  networkDelayMs: 5,
+  networkCycles: 10,
   clientCounts: [4, 16],
   holdMs: 10,
   // Past the start of 16 clients (each subscribes after its first busy attempt, and only then

@@ -110,6 +110,8 @@ try {
         warmup: options.warmup,
         rounds: options.uncontendedRounds,
         coldRepeats: options.coldRepeats,
+        networkDelayMs: options.networkDelayMs,
+        networkCycles: options.networkCycles,
         pauseMs: options.holdMs,
         prefix,
         libs: waitless,

@@ -47,7 +47,14 @@ describe("npm run bench", () => {
       // edgelock's two requests sent raw: each reply was checked to be its cycle's.
       edgelockScriptsP50Ms: expect.any(Number),
       edgelockScriptsBridgeCpuMicros: expect.any(Number),
+      networkDelayMs: 5,
     });
+    // The network column: every HTTP library's cycle again, each of its two requests held 5 ms
+    // by the bridge (which the bench removes again, or throws).
+    for (const name of ["edgelock", "upstash-lock"] as const) {
+      expect(r.uncontended[name].networkP50Ms, name).toBeGreaterThanOrEqual(10);
+    }
+    expect(r.uncontended.redlock.networkP50Ms).toBeNull();
     for (const name of LIBRARIES) {
       expect(r.uncontended[name]).toMatchObject({
         p50Ms: expect.any(Number),

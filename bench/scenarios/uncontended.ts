@@ -38,6 +38,13 @@ export interface UncontendedOptions {
   libs: readonly Library[];
   /** Pause before each PING pair of the "after a pause" probes (the contended hold time), ms. */
   pauseMs: number;
+  /**
+   * The HTTP libraries' cycles once more with the bridge holding every request this long (a
+   * network's round trip; 0: not run), ms.
+   */
+  networkDelayMs: number;
+  /** Timed cycles per HTTP library at {@link networkDelayMs}. */
+  networkCycles: number;
 }
 
 /** Scenario 1. HTTP = `@upstash/redis` → bridge → Redis; TCP = ioredis → Redis. */
@@ -67,6 +74,8 @@ export interface LimitResult {
   edgelockScriptsP99Ms: number | null;
   /** Bridge-process CPU per pair of {@link edgelockScriptsP50Ms}, µs. */
   edgelockScriptsBridgeCpuMicros: number | null;
+  /** What the bridge added to every request in the network rows of scenario 2, ms (0: none). */
+  networkDelayMs: number;
 }
 
 /** Scenario 2, per library. */
@@ -101,6 +110,11 @@ export interface UncontendedResult {
   /** Bridge-process CPU time per cycle, µs (http only). */
   bridgeCpuMicrosPerCycle: number | null;
   cycles: number;
+  /**
+   * p50 of a cycle while the bridge holds every request {@link LimitResult.networkDelayMs}
+   * (a network's round trip, the case of a real deployment), ms; `null` for TCP or when not run.
+   */
+  networkP50Ms: number | null;
 }
 
 interface Participant {
@@ -135,6 +149,8 @@ export async function runUncontended(
 ): Promise<{ limit: LimitResult; uncontended: Record<LibraryName, UncontendedResult> }> {
   const { libs } = options;
   const participants = await makeParticipants(env, options.prefix, libs, options.pauseMs);
+  /** Samples of the cycles at {@link UncontendedOptions.networkDelayMs}, per library. */
+  const network = new Map<string, number[]>();
   const tallies = new Map<string, Tally>(
     participants.map((p) => [
       p.id,
@@ -156,6 +172,11 @@ export async function runUncontended(
           `  uncontended: round ${r + 1}/${options.rounds} done${phase[0]?.pauses ? " (pauses)" : ""}`,
         );
       }
+    }
+    const http = participants.filter((p) => p.transport === "http" && isLibrary(p.id, libs));
+    if (options.networkDelayMs > 0 && http.length > 0) {
+      await measureAtDelay(env, http, options, network);
+      log(`  uncontended: ${options.networkDelayMs} ms per request done`);
     }
   } finally {
     for (const p of participants) await p.close();
@@ -182,6 +203,7 @@ export async function runUncontended(
     edgelockScriptsBridgeCpuMicros: scriptsTally?.samples.length
       ? round(scriptsTally.bridgeCpu / scriptsTally.samples.length, 0)
       : null,
+    networkDelayMs: network.size > 0 ? options.networkDelayMs : 0,
   };
   const uncontended = {} as Record<LibraryName, UncontendedResult>;
   for (const lib of libs) {
@@ -206,9 +228,60 @@ export async function runUncontended(
       cpuMicrosPerCycle: round(t.cpu / n, 0),
       bridgeCpuMicrosPerCycle: lib.transport === "http" ? round(t.bridgeCpu / n, 0) : null,
       cycles: n,
+      networkP50Ms: network.has(lib.name)
+        ? round(percentile(network.get(lib.name) ?? [], 50))
+        : null,
     };
   }
   return { limit, uncontended };
+}
+
+function isLibrary(id: string, libs: readonly Library[]): boolean {
+  return libs.some((lib) => lib.name === id);
+}
+
+/**
+ * Times `participants` again with the bridge holding every request `networkDelayMs` (its
+ * `delayMs` fault), in shuffled blocks as the loopback rounds: on loopback a round trip is about
+ * 1 ms, so a client's own work weighs several times what it does behind a real network.
+ */
+async function measureAtDelay(
+  env: BenchEnv,
+  participants: readonly Participant[],
+  options: UncontendedOptions,
+  samples: Map<string, number[]>,
+): Promise<void> {
+  await env.setDelay(options.networkDelayMs);
+  try {
+    // The first requests at the new delay are not a steady state's.
+    for (const p of participants) for (let i = 0; i < 5; i++) await p.op();
+    const per = Math.ceil(options.networkCycles / options.rounds);
+    for (let r = 0; r < options.rounds; r++) {
+      for (const p of shuffled(participants, r)) {
+        const own = samples.get(p.id) ?? [];
+        samples.set(p.id, own);
+        for (let i = 0; i < per && own.length < options.networkCycles; i++) {
+          const t0 = now();
+          const timed = await p.op();
+          own.push(timed ?? now() - t0);
+        }
+      }
+    }
+  } finally {
+    await env.setDelay(0);
+  }
+  // The scenarios after this one must see the bridge as it was: the fastest of a few PINGs
+  // takes less than the delay only once it is gone.
+  const http = env.http();
+  let fastest = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < 5; i++) {
+    const t0 = now();
+    await http.ping();
+    fastest = Math.min(fastest, now() - t0);
+  }
+  if (fastest >= options.networkDelayMs) {
+    throw new Error(`the bridge still delays requests (fastest PING ${round(fastest)} ms)`);
+  }
 }
 
 async function measureBlock(env: BenchEnv, p: Participant, n: number, t: Tally): Promise<void> {
