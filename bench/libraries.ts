@@ -6,9 +6,9 @@
  * @module
  */
 import { Lock as UpstashLock } from "@upstash/lock";
+import { type BackoffOptions, DEFAULT_BACKOFF, EdgeLock, type LockEvent } from "edgelock";
 import { Mutex } from "redis-semaphore";
 import Redlock from "redlock";
-import { type BackoffOptions, DEFAULT_BACKOFF, EdgeLock, type LockEvent } from "../src/index.js";
 import { type BenchEnv, messageArrivals } from "./env.js";
 import { now } from "./stats.js";
 

@@ -3,7 +3,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import type { BackoffOptions } from "../src/index.js";
+import type { BackoffOptions } from "edgelock";
 import { LIBRARY_NAMES } from "./libraries.js";
 
 /** Scenario names accepted by `--only`. `uncontended` includes scenario 1 (the limit). */

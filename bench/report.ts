@@ -3,7 +3,7 @@
  * the issue's targets with the reason for each miss.
  * @module
  */
-import { DEFAULT_BACKOFF } from "../src/index.js";
+import { DEFAULT_BACKOFF } from "edgelock";
 import { createLibraries, LEASE_MS, type LibraryName, WAIT_BUDGET_MS } from "./libraries.js";
 import { type BenchResults, BLOCKING_MODES, type Target } from "./results.js";
 import type { ContendedResult } from "./scenarios/contended.js";
@@ -139,7 +139,7 @@ function setup(r: BenchResults): string[] {
   return [
     "## Setup",
     "",
-    "- **One Redis, one bridge, one client process.** The run starts its own `redis-server` and edgelock's Upstash-REST-compatible bridge (`src/bridge`, the same one the tests use) in a child process of its own, so the bridge's CPU is not the client's. Every library runs in the benchmark process against that same Redis: the HTTP libraries through `@upstash/redis` (its defaults: auto-pipelining, base64 responses, retries on network errors) → bridge → Redis; redlock and redis-semaphore over **TCP** with ioredis (its defaults) straight to Redis. TCP has no HTTP/JSON/base64 layer and is about ten times faster per round trip here: compare those two with the TCP limit, not with the HTTP libraries' milliseconds.",
+    "- **One Redis, one bridge, one client process.** The run starts its own `redis-server` and edgelock's Upstash-REST-compatible bridge (`src/bridge`, the same one the tests use) in a child process of its own, so the bridge's CPU is not the client's. Every library runs in the benchmark process against that same Redis, from the code its users run: edgelock from its build (`tsc -b`, which `npm run bench` brings up to date first: `dist/`, imported as the package `edgelock`), the peers from node_modules; the HTTP libraries through `@upstash/redis` (its defaults: auto-pipelining, base64 responses, retries on network errors) → bridge → Redis; redlock and redis-semaphore over **TCP** with ioredis (its defaults) straight to Redis. TCP has no HTTP/JSON/base64 layer and is about ten times faster per round trip here: compare those two with the TCP limit, not with the HTTP libraries' milliseconds.",
     "- **Alternating order, warm-up.** Within a scenario the libraries run in blocks whose order changes every round (rotated; shuffled in scenarios 1 and 2), so drift in the machine's state (other processes, CPU frequency, GC) is spread over all of them; every library warms up before it is timed.",
     `- **Same lease.** Every acquisition asks for a ${LEASE_MS} ms lease (the default of @upstash/lock and redis-semaphore; given explicitly to edgelock and redlock), so no lock expires during a run.`,
     "- **Requests** are HTTP requests served by the bridge (`bridge.stats().requests`, read over IPC before and after each measured block) for HTTP libraries, and commands the benchmark's ioredis clients sent (counted where ioredis sends them; Redis's own counters also count commands run inside Lua scripts, which are no round trips) for TCP libraries. Each is one round trip; both are what Upstash or a Redis host bills or serves.",

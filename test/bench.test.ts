@@ -200,3 +200,24 @@ describe("the uncontended scenario's block order", () => {
     }
   });
 });
+
+describe("what the bench measures", () => {
+  it("loads edgelock from its build, as the package, never from its sources", async () => {
+    const { readdir, readFile } = await import("node:fs/promises");
+    const dir = new URL("../bench/", import.meta.url);
+    const files = (await readdir(dir, { recursive: true })).filter(
+      // hung-responses.ts is a separate probe: a ratio of the same code with and without faults.
+      (f) => f.endsWith(".ts") && !f.startsWith(".tmp") && f !== "hung-responses.ts",
+    );
+    expect(files).toContain("scenarios/uncontended.ts");
+    const fromSources: string[] = [];
+    for (const file of files) {
+      const text = await readFile(new URL(file, dir), "utf8");
+      if (/from "(\.\.\/)+src\/index\.js"/.test(text)) fromSources.push(file);
+    }
+    expect(fromSources).toEqual([]);
+    expect(await readFile(new URL("scenarios/uncontended.ts", dir), "utf8")).toContain(
+      'from "edgelock"',
+    );
+  });
+});

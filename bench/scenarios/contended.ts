@@ -5,7 +5,7 @@
  * @module
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { type BackoffOptions, DEFAULT_BACKOFF } from "../../src/index.js";
+import { type BackoffOptions, DEFAULT_BACKOFF } from "edgelock";
 import { type Bill, billOf } from "../billing.js";
 import { type BenchEnv, messageArrivals } from "../env.js";
 import {

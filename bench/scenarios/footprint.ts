@@ -4,8 +4,9 @@
  * are gone, so what is left is replay records (and, with other libraries, their own state).
  * @module
  */
+
+import { EdgeLock } from "edgelock";
 import type { Redis as IORedis } from "ioredis";
-import { EdgeLock } from "../../src/index.js";
 import type { BenchEnv } from "../env.js";
 
 /** Sizes of scenario 5. */

@@ -6,7 +6,7 @@
  * then the same for the semaphore, the permit-expirable semaphore and the count-down latch.
  * @module
  */
-import { EdgeLock, type Lease, type PermitLease } from "../../src/index.js";
+import { EdgeLock, type Lease, type PermitLease } from "edgelock";
 import { billOf } from "../billing.js";
 import type { BenchEnv } from "../env.js";
 import { LEASE_MS } from "../libraries.js";

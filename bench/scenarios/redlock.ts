@@ -6,7 +6,7 @@
  * is taken at the quorum; the other grants join the lease when they arrive).
  * @module
  */
-import { EdgeLock, RedLock } from "../../src/index.js";
+import { EdgeLock, RedLock } from "edgelock";
 import { type BenchEnv, startBenchEnv } from "../env.js";
 import { now, percentile, round } from "../stats.js";
 

@@ -4,7 +4,7 @@
  * then times acquire+release on fresh keys at each size; and measures Redis memory per lock.
  * @module
  */
-import { EdgeLock } from "../../src/index.js";
+import { EdgeLock } from "edgelock";
 import type { BenchEnv } from "../env.js";
 import type { Held, LibClient, Library, LibraryName } from "../libraries.js";
 import { now, percentile, round } from "../stats.js";

@@ -7,8 +7,8 @@
  * @module
  */
 import { setTimeout as sleep } from "node:timers/promises";
+import { EdgeLock } from "edgelock";
 import { Semaphore as RedisSemaphore } from "redis-semaphore";
-import { EdgeLock } from "../../src/index.js";
 import { type Bill, billOf } from "../billing.js";
 import type { BenchEnv } from "../env.js";
 import {

@@ -8,10 +8,10 @@
  * also run in rounds of their own, after the others.
  * @module
  */
+import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Redis } from "@upstash/redis";
-import { randomHex } from "../../src/ids.js";
-import { EdgeLock } from "../../src/index.js";
+import { EdgeLock } from "edgelock";
 import { billOf } from "../billing.js";
 import type { BenchEnv, Counters } from "../env.js";
 import {
@@ -425,7 +425,7 @@ async function edgelockScripts(
     );
   }
   return async () => {
-    const id = randomHex();
+    const id = randomBytes(16).toString("hex");
     const got = await http.evalsha(acquire.sha, acquire.keys, withAt(acquire.args, [[3, id]]));
     const grant = (got as [unknown, unknown[]] | null)?.[1];
     if (!Array.isArray(grant) || grant[0] !== 1 || grant[1] !== 1) {
