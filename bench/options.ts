@@ -91,7 +91,7 @@ export const USAGE = `usage: npm run bench -- [options]
 const FULL = {
   cycles: 2000,
   warmup: 200,
-  uncontendedRounds: 4,
+  uncontendedRounds: 20,
   coldRepeats: 10,
   networkDelayMs: 5,
   networkCycles: 400,

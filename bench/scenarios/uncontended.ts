@@ -67,7 +67,8 @@ export interface LimitResult {
   /**
    * The two requests of edgelock's uncontended cycle (the reentrant lock's acquire and release
    * scripts, with the keys and arguments a warm `tryLock` + `release()` sends) sent by
-   * `@upstash/redis` `evalsha()` with no edgelock code around them, p50 of the pair: what the
+   * `@upstash/redis` `evalsha()` (each a request of its own, as edgelock's transport sends it)
+   * with no edgelock code around them, p50 of the pair: what the
    * cycle costs on the bridge and in Redis, the floor of edgelock's own row in scenario 2.
    */
   edgelockScriptsP50Ms: number | null;
@@ -334,7 +335,9 @@ async function makeParticipants(
     {
       id: SCRIPTS_PROBE,
       transport: "http",
-      op: await edgelockScripts(env, http, `${prefix}scripts`),
+      // edgelock sends each script call as a request of its own (src/transport/retries.ts):
+      // so does its floor, not through the client's auto-pipelining.
+      op: await edgelockScripts(env, env.http({ enableAutoPipelining: false }), `${prefix}scripts`),
       close,
     },
     {
