@@ -216,7 +216,7 @@ function whyMissed(r: BenchResults): string[] {
           : ""
       }A bare EVALSHA of a one-line script takes ${f(r.limit?.evalshaP50Ms, 3)} ms p50 (PING: ${f(ping, 3)} ms).${
         u.networkP50Ms != null && up?.networkP50Ms
-          ? ` With ${r.limit?.networkDelayMs} ms added to every request (section 2's last column), the same cycles take ${f(u.networkP50Ms, 3)} and ${f(up.networkP50Ms, 3)} ms: ${f(u.networkP50Ms / up.networkP50Ms)} ×.`
+          ? ` With ${r.limit?.networkDelayMs} ms added to every request (section 2's last column), the same cycles take ${f(u.networkP50Ms, 3)} and ${f(up.networkP50Ms, 3)} ms: ${f(networkRatio(r))} ×.`
           : ""
       }`,
     );
@@ -395,20 +395,28 @@ function uncontended(r: BenchResults): string[] {
       rows,
     ),
     "",
-    ...networkLine(u, delay),
+    ...networkLine(r, delay),
     "The ratio divides by 2 × the PING p50 of the library's own transport (HTTP for edgelock and @upstash/lock, TCP for redlock and redis-semaphore). A TCP round trip here is under 0.1 ms, close to the scheduling noise of a machine whose two cores also run the bridge and Redis, so the TCP ratios are only indicative (they can fall below 1).",
     "",
   ];
 }
 
+/** edgelock's network-column p50 over @upstash/lock's; `null` when either is missing. */
+function networkRatio(r: BenchResults): number | null {
+  const e = r.uncontended?.edgelock?.networkP50Ms;
+  const up = r.uncontended?.["upstash-lock"]?.networkP50Ms;
+  return e != null && up ? e / up : null;
+}
+
 /** What the network column says, against @upstash/lock's row. */
-function networkLine(u: NonNullable<BenchResults["uncontended"]>, delay: number): string[] {
-  const e = u.edgelock?.networkP50Ms;
-  const up = u["upstash-lock"]?.networkP50Ms;
+function networkLine(r: BenchResults, delay: number): string[] {
+  const e = r.uncontended?.edgelock?.networkP50Ms;
+  const up = r.uncontended?.["upstash-lock"]?.networkP50Ms;
   if (!delay || e == null) return [];
+  const loopback = r.targets.find((t) => t.id === "uncontendedVsUpstash")?.value;
   const vs =
     up != null && up > 0
-      ? ` edgelock's p50 is ${f(e / up)} × @upstash/lock's there (${f(e, 3)} against ${f(up, 3)} ms), against ${f((u.edgelock?.p50Ms ?? 0) / (u["upstash-lock"]?.p50Ms || 1))} × on loopback.`
+      ? ` edgelock's p50 is ${f(networkRatio(r))} × @upstash/lock's there (${f(e, 3)} against ${f(up, 3)} ms), against ${f(loopback)} × on loopback.`
       : "";
   return [
     `The last column times the HTTP libraries' cycles again (${delay} ms added by the bridge before it runs each request: a network's round trip, which a deployment never avoids), in shuffled blocks after the loopback rounds. On loopback a round trip takes about 1 ms, so each µs of a client's own work weighs several times what it weighs behind a network.${vs}`,

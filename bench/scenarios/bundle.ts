@@ -1,7 +1,7 @@
 /**
  * Scenario 5: minified + gzip size of each package entry next to @upstash/lock, read from
  * `size-limit --json` with the budgets of `.size-limit.cjs` (the same check `npm run size` runs),
- * after `tsc -b` so that dist/ matches the sources.
+ * on the build that bench/run.ts brought up to date (`tsc -b`) before any scenario ran.
  * @module
  */
 import { execFile } from "node:child_process";
@@ -44,7 +44,7 @@ interface SizeLimitRow {
   passed?: boolean;
 }
 
-/** Builds with `tsc -b`, then measures every entry with size-limit. Never throws. */
+/** Measures every entry of the build with size-limit. Never throws. */
 export async function runBundle(
   root: string,
   log: (line: string) => void,
@@ -54,7 +54,6 @@ export async function runBundle(
   let rows: SizeLimitRow[] = [];
   let failure: string | undefined;
   try {
-    await run(`${root}/node_modules/.bin/tsc`, ["-b"], { cwd: root });
     rows = await sizeLimit(root);
   } catch (error) {
     failure = firstLine(error);

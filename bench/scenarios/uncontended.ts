@@ -68,8 +68,8 @@ export interface LimitResult {
    * The two requests of edgelock's uncontended cycle (the reentrant lock's acquire and release
    * scripts, with the keys and arguments a warm `tryLock` + `release()` sends) sent by
    * `@upstash/redis` `evalsha()` (each a request of its own, as edgelock's transport sends it)
-   * with no edgelock code around them, p50 of the pair: what the
-   * cycle costs on the bridge and in Redis, the floor of edgelock's own row in scenario 2.
+   * with no edgelock code around them, p50 of the pair: what the cycle costs on the bridge and
+   * in Redis, the floor of edgelock's own row in scenario 2.
    */
   edgelockScriptsP50Ms: number | null;
   edgelockScriptsP99Ms: number | null;
@@ -174,7 +174,9 @@ export async function runUncontended(
         );
       }
     }
-    const http = participants.filter((p) => p.transport === "http" && isLibrary(p.id, libs));
+    const http = participants.filter((p) =>
+      libs.some((lib) => lib.name === p.id && lib.transport === "http"),
+    );
     if (options.networkDelayMs > 0 && http.length > 0) {
       await measureAtDelay(env, http, options, network);
       log(`  uncontended: ${options.networkDelayMs} ms per request done`);
@@ -237,10 +239,6 @@ export async function runUncontended(
   return { limit, uncontended };
 }
 
-function isLibrary(id: string, libs: readonly Library[]): boolean {
-  return libs.some((lib) => lib.name === id);
-}
-
 /**
  * Times `participants` again with the bridge holding every request `networkDelayMs` (its
  * `delayMs` fault), in shuffled blocks as the loopback rounds: on loopback a round trip is about
@@ -256,11 +254,11 @@ async function measureAtDelay(
   try {
     // The first requests at the new delay are not a steady state's.
     for (const p of participants) for (let i = 0; i < 5; i++) await p.op();
+    for (const p of participants) samples.set(p.id, []);
     const per = Math.ceil(options.networkCycles / options.rounds);
     for (let r = 0; r < options.rounds; r++) {
       for (const p of shuffled(participants, r)) {
-        const own = samples.get(p.id) ?? [];
-        samples.set(p.id, own);
+        const own = samples.get(p.id) as number[];
         for (let i = 0; i < per && own.length < options.networkCycles; i++) {
           const t0 = now();
           const timed = await p.op();
