@@ -148,6 +148,8 @@ export interface PollOptions {
   block?: (ms: number, foreign: boolean) => Promise<boolean>;
   /** Longest single block in ms. @default Infinity */
   blockCap?: number;
+  /** When the wait began (`Date.now()`), which its budget counts from. @default now */
+  startedAt?: number;
 }
 
 /**
@@ -156,16 +158,21 @@ export interface PollOptions {
  * `null` it makes no further attempt.
  * @returns the acquired value and the number of attempts, or `null`, the attempts made and the
  * holder's PTTL seen by the last attempt.
+ * `first`: what the wait's first attempt found, made by the caller (who then counts it as
+ * attempt 1): the loop begins with its wait instead of an attempt.
  * @throws signal.reason when aborted (an attempt in flight is the caller's to clean up).
  */
 export async function pollUntil<T>(
   attempt: () => Promise<AttemptOutcome<T>>,
   options: PollOptions,
+  first?: AttemptOutcome<T>,
 ): Promise<{ value: T; attempts: number } | { value: null; attempts: number; pttl: number }> {
   const deadline =
-    options.waitTime === undefined ? Number.POSITIVE_INFINITY : Date.now() + options.waitTime;
+    options.waitTime === undefined
+      ? Number.POSITIVE_INFINITY
+      : (options.startedAt ?? Date.now()) + options.waitTime;
   for (let n = 0; ; n++) {
-    const outcome = await attempt();
+    const outcome = n === 0 && first ? first : await attempt();
     if ("acquired" in outcome) return { value: outcome.acquired, attempts: n + 1 };
     const remaining = deadline - Date.now();
     if (remaining <= 0) return { value: null, attempts: n + 1, pttl: outcome.pttl };

@@ -141,6 +141,7 @@ class Waker {
     counter: RequestCounter,
     signal: AbortSignal | undefined,
     foreign: ForeignChannel | undefined,
+    id?: string,
   ) {
     this.#foreignChannel = foreign?.channel;
     this.#ctx = ctx;
@@ -149,7 +150,7 @@ class Waker {
     this.#counter = counter;
     this.#signal = signal;
     this.#hub = wakeHubOf(ctx);
-    this.id = this.#hub.waitId();
+    this.id = id ?? this.#hub.waitId();
     this.#polling = prefix === undefined || ctx.wait === "poll" || !this.#hub.enabled;
     this.#slot =
       this.#polling || prefix === undefined ? undefined : this.#hub.joinOpen(prefix, this.id);
@@ -316,26 +317,23 @@ export async function waitFor<T>(
   ctx: LockContext,
   spec: WaitSpec<T>,
 ): Promise<{ value: T; attempts: number } | { value: null; attempts: number; pttl: number }> {
+  const startedAt = Date.now();
+  const prefix = spec.waitTime === 0 ? undefined : spec.wakeKey;
+  const first = await firstAttempt(ctx, spec, prefix);
+  if (first && "acquired" in first.outcome) return { value: first.outcome.acquired, attempts: 1 };
   const { signal, counter } = spec;
-  const waker = new Waker(
-    ctx,
-    spec.name,
-    spec.waitTime === 0 ? undefined : spec.wakeKey,
-    counter,
-    signal,
-    spec.foreign,
-  );
+  const waker = new Waker(ctx, spec.name, prefix, counter, signal, spec.foreign, first?.id);
   const { exit } = spec;
   // How a registration is given up (see WaiterExit); a queue's place is given up below.
   const unregister = exit?.queue ? undefined : exit;
   // The id the last busy attempt registered ('' = none): a successful attempt ends the
   // registration, and so does giving up or aborting (one background request).
-  let registered = "";
+  let registered = first?.waiter ?? "";
   // A hand-off the last wait received: the next "attempt" takes it without a request.
   let granted: T | undefined;
-  let sentAt = 0;
-  let sentMono = 0;
-  let serverTime = 0;
+  let sentAt = first?.sentAt ?? 0;
+  let sentMono = first?.sentMono ?? 0;
+  let serverTime = first && !("acquired" in first.outcome) ? (first.outcome.serverTime ?? 0) : 0;
   let settled = false;
   try {
     const result = await pollUntil(
@@ -379,7 +377,9 @@ export async function waitFor<T>(
         // longest length) and as a `wait` event when it ends (with the time it took).
         onWait: (type, durationMs, attempt, maxMs) =>
           ctx.emit({ type, name: spec.name, requests: 0, billed: 0, durationMs, attempt, maxMs }),
+        startedAt,
       },
+      first?.outcome,
     );
     settled = true;
     if (result.value === null) {
@@ -398,6 +398,48 @@ export async function waitFor<T>(
   }
 }
 
+/** A wait's first attempt made before its {@link Waker}: see {@link firstAttempt}. */
+interface FirstAttempt<T> {
+  /** The wait's id (its Waker's). */
+  id: string;
+  /** The waiter id the attempt registered ('' when the wait polls). */
+  waiter: string;
+  outcome: AttemptOutcome<T>;
+  sentAt: number;
+  sentMono: number;
+}
+
+/**
+ * The first attempt of a wait that has no subscription open to join, made before anything of
+ * the wait is set up: on a free lock it is the whole call, which then costs about what a single
+ * attempt (`waitTime: 0`) costs. It is the attempt the loop would make first, with the same
+ * arguments (the waiter id when the wait will subscribe; not subscribed; not yet registered).
+ * `undefined` when the wait must set up first: a subscription to join is open (its attempts may
+ * take hand-offs), or the kind keeps a queue place or listens beside Redisson's channel from its
+ * first attempt (the fair lock).
+ * @throws what the attempt throws, after giving up the registration it may have made.
+ */
+async function firstAttempt<T>(
+  ctx: LockContext,
+  spec: WaitSpec<T>,
+  prefix: string | undefined,
+): Promise<FirstAttempt<T> | undefined> {
+  if (spec.exit?.queue || spec.foreign?.beside) return undefined;
+  const hub = wakeHubOf(ctx);
+  if (prefix !== undefined && hub.isOpen(prefix)) return undefined;
+  const id = hub.waitId();
+  const waiter = prefix === undefined || ctx.wait === "poll" || !hub.enabled ? "" : id;
+  const sentAt = Date.now();
+  const sentMono = performance.now();
+  try {
+    const outcome = await spec.attempt(waiter, false, id, false);
+    return { id, waiter, outcome, sentAt, sentMono };
+  } catch (error) {
+    if (waiter !== "") spec.exit?.later(waiter);
+    throw error;
+  }
+}
+
 /**
  * Keeps the client's open subscription on `<prefix>:<client>` open until `lease` ends (released,
  * expired or lost), so that a client that waits again after
@@ -412,6 +454,7 @@ export function keepOpenWhile(
 ): void {
   if (lease.ended) return;
   const hub = wakeHubOf(ctx);
+  if (!hub.isOpen(prefix)) return;
   const slot = hub.joinOpen(prefix, hub.waitId(), true);
   // The signal is read only when a subscription is kept open: a lease whose signal nobody reads
   // makes no AbortController.

@@ -235,6 +235,16 @@ export class WakeHub {
     return this.#slot(shared, id, holding);
   }
 
+  /**
+   * Whether {@link joinOpen} would find a confirmed subscription on `<prefix>:<hub id>` now: a
+   * wait that finds none makes its first attempt before it sets anything else up.
+   */
+  isOpen(prefix: string): boolean {
+    if (this.#shared.size === 0) return false;
+    const shared = this.#shared.get(this.#key(prefix));
+    return shared?.confirmed === true && !shared.lost;
+  }
+
   /** A new wait id of this client: `<hub id>:<random>`. */
   waitId(): string {
     return `${this.id}:${randomHex(8)}`;

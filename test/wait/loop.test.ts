@@ -302,3 +302,73 @@ describe("no wait spins, whatever the server answers to blocking commands", () =
     });
   }
 });
+
+describe("a wait's first attempt", () => {
+  let bridge: PrivateBridge | undefined;
+  afterEach(async () => {
+    await bridge?.close();
+    bridge = undefined;
+  });
+
+  it("the wait budget counts from the call: a first attempt slower than waitTime is the only one", async () => {
+    bridge = await startPrivateBridge({ delayMs: 400 });
+    const name = `${prefix}first-slow`;
+    const held = await recordingEdgeLock().edgelock.getLock(name).tryLock({ leaseTime: 20_000 });
+    if (!held) throw new Error("not acquired");
+    const waiter = recordingEdgeLock({}, bridge.redis({ retry: { retries: 0 } }));
+    const result = await waiter.edgelock
+      .getLock(name)
+      .tryAcquire({ waitTime: 200, leaseTime: 5_000 });
+    expect(result.lease).toBeNull();
+    expect(result.attempts).toBe(1);
+    expect(waiter.events.some((e) => e.type === "waiting")).toBe(false);
+    await held.release();
+  });
+
+  it("a first attempt aborted in flight gives up the registration it made", async () => {
+    // The attempt reaches Redis (busy: it registers its waiter), but its answer never comes back.
+    bridge = await startPrivateBridge({
+      rules: [{ action: "lose", mode: "hang", match: "evalsha", times: 1 }],
+    });
+    const name = `${prefix}first-aborted`;
+    const held = await recordingEdgeLock().edgelock.getLock(name).tryLock({ leaseTime: 20_000 });
+    if (!held) throw new Error("not acquired");
+    const waiter = recordingEdgeLock({}, bridge.redis({ retry: { retries: 0 } }));
+    const controller = new AbortController();
+    const reason = new Error("caller gave up");
+    const pending = waiter.edgelock
+      .getLock(name)
+      .tryLock({ waitTime: 10_000, leaseTime: 5_000, signal: controller.signal });
+    while (bridge.bridge.stats().faultsInjected < 1) await new Promise((r) => setImmediate(r));
+    expect(await raw.zCard(waitingKey(name))).toBe(1);
+    controller.abort(reason);
+    await expect(pending).rejects.toBe(reason);
+    await Promise.all(waiter.background);
+    expect(await raw.zCard(waitingKey(name))).toBe(0);
+    await held.release();
+  });
+
+  it("a wait that finds its client's subscription open makes its first attempt subscribed: the release hands it the lock", async () => {
+    const name = `${prefix}first-subscribed`;
+    const held = await recordingEdgeLock().edgelock.getLock(name).tryLock({ leaseTime: 20_000 });
+    if (!held) throw new Error("not acquired");
+    const waiter = recordingEdgeLock();
+    const lock = waiter.edgelock.getLock(name);
+    const first = lock.tryLock({ waitTime: 15_000, leaseTime: 20_000 });
+    // Subscribed and registered (its second wait), then handed the lock; while the lease lasts
+    // the client keeps its subscription open.
+    await waiter.until((_e, all) => waits(all) === 2);
+    await held.release();
+    const lease = await first;
+    if (!lease) throw new Error("not handed the lock");
+    const second = lock.tryLock({ waitTime: 15_000, leaseTime: 5_000 });
+    await waiter.until((_e, all) => waits(all) === 3);
+    await lease.release();
+    const next = await second;
+    expect(next).not.toBeNull();
+    const calls = waiter.events.filter((e) => e.type === "acquire");
+    // One attempt, subscribed from the start: the release's hand-off needs no other request.
+    expect(calls.map((e) => e.requests)).toEqual([3, 1]);
+    await next?.release();
+  });
+});
