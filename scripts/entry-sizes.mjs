@@ -66,7 +66,11 @@ export const SCENARIOS = [
   // semaphore's to 21.9 kB (21.857) when the second waiter behind a first came back a claim
   // window after the holder's expiry (src/wait/backoff.ts expiryBound, the rank in
   // lua/lib/reentrant.lua) and the semaphore's name-level release took an idempotencyKey.
-  { name: "edgelock", entries: ["edgelock"], base: REDIS, budget: 34.3, target: 27 },
+  // Every waiting kind's budget (and the root's) raised to the measured size + 0.05 kB (rounded
+  // up to 0.05) when a wait's first attempt began to go out before the wait sets anything up
+  // (src/wait/loop.ts waitFor; +0.1 to +0.2 kB per entry): a tryLock with a wait budget on a free
+  // lock then costs about what a single attempt costs.
+  { name: "edgelock", entries: ["edgelock"], base: REDIS, budget: 34.55, target: 27 },
   // 13.1 kB measured at the split, 13.6 kB after the JVM wake-ups, the shared Lua libraries and
   // the awaited leave of a waiter that gives up: 2.0 kB Lua, 11.6 kB JS, of which ~8 kB the core
   // client and the lease (the multi-lock entry). 14.1 kB with `restoreLockLease` (every entry that
@@ -76,7 +80,7 @@ export const SCENARIOS = [
   // locals have short names (lua/gen.mjs renameLocals). 13.8 kB (Lua 2.0 kB) since a waiter
   // that ends gives back a hand-off it missed (lua/lock/decline.lua) and passes on a wake-up it
   // missed (lib/wake.lua waiting_leave): 0.1-0.3 kB in every entry with waiters.
-  { name: "edgelock/lock", entries: ["edgelock/lock"], base: REDIS, budget: 19.65, target: 8 },
+  { name: "edgelock/lock", entries: ["edgelock/lock"], base: REDIS, budget: 19.9, target: 8 },
   {
     name: "edgelock/fair-lock",
     entries: ["edgelock/fair-lock"],
@@ -84,7 +88,7 @@ export const SCENARIOS = [
     // 12.7 kB at the split; 13.5 kB with the JVM wake-ups on Redisson's per-waiter channel;
     // 14.0 kB with `restoreFairLockLease`; 13.6 kB with short names for the shipped scripts'
     // locals (lua/gen.mjs renameLocals).
-    budget: 18,
+    budget: 18.2,
     target: 10,
   },
   {
@@ -94,7 +98,7 @@ export const SCENARIOS = [
     // 13.3 kB at the split; 13.8 kB with its own holds over the shared reentrant acquire;
     // 14.3 kB with `restoreFencedLockLease`; 13.7 kB with short names for the shipped scripts'
     // locals (lua/gen.mjs renameLocals).
-    budget: 19.35,
+    budget: 19.6,
     target: 10,
   },
   {
@@ -104,7 +108,7 @@ export const SCENARIOS = [
     // 13.7 kB at the split; 14.3 kB with the JVM wake-ups and the shared Lua libraries; 14.8 kB
     // with `restoreReadWriteLockLease`; 14.2 kB with short names for the shipped scripts'
     // locals (lua/gen.mjs renameLocals).
-    budget: 18.95,
+    budget: 19.15,
     target: 10,
   },
   {
@@ -114,7 +118,7 @@ export const SCENARIOS = [
     // 10.9 kB, 10.8 kB without the fair lock's second channel in the wait loop; 10.3 kB with
     // short names for the shipped scripts' locals (lua/gen.mjs renameLocals).
     // 15.0 kB measured with the release's hand-off and lua/semaphore/leave.lua.
-    budget: 15.65,
+    budget: 15.85,
     target: 10,
   },
   {
@@ -125,7 +129,7 @@ export const SCENARIOS = [
     // with `restorePermitLease`; 14.5 kB with short names for the shipped scripts' locals
     // (lua/gen.mjs renameLocals).
     // 21.0 kB measured with the hand-off in give_back and lua/permit-expirable-semaphore/leave.lua.
-    budget: 21.9,
+    budget: 22.1,
     target: 10,
   },
   {
@@ -136,7 +140,7 @@ export const SCENARIOS = [
     // names for the shipped scripts' locals (lua/gen.mjs renameLocals). 12.53 -> 12.55 kB with
     // the events' shared cost fields (src/events.ts: this entry has two of their uses and pays
     // for the helper), which left no headroom: budget 12.6.
-    budget: 13,
+    budget: 13.2,
     target: 10,
   },
   {
@@ -167,7 +171,7 @@ export const SCENARIOS = [
     base: HONO,
     // 13.4 kB at the split, 13.8 kB with the JVM wake-ups, 13.75 kB with the lock's; 13.4 kB
     // with short names for the shipped scripts' locals (lua/gen.mjs renameLocals).
-    budget: 19.35,
+    budget: 19.65,
     target: 9,
   },
   // Both Vercel helpers (`lockWebhook`: an idempotency key, `lockCron`: a lock) with the lock
@@ -180,7 +184,7 @@ export const SCENARIOS = [
     entries: ["edgelock/vercel", "edgelock/lock"],
     pick: { "edgelock/vercel": ["lockWebhook", "lockCron"], "edgelock/lock": ["EdgeLockClient"] },
     base: REDIS,
-    budget: 20.6,
+    budget: 20.85,
     target: 9,
   },
   // The LeaseKeeper with the renewals of every kind of lease (src/renewers.ts) and the cron

@@ -28,7 +28,7 @@ import {
   timedOut,
   toTransportError,
 } from "./scrub.js";
-import { knownSha1, sha1Of } from "./sha1.js";
+import { sha1Of } from "./sha1.js";
 import type { DirectStreams, StreamEndpoint } from "./sse.js";
 
 export type { RedisLike, SubscriberLike } from "./redis.js";
@@ -207,8 +207,7 @@ export class ScriptRunner {
     // Once Redis has shown an empty script cache, a script this client has not run yet is
     // sent with EVAL straight away instead of paying a NOSCRIPT round trip of its own.
     if (this.#cacheMissSeen && !this.#loaded.has(script)) return evalSource();
-    // Known after the first call: no await, which would cost every request a turn of the queue.
-    const sha1 = knownSha1(script) ?? (await sha1Of(script));
+    const sha1 = await sha1Of(script);
     try {
       return await sent(() => redis.evalsha(sha1, keys, args));
     } catch (error) {

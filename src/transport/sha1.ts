@@ -8,22 +8,12 @@ import type { LuaScript } from "../lua/script.js";
 import { sentSource } from "./billed.js";
 
 const digests = new WeakMap<LuaScript, Promise<string>>();
-/** The digests computed so far, for callers that need no await once it is known. */
-const known = new WeakMap<LuaScript, string>();
-
-/** The SHA1 of `script` when {@link sha1Of} has computed it already, else `undefined`. */
-export function knownSha1(script: LuaScript): string | undefined {
-  return known.get(script);
-}
 
 /** Lowercase hex SHA1 of the text sent for `script` (billed.ts), as SCRIPT LOAD returns it. */
 export function sha1Of(script: LuaScript): Promise<string> {
   let digest = digests.get(script);
   if (!digest) {
-    digest = sha1Hex(sentSource(script)).then((hex) => {
-      known.set(script, hex);
-      return hex;
-    });
+    digest = sha1Hex(sentSource(script));
     digests.set(script, digest);
   }
   return digest;

@@ -317,23 +317,43 @@ export async function waitFor<T>(
   ctx: LockContext,
   spec: WaitSpec<T>,
 ): Promise<{ value: T; attempts: number } | { value: null; attempts: number; pttl: number }> {
+  const { signal, counter, exit } = spec;
   const startedAt = Date.now();
   const prefix = spec.waitTime === 0 ? undefined : spec.wakeKey;
-  const first = await firstAttempt(ctx, spec, prefix);
-  if (first && "acquired" in first.outcome) return { value: first.outcome.acquired, attempts: 1 };
-  const { signal, counter } = spec;
-  const waker = new Waker(ctx, spec.name, prefix, counter, signal, spec.foreign, first?.id);
-  const { exit } = spec;
-  // How a registration is given up (see WaiterExit); a queue's place is given up below.
-  const unregister = exit?.queue ? undefined : exit;
+  const hub = wakeHubOf(ctx);
   // The id the last busy attempt registered ('' = none): a successful attempt ends the
   // registration, and so does giving up or aborting (one background request).
-  let registered = first?.waiter ?? "";
+  let registered = "";
+  let sentAt = 0;
+  let sentMono = 0;
+  let id: string | undefined;
+  let first: AttemptOutcome<T> | undefined;
+  // With no subscription of this client open to join (whose attempts may take hand-offs), and
+  // for a kind that neither keeps a queue place nor listens beside Redisson's channel from its
+  // first attempt (the fair lock), the first attempt goes out before anything of the wait is set
+  // up: on a free lock it is the whole call, which then costs about what `waitTime: 0` costs. It
+  // is the attempt the loop would make first (the waiter id when the wait will subscribe, not
+  // subscribed, not yet registered); a busy one hands the loop its outcome and its registration.
+  if (!exit?.queue && !spec.foreign?.beside && !(prefix && hub.isOpen(prefix))) {
+    id = hub.waitId();
+    const waiter = prefix === undefined || ctx.wait === "poll" || !hub.enabled ? "" : id;
+    sentAt = Date.now();
+    sentMono = performance.now();
+    try {
+      first = await spec.attempt(waiter, false, id, false);
+    } catch (error) {
+      if (waiter) exit?.later(waiter);
+      throw error;
+    }
+    if ("acquired" in first) return { value: first.acquired, attempts: 1 };
+    registered = waiter;
+  }
+  const waker = new Waker(ctx, spec.name, prefix, counter, signal, spec.foreign, id);
+  // How a registration is given up (see WaiterExit); a queue's place is given up below.
+  const unregister = exit?.queue ? undefined : exit;
   // A hand-off the last wait received: the next "attempt" takes it without a request.
   let granted: T | undefined;
-  let sentAt = first?.sentAt ?? 0;
-  let sentMono = first?.sentMono ?? 0;
-  let serverTime = first && !("acquired" in first.outcome) ? (first.outcome.serverTime ?? 0) : 0;
+  let serverTime = first && !("acquired" in first) ? (first.serverTime ?? 0) : 0;
   let settled = false;
   try {
     const result = await pollUntil(
@@ -379,7 +399,7 @@ export async function waitFor<T>(
           ctx.emit({ type, name: spec.name, requests: 0, billed: 0, durationMs, attempt, maxMs }),
         startedAt,
       },
-      first?.outcome,
+      first,
     );
     settled = true;
     if (result.value === null) {
@@ -398,48 +418,6 @@ export async function waitFor<T>(
   }
 }
 
-/** A wait's first attempt made before its {@link Waker}: see {@link firstAttempt}. */
-interface FirstAttempt<T> {
-  /** The wait's id (its Waker's). */
-  id: string;
-  /** The waiter id the attempt registered ('' when the wait polls). */
-  waiter: string;
-  outcome: AttemptOutcome<T>;
-  sentAt: number;
-  sentMono: number;
-}
-
-/**
- * The first attempt of a wait that has no subscription open to join, made before anything of
- * the wait is set up: on a free lock it is the whole call, which then costs about what a single
- * attempt (`waitTime: 0`) costs. It is the attempt the loop would make first, with the same
- * arguments (the waiter id when the wait will subscribe; not subscribed; not yet registered).
- * `undefined` when the wait must set up first: a subscription to join is open (its attempts may
- * take hand-offs), or the kind keeps a queue place or listens beside Redisson's channel from its
- * first attempt (the fair lock).
- * @throws what the attempt throws, after giving up the registration it may have made.
- */
-async function firstAttempt<T>(
-  ctx: LockContext,
-  spec: WaitSpec<T>,
-  prefix: string | undefined,
-): Promise<FirstAttempt<T> | undefined> {
-  if (spec.exit?.queue || spec.foreign?.beside) return undefined;
-  const hub = wakeHubOf(ctx);
-  if (prefix !== undefined && hub.isOpen(prefix)) return undefined;
-  const id = hub.waitId();
-  const waiter = prefix === undefined || ctx.wait === "poll" || !hub.enabled ? "" : id;
-  const sentAt = Date.now();
-  const sentMono = performance.now();
-  try {
-    const outcome = await spec.attempt(waiter, false, id, false);
-    return { id, waiter, outcome, sentAt, sentMono };
-  } catch (error) {
-    if (waiter !== "") spec.exit?.later(waiter);
-    throw error;
-  }
-}
-
 /**
  * Keeps the client's open subscription on `<prefix>:<client>` open until `lease` ends (released,
  * expired or lost), so that a client that waits again after
@@ -454,7 +432,6 @@ export function keepOpenWhile(
 ): void {
   if (lease.ended) return;
   const hub = wakeHubOf(ctx);
-  if (!hub.isOpen(prefix)) return;
   const slot = hub.joinOpen(prefix, hub.waitId(), true);
   // The signal is read only when a subscription is kept open: a lease whose signal nobody reads
   // makes no AbortController.

@@ -237,12 +237,11 @@ export class WakeHub {
 
   /**
    * Whether {@link joinOpen} would find a confirmed subscription on `<prefix>:<hub id>` now: a
-   * wait that finds none makes its first attempt before it sets anything else up.
+   * wait that finds none makes its first attempt before it sets anything else up (loop.ts).
    */
   isOpen(prefix: string): boolean {
-    if (this.#shared.size === 0) return false;
     const shared = this.#shared.get(this.#key(prefix));
-    return shared?.confirmed === true && !shared.lost;
+    return !!shared?.confirmed && !shared.lost;
   }
 
   /** A new wait id of this client: `<hub id>:<random>`. */
