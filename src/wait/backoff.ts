@@ -155,11 +155,10 @@ export interface PollOptions {
 /**
  * Runs `attempt` until it acquires or the wait budget is spent. The last attempt starts no later
  * than the deadline, so the call returns at most one round trip after it; once it has returned
- * `null` it makes no further attempt.
+ * `null` it makes no further attempt. `first`: what the wait's first attempt found, made by the
+ * caller (it counts as attempt 1): the loop begins with its wait instead of an attempt.
  * @returns the acquired value and the number of attempts, or `null`, the attempts made and the
  * holder's PTTL seen by the last attempt.
- * `first`: what the wait's first attempt found, made by the caller (who then counts it as
- * attempt 1): the loop begins with its wait instead of an attempt.
  * @throws signal.reason when aborted (an attempt in flight is the caller's to clean up).
  */
 export async function pollUntil<T>(

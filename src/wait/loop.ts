@@ -151,7 +151,7 @@ class Waker {
     this.#signal = signal;
     this.#hub = wakeHubOf(ctx);
     this.id = id ?? this.#hub.waitId();
-    this.#polling = prefix === undefined || ctx.wait === "poll" || !this.#hub.enabled;
+    this.#polling = pollsOnly(ctx, this.#hub, prefix);
     this.#slot =
       this.#polling || prefix === undefined ? undefined : this.#hub.joinOpen(prefix, this.id);
     this.#beside = foreign?.beside?.((ms) => this.#joinForeign(ms), signal);
@@ -327,7 +327,7 @@ export async function waitFor<T>(
   let sentAt = 0;
   let sentMono = 0;
   let id: string | undefined;
-  let first: AttemptOutcome<T> | undefined;
+  let first: Exclude<AttemptOutcome<T>, { acquired: T }> | undefined;
   // With no subscription of this client open to join (whose attempts may take hand-offs), and
   // for a kind that neither keeps a queue place nor listens beside Redisson's channel from its
   // first attempt (the fair lock), the first attempt goes out before anything of the wait is set
@@ -336,16 +336,18 @@ export async function waitFor<T>(
   // subscribed, not yet registered); a busy one hands the loop its outcome and its registration.
   if (!exit?.queue && !spec.foreign?.beside && !(prefix && hub.isOpen(prefix))) {
     id = hub.waitId();
-    const waiter = prefix === undefined || ctx.wait === "poll" || !hub.enabled ? "" : id;
+    const waiter = pollsOnly(ctx, hub, prefix) ? "" : id;
     sentAt = Date.now();
     sentMono = performance.now();
+    let outcome: AttemptOutcome<T>;
     try {
-      first = await spec.attempt(waiter, false, id, false);
+      outcome = await spec.attempt(waiter, false, id, false);
     } catch (error) {
       if (waiter) exit?.later(waiter);
       throw error;
     }
-    if ("acquired" in first) return { value: first.acquired, attempts: 1 };
+    if ("acquired" in outcome) return { value: outcome.acquired, attempts: 1 };
+    first = outcome;
     registered = waiter;
   }
   const waker = new Waker(ctx, spec.name, prefix, counter, signal, spec.foreign, id);
@@ -353,7 +355,7 @@ export async function waitFor<T>(
   const unregister = exit?.queue ? undefined : exit;
   // A hand-off the last wait received: the next "attempt" takes it without a request.
   let granted: T | undefined;
-  let serverTime = first && !("acquired" in first) ? (first.serverTime ?? 0) : 0;
+  let serverTime = first?.serverTime ?? 0;
   let settled = false;
   try {
     const result = await pollUntil(
@@ -416,6 +418,15 @@ export async function waitFor<T>(
     if (registered !== "") unregister?.later(registered);
     if (!settled && exit?.queue) exit.later(waker.id);
   }
+}
+
+/**
+ * Whether a wait with wake channel prefix `prefix` (`undefined`: none, or a single attempt)
+ * polls from the start rather than waiting for wake-ups: `wait: "poll"`, or a client that
+ * cannot subscribe.
+ */
+function pollsOnly(ctx: LockContext, hub: WakeHub, prefix: string | undefined): boolean {
+  return prefix === undefined || ctx.wait === "poll" || !hub.enabled;
 }
 
 /**

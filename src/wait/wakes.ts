@@ -230,9 +230,8 @@ export class WakeHub {
    * subscription taken closes one that only such places keep open.
    */
   joinOpen(prefix: string, id: string, holding = false): WakeSlot | undefined {
-    const shared = this.#shared.get(this.#key(prefix));
-    if (!shared?.confirmed || shared.lost) return undefined;
-    return this.#slot(shared, id, holding);
+    const shared = this.#confirmed(prefix);
+    return shared && this.#slot(shared, id, holding);
   }
 
   /**
@@ -240,8 +239,13 @@ export class WakeHub {
    * wait that finds none makes its first attempt before it sets anything else up (loop.ts).
    */
   isOpen(prefix: string): boolean {
+    return this.#confirmed(prefix) !== undefined;
+  }
+
+  /** The subscription on `<prefix>:<hub id>` when it is confirmed and not lost. */
+  #confirmed(prefix: string): Shared | undefined {
     const shared = this.#shared.get(this.#key(prefix));
-    return !!shared?.confirmed && !shared.lost;
+    return shared?.confirmed && !shared.lost ? shared : undefined;
   }
 
   /** A new wait id of this client: `<hub id>:<random>`. */
