@@ -57,8 +57,13 @@ export interface Library {
   settings: Record<WaitMode, string>;
   /** False when `sameBudget` is the library's default already (run once, reported for both). */
   sameBudgetDiffers: boolean;
-  /** `waitMs`: edgelock's wait budget when not its default (the long-hold scenario). */
-  client(env: BenchEnv, mode: WaitMode, waitMs?: number): Promise<LibClient>;
+  /**
+   * `waitMs`: edgelock's wait budget when not its default (the long-hold scenario). `timed`:
+   * edgelock clients get the `onEvent` listener that dates wake-up messages (contended
+   * scenarios); without it they run as a client without a listener does (scripts uncounted,
+   * src/transport/billed.ts). Default true.
+   */
+  client(env: BenchEnv, mode: WaitMode, waitMs?: number, timed?: boolean): Promise<LibClient>;
 }
 
 /** Lease of every acquisition, ms. */
@@ -85,11 +90,11 @@ export function edgelockLibrary(wait: "auto" | "poll", backoff?: BackoffOptions)
       sameBudget: "same as default (edgelock defines the budget)",
     },
     sameBudgetDiffers: false,
-    client: async (env, _mode, waitMs = WAIT_BUDGET_MS) => {
+    client: async (env, _mode, waitMs = WAIT_BUDGET_MS, timed = true) => {
       const edge = new EdgeLock({
         redis: env.http(),
         wait,
-        onEvent: dateMessages,
+        ...(timed && { onEvent: dateMessages }),
         ...(backoff && { backoff }),
       });
       return {
@@ -115,8 +120,8 @@ export const edgelockFairLibrary: Library = {
     sameBudget: "same as default (edgelock defines the budget)",
   },
   sameBudgetDiffers: false,
-  client: async (env, _mode, waitMs = WAIT_BUDGET_MS) => {
-    const edge = new EdgeLock({ redis: env.http(), onEvent: dateMessages });
+  client: async (env, _mode, waitMs = WAIT_BUDGET_MS, timed = true) => {
+    const edge = new EdgeLock({ redis: env.http(), ...(timed && { onEvent: dateMessages }) });
     return {
       acquire: async (key) => {
         const lease = await edge

@@ -100,7 +100,11 @@ export interface EdgeLockOptions {
   backoff?: BackoffOptions;
   /** Default `LeaseKeeper` Durable Object namespace for `keepAlive: { maxHoldTime }`. */
   keeper?: LeaseKeeperBinding;
-  /** Receives acquire/wait/renew/release/lost/error events. Must not throw. */
+  /**
+   * Receives acquire/wait/renew/release/lost/error events. Must not throw. With a listener,
+   * scripts are sent inside the wrapper that counts their billed commands (`event.billed`);
+   * without one, as they are (same bill, a little less work per request: docs/cost.md).
+   */
   onEvent?: LockEventListener;
   /**
    * Keeps background work alive past the response (cancelling an acquire whose answer never
@@ -206,7 +210,8 @@ export class EdgeLockClient {
     if (o.cluster !== undefined && typeof o.cluster !== "boolean") {
       throw new TypeError("`cluster` must be a boolean");
     }
-    const runner = new ScriptRunner(redis as RedisLike, this.requestTimeout);
+    // The bill of each request is only read by onEvent: without one, scripts go uncounted.
+    const runner = new ScriptRunner(redis as RedisLike, this.requestTimeout, onEvent !== undefined);
     const ctx: LockContext = {
       runner,
       clientId: this.clientId,

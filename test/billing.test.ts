@@ -5,10 +5,13 @@
  * issue's (a lock cycle 10, Redisson's own scripts 9), or what is reached where that is lower,
  * so that any call added to a common path is a decision (docs/cost.md).
  */
+import { createClient } from "@redis/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startBridge } from "../src/bridge/index.js";
 import { renewLeasesOf } from "../src/client.js";
 import { EdgeLock, type Lease } from "../src/index.js";
+import { lockAcquire, lockRelease } from "../src/lua.gen.js";
+import { sha1Of } from "../src/transport/sha1.js";
 import { type Bill, type BillMeter, billMeter, billPerRun } from "./support/billing.js";
 import { bridgeRedis } from "./support/env.js";
 import { type RedisServer, startRedisServer } from "./support/redis-server.js";
@@ -274,6 +277,33 @@ describe("billed commands per operation", () => {
     });
     expect(bill.total).toBeGreaterThan(40);
     expect(reported - before, JSON.stringify(bill.commands)).toBe(bill.total);
+  });
+
+  it("a client without onEvent sends each script as it is, uncounted, and is billed the same", async () => {
+    const plain = new EdgeLock({
+      redis: bridgeRedis({}, { url: bridge.url, token: "bill-token" }),
+    });
+    const cycle = async (client: EdgeLock, name: string) => {
+      const lease = await client.getLock(name).tryLock({ leaseTime: 10_000 });
+      expect(await lease?.release()).toBe("released");
+    };
+    await cycle(plain, fresh("plain-warm"));
+    const uncounted = await billPerRun(meter, () => cycle(plain, fresh("plain")));
+    const counted = await billPerRun(meter, () => cycle(edgelock, fresh("counted")));
+    expect(uncounted.commands).toEqual(counted.commands);
+    // Only a client that sends the scripts' own sources puts their SHA1s in Redis's cache.
+    const admin = createClient({ url: redis.url, RESP: 2, disableClientInfo: true });
+    await admin.connect();
+    try {
+      const shas = [
+        await sha1Of(lockAcquire, false),
+        await sha1Of(lockRelease, false),
+        await sha1Of(lockAcquire, true),
+      ];
+      expect(await admin.sendCommand(["SCRIPT", "EXISTS", ...shas])).toEqual([1, 1, 1]);
+    } finally {
+      await admin.close();
+    }
   });
 
   it("the LeaseKeeper's batched renewal, per lease", async () => {

@@ -45,12 +45,16 @@ const names = localNames(
 );
 
 describe("lua scripts", () => {
-  it("every script's SHA1 as the transport computes it equals SCRIPT LOAD's", async () => {
+  it("every script's SHA1 as the transport computes it equals SCRIPT LOAD's, counted or not", async () => {
     expect(all.length).toBeGreaterThanOrEqual(6);
     for (const script of all) {
-      expect(String(await raw.scriptLoad(sentSource(script))), script.name).toBe(
-        await sha1Of(script),
-      );
+      for (const counted of [true, false]) {
+        expect(String(await raw.scriptLoad(sentSource(script, counted))), script.name).toBe(
+          await sha1Of(script, counted),
+        );
+      }
+      expect(sentSource(script, false)).toBe(script.source);
+      expect(await sha1Of(script, false)).not.toBe(await sha1Of(script, true));
     }
   });
 

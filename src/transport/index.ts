@@ -52,8 +52,9 @@ export interface RequestCounter {
   requests: number;
   /**
    * Commands billed for the answered requests, as the scripts report them (each: its
-   * EVAL/EVALSHA plus every call inside; a confirmed subscription: its SUBSCRIBE). A request
-   * without an answer may be billed too and is not counted. Absent until something is billed.
+   * EVAL/EVALSHA plus every call inside; a confirmed subscription: its SUBSCRIBE) when the
+   * runner counts them (`countBilled`). A request without an answer may be billed too and is not
+   * counted. Absent until something is billed.
    */
   billed?: number;
 }
@@ -115,12 +116,20 @@ export class ScriptRunner {
   #stream: StreamEndpoint | null | undefined;
   /** The round trips behind {@link hedgeAfter}: its REST URL's, shared in this isolate. */
   readonly #rtt: RoundTrips;
+  /** Whether scripts go inside the counting wrapper (billed.ts), so replies say their bill. */
+  readonly #counted: boolean;
 
-  constructor(redis: RedisLike, requestTimeout: number) {
+  /**
+   * `countBilled`: send scripts inside the wrapper that counts their calls (billed.ts), so that
+   * {@link RequestCounter.billed} is filled; off, each script's own source is sent (same bill,
+   * less work in Redis) and nothing is added to `billed`.
+   */
+  constructor(redis: RedisLike, requestTimeout: number, countBilled: boolean) {
     this.#redis = redis;
     this.#detached = detachRetries(redis);
     this.requestTimeout = requestTimeout;
     this.#rtt = roundTripsOf(redis);
+    this.#counted = countBilled;
   }
 
   /**
@@ -168,7 +177,8 @@ export class ScriptRunner {
     // reason is the error the call rejects with when time runs out.
     const deadline = new Deadline(limit, () => timedOut(name, limit), signal);
     try {
-      const split = splitBilled(await this.#sendWithResend(call, counter, deadline));
+      const sent = await this.#sendWithResend(call, counter, deadline);
+      const split = this.#counted ? splitBilled(sent) : { billed: 0, reply: sent };
       if (split === undefined) throw malformedReply(name, script.name);
       counter.billed = (counter.billed ?? 0) + split.billed;
       const decoded = decode(split.reply);
@@ -203,11 +213,11 @@ export class ScriptRunner {
       this.#loaded.add(script);
       return reply;
     };
-    const evalSource = () => sent(() => redis.eval(sentSource(script), keys, args));
+    const evalSource = () => sent(() => redis.eval(sentSource(script, this.#counted), keys, args));
     // Once Redis has shown an empty script cache, a script this client has not run yet is
     // sent with EVAL straight away instead of paying a NOSCRIPT round trip of its own.
     if (this.#cacheMissSeen && !this.#loaded.has(script)) return evalSource();
-    const sha1 = await sha1Of(script);
+    const sha1 = await sha1Of(script, this.#counted);
     try {
       return await sent(() => redis.evalsha(sha1, keys, args));
     } catch (error) {

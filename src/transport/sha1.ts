@@ -7,14 +7,19 @@
 import type { LuaScript } from "../lua/script.js";
 import { sentSource } from "./billed.js";
 
-const digests = new WeakMap<LuaScript, Promise<string>>();
+// Keyed by the text sent: each script's own source, or its counted form (billed.ts).
+const digests = new Map<string, Promise<string>>();
 
-/** Lowercase hex SHA1 of the text sent for `script` (billed.ts), as SCRIPT LOAD returns it. */
-export function sha1Of(script: LuaScript): Promise<string> {
-  let digest = digests.get(script);
+/**
+ * Lowercase hex SHA1 of the text sent for `script` (billed.ts; `counted`: inside the counting
+ * wrapper), as SCRIPT LOAD returns it.
+ */
+export function sha1Of(script: LuaScript, counted = true): Promise<string> {
+  const text = sentSource(script, counted);
+  let digest = digests.get(text);
   if (!digest) {
-    digest = sha1Hex(sentSource(script));
-    digests.set(script, digest);
+    digest = sha1Hex(text);
+    digests.set(text, digest);
   }
   return digest;
 }
