@@ -374,7 +374,7 @@ function uncontended(r: BenchResults): string[] {
   return [
     "## 2. Uncontended acquire + release",
     "",
-    `${f(first?.cycles, 0)} timed cycles per library on one key each (after ${f(r.config.warmup, 0)} warm-up cycles), in ${r.config.uncontendedRounds} blocks, in an order shuffled anew every round. A cycle is acquire (no waiting needed) then release, timed from the acquire call to the release's answer. Cold: ${r.config.coldRepeats} cycles per library, each on a brand-new client (a new isolate), once while Redis has the library's scripts cached and once right after \`SCRIPT FLUSH\`.`,
+    `${f(first?.cycles, 0)} timed cycles per library on one key each (after ${f(r.config.warmup, 0)} warm-up cycles), in ${r.config.uncontendedRounds} blocks, in an order shuffled anew every round. A cycle is acquire (no waiting needed) then release, timed from the acquire call to the release's answer. edgelock's clients here have no \`onEvent\` listener, as an EdgeLock made with its defaults (its scripts then go without the bill-counting wrapper: docs/cost.md); the contended scenarios' have one, which dates wake-ups. Cold: ${r.config.coldRepeats} cycles per library, each on a brand-new client (a new isolate), once while Redis has the library's scripts cached and once right after \`SCRIPT FLUSH\`.`,
     "",
     table(
       [
