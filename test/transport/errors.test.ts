@@ -6,7 +6,7 @@
 import { createServer } from "node:net";
 import { Redis } from "@upstash/redis";
 import { describe, expect, it } from "vitest";
-import { ConfigurationError, TransportError } from "../../src/index.js";
+import { ConfigurationError, EdgeLock, TransportError } from "../../src/index.js";
 import { keyPrefix, startPrivateBridge, usePrivateBridge, useRawRedis } from "../support/env.js";
 import { recordingEdgeLock } from "../support/locks.js";
 
@@ -233,6 +233,12 @@ describe("transport errors", () => {
     const error = await failure(rec.edgelock.getLock(name).tryLock({ leaseTime: 1_000 }));
     expect(error.message).toMatch(/unexpected reply from script lock\/acquire/);
     expect(error.ambiguous).toBe(true);
+    // Without onEvent the scripts go uncounted (no {billed, reply} shape to check): the reply's
+    // own decoding refuses it.
+    const uncounted = new EdgeLock({ redis });
+    const plain = await failure(uncounted.getLock(name).tryLock({ leaseTime: 1_000 }));
+    expect(plain.message).toMatch(/unexpected reply from script lock\/acquire/);
+    expect(plain.ambiguous).toBe(true);
     expect(await raw.exists(name)).toBe(0);
   });
 });
