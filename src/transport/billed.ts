@@ -10,9 +10,9 @@
  * `return` becomes the reply's second element. A `redis.error_reply(...)` answer passes through
  * unwrapped (Redis answers it as an error, which carries no count).
  *
- * The count is sent for only where it is read: a client with an `onEvent` listener (the only
- * place it surfaces) sends the wrapped text; any other sends each script's own source, whose
- * reply is the script's reply. The bill is the same either way; the wrapper costs Redis a table,
+ * Scripts are counted only where the count is read: a client with an `onEvent` listener (the
+ * only place it surfaces) sends the wrapped text; any other sends each script's own source,
+ * whose reply is the script's reply. The bill is the same either way; the wrapper costs Redis a table,
  * two closures and a nested reply per call (about 30 µs of a loopback lock cycle).
  * @module
  */

@@ -53,8 +53,8 @@ export interface RequestCounter {
   /**
    * Commands billed for the answered requests, as the scripts report them (each: its
    * EVAL/EVALSHA plus every call inside; a confirmed subscription: its SUBSCRIBE) when the
-   * runner counts them (`countBilled`). A request without an answer may be billed too and is not
-   * counted. Absent until something is billed.
+   * runner counts them (`countBilled`; otherwise 0). A request without an answer may be billed
+   * too and is not counted. Absent until a request is answered.
    */
   billed?: number;
 }

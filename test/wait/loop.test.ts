@@ -18,6 +18,12 @@ import { type RecordingEdgeLock, recordingEdgeLock, replayRecords } from "../sup
 const prefix = keyPrefix();
 const raw = useRawRedis();
 
+// A private bridge some tests start (faults, subscription limits, blocking modes), closed after each.
+let bridge: PrivateBridge | undefined;
+afterEach(async () => {
+  await bridge?.close();
+  bridge = undefined;
+});
 const waitingKey = (name: string) => `edgelock_waiting:{${name}}`;
 const waits = (events: readonly { type: string }[]) =>
   events.filter((e) => e.type === "waiting").length;
@@ -175,11 +181,6 @@ describe("abort", () => {
   });
 
   describe("in flight", () => {
-    let bridge: PrivateBridge;
-    afterEach(async () => {
-      await bridge?.close();
-    });
-
     it("an acquire applied by Redis whose answer is abandoned is undone: no leaked hold", async () => {
       // The acquire reaches Redis and is applied, but its response never comes back.
       bridge = await startPrivateBridge({
@@ -210,12 +211,6 @@ describe("abort", () => {
 });
 
 describe("when subscribing is not possible", () => {
-  let bridge: PrivateBridge | undefined;
-  afterEach(async () => {
-    await bridge?.close();
-    bridge = undefined;
-  });
-
   it("a subscription the server refuses (503) turns the wait to polling, once, and it still acquires", async () => {
     bridge = await startPrivateBridge(undefined, { maxSubscriptions: 0 });
     const name = `${prefix}refused`;
@@ -274,11 +269,6 @@ describe("when subscribing is not possible", () => {
 
 describe("no wait spins, whatever the server answers to blocking commands", () => {
   const modes: BlockingMode[] = ["refuse", "instant", "block"];
-  let bridge: PrivateBridge | undefined;
-  afterEach(async () => {
-    await bridge?.close();
-    bridge = undefined;
-  });
 
   for (const mode of modes) {
     it(`blocking ${mode}: one waiter over a 2 s wait sends no more requests than polling`, async () => {
@@ -304,12 +294,6 @@ describe("no wait spins, whatever the server answers to blocking commands", () =
 });
 
 describe("a wait's first attempt", () => {
-  let bridge: PrivateBridge | undefined;
-  afterEach(async () => {
-    await bridge?.close();
-    bridge = undefined;
-  });
-
   it("the wait budget counts from the call: a first attempt slower than waitTime is the only one", async () => {
     bridge = await startPrivateBridge({ delayMs: 400 });
     const name = `${prefix}first-slow`;
