@@ -20,10 +20,21 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 /**
+ * Something to do while a call is still unanswered `after` ms from its start: {@link Deadline}
+ * runs `ring` then, on the timer it already has. `ring` returns how many ms later to ring again,
+ * or `undefined` for never.
+ */
+export interface Alarm {
+  after: number;
+  ring(): number | undefined;
+}
+
+/**
  * A call's time limit joined with its caller's optional signal, without an AbortController (on
  * Node 20 each one costs more than the rest of a warm request's own bookkeeping). It ends once:
  * when `ms` have passed (with the reason `onTimeout` makes) or when `signal` aborts (with its
- * reason). {@link clear} it when the call settles.
+ * reason). An `alarm` due before then shares its one timer (a request's hedge, locks/definite.ts:
+ * one timer per request instead of two). {@link clear} it when the call settles.
  */
 export class Deadline {
   /** True once the time is up or the signal aborted (read-only for callers). */
@@ -35,12 +46,20 @@ export class Deadline {
   /** Rejects with the reason once the deadline ends; made when first raced against. */
   #ends: Promise<never> | undefined;
   #reject: ((reason: unknown) => void) | undefined;
-  readonly #timer: ReturnType<typeof setTimeout>;
+  #timer: ReturnType<typeof setTimeout>;
+  readonly #onTimeout: () => unknown;
+  readonly #alarm: Alarm | undefined;
   readonly #unlisten: (() => void) | undefined;
 
-  constructor(ms: number, onTimeout: () => unknown, signal?: AbortSignal) {
+  constructor(ms: number, onTimeout: () => unknown, signal?: AbortSignal, alarm?: Alarm) {
     this.at = Date.now() + ms;
-    this.#timer = setTimeout(() => this.#end(onTimeout()), ms);
+    this.#onTimeout = onTimeout;
+    if (alarm !== undefined && alarm.after < ms) {
+      this.#alarm = alarm;
+      this.#timer = setTimeout(() => this.#ring(), alarm.after);
+    } else {
+      this.#timer = setTimeout(() => this.#end(onTimeout()), ms);
+    }
     if (signal) {
       const onAbort = () => this.#end(signal.reason);
       signal.addEventListener("abort", onAbort, { once: true });
@@ -48,6 +67,17 @@ export class Deadline {
       // An abort before it began fires no event: it ends at once.
       if (signal.aborted) this.#end(signal.reason);
     }
+  }
+
+  #ring(): void {
+    if (this.ended) return;
+    const again = this.#alarm?.ring();
+    if (this.ended) return;
+    const left = this.at - Date.now();
+    this.#timer =
+      again !== undefined && again < left
+        ? setTimeout(() => this.#ring(), again)
+        : setTimeout(() => this.#end(this.#onTimeout()), Math.max(0, left));
   }
 
   #end(reason: unknown): void {

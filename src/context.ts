@@ -28,6 +28,11 @@ export interface LockContext {
   readonly cluster?: boolean;
   /** Delivers an event to `onEvent`, ignoring listener errors. */
   emit(event: LockEvent): void;
+  /**
+   * False when nobody receives events (no `onEvent`): the hot paths then skip building them.
+   * Absent: true.
+   */
+  readonly observed?: boolean;
   /** Keeps a background task (e.g. cancelling an unanswered acquire) alive: `waitUntil`. */
   background(task: Promise<unknown>): void;
 }

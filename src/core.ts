@@ -223,6 +223,7 @@ export class EdgeLockClient {
       maxSubscriptions,
       keeper: o.keeper,
       cluster: o.cluster ?? false,
+      observed: onEvent !== undefined,
       emit: (event: LockEvent) => {
         try {
           onEvent?.(event);

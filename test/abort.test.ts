@@ -68,4 +68,56 @@ describe("Deadline", () => {
     await new Promise((resolve) => setTimeout(resolve, 60));
     expect(deadline.ended).toBe(false);
   });
+
+  it("rings an alarm due before the time limit, then still ends at the limit", async () => {
+    const late = new Error("late");
+    const started = performance.now();
+    const rang: number[] = [];
+    const deadline = new Deadline(150, () => late, undefined, {
+      after: 30,
+      ring: () => {
+        rang.push(performance.now() - started);
+        return undefined;
+      },
+    });
+    const raced = deadline.race(never());
+    await expect(raced).rejects.toBe(late);
+    expect(rang).toHaveLength(1);
+    expect(rang[0]).toBeGreaterThanOrEqual(25);
+    expect(rang[0]).toBeLessThan(140);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(140);
+  });
+
+  it("rings again after the ms its alarm returns, never past the time limit", async () => {
+    const late = new Error("late");
+    let rings = 0;
+    const deadline = new Deadline(200, () => late, undefined, {
+      after: 20,
+      ring: () => {
+        rings += 1;
+        return 40;
+      },
+    });
+    await expect(deadline.race(never())).rejects.toBe(late);
+    // At about 20, 60, 100, 140 and 180 ms (timers may fire late, never early): never after 200.
+    expect(rings).toBeGreaterThanOrEqual(2);
+    expect(rings).toBeLessThanOrEqual(5);
+  });
+
+  it("never rings an alarm due after the time limit, nor one of a call that settled", async () => {
+    let rings = 0;
+    const ring = () => {
+      rings += 1;
+      return undefined;
+    };
+    const late = new Error("late");
+    const short = new Deadline(30, () => late, undefined, { after: 60, ring });
+    await expect(short.race(never())).rejects.toBe(late);
+    const settled = new Deadline(5_000, () => late, undefined, { after: 20, ring });
+    await expect(settled.race(Promise.resolve(1))).resolves.toBe(1);
+    settled.clear();
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    expect(rings).toBe(0);
+    expect(settled.ended).toBe(false);
+  });
 });

@@ -206,7 +206,8 @@ export class Lease {
   } {
     if (this.#release !== undefined) return { started: false, result: this.#release };
     const release = (async () => {
-      await this.#stop();
+      // Most leases have no keep-alive to stop: no await (and its ticks) for nothing.
+      if (this.#stopKeepAlive !== undefined) await this.#stop();
       const result = await run(this);
       this.#end("released");
       return result;
@@ -245,6 +246,7 @@ export class Lease {
 
   /** Internal: starts the keep-alive strategy; on a keeper failure the error propagates. */
   async startKeepAlive(keepAlive: KeepAlive, defaultKeeper: LeaseKeeperBinding | undefined) {
+    if (keepAlive === "none") return;
     const kept: KeptLease = {
       kind: this.#host.kind,
       permitIds: this.permitIds,

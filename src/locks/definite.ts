@@ -19,6 +19,7 @@
  * @module
  */
 
+import type { Alarm } from "../abort.js";
 import type { LockContext } from "../context.js";
 import { type EdgeLockError, TransportError } from "../errors.js";
 import { cost, type DefiniteOperation } from "../events.js";
@@ -42,15 +43,20 @@ const STALL_MS = 20;
 /** What the sends of one request came to. */
 type Sent<T> = { value: T } | { error: unknown };
 
-/** Sends `call` with a time limit of its own (`undefined`: the call's), counted in `counter`. */
+/** Sends one copy of a request: its time limit (`undefined`: the call's) and its hedge. */
+type SendCopy<T> = (timeout: number | undefined, hedge: Alarm | undefined) => Promise<T>;
+
+/**
+ * Sends `call` with a time limit of its own (`undefined`: the call's), counted in `counter`; the
+ * hedge rings on the request's own timer (ScriptRunner.run).
+ */
 function sender<T>(
   ctx: LockContext,
   call: ScriptCall,
   decode: (reply: unknown) => T | undefined,
   counter: RequestCounter,
-): (timeout: number | undefined) => Promise<T> {
-  return (timeout) =>
-    ctx.runner.run({ ...call, timeout: timeout ?? call.timeout }, decode, counter);
+): SendCopy<T> {
+  return (timeout, hedge) => ctx.runner.run(call, decode, counter, timeout, hedge);
 }
 
 /** True for a failure after which the request may or may not have been applied. */
@@ -77,7 +83,7 @@ export async function runDefinite<T>(
 ): Promise<T> {
   const started = Date.now();
   const send = sender(ctx, call, decode, counter);
-  const first = await sendUntil(ctx, send, started + ctx.definiteWithin, 0, 0);
+  const first = await sendUntil(ctx, send, true, started + ctx.definiteWithin, 0, 0);
   if ("value" in first.sent) return first.sent.value;
   const error = first.sent.error;
   if (!isAmbiguous(error)) throw error;
@@ -120,7 +126,8 @@ export async function runAttempt<T>(
     started + Math.floor(ctx.replayWindow / 2),
     Math.max(until ?? 0, started + ctx.runner.requestTimeout),
   );
-  const { sent, sends } = await sendUntil(ctx, sender(ctx, call, decode, counter), deadline, 0, 0);
+  const send = sender(ctx, call, decode, counter);
+  const { sent, sends } = await sendUntil(ctx, send, true, deadline, 0, 0);
   if ("value" in sent) {
     if (sends > 1 && isGrant && !isGrant(sent.value)) undo?.();
     return sent.value;
@@ -150,25 +157,28 @@ export async function runAttempt<T>(
  */
 export async function resendUntilAnswered<T>(ctx: LockContext, task: () => Promise<T>): Promise<T> {
   const horizon = Date.now() + Math.floor(ctx.replayWindow / 2);
-  const { sent } = await sendUntil(ctx, () => task(), horizon, 0, 0);
+  const { sent } = await sendUntil(ctx, () => task(), false, horizon, 0, 0);
   if ("value" in sent) return sent.value;
   throw sent.error;
 }
 
 /**
- * Sends copies of a request (`send`, given each copy's time limit) until one is answered, one fails definitely, or `deadline` leaves no
- * room for another: the first after `delay` ms, then a next one when a copy failed (after a
- * backoff pause) or when the latest copy has had no answer for the runner's `hedgeAfter` (the
- * client's measured round trip plus four times its deviation, within [100 ms, a third of
- * `requestTimeout`]: a hung request is not waited out before the next copy goes, while a
- * merely slow one is rarely doubled). Copies in flight together are harmless: the
- * request id makes every one answer what the first applied did. The very first send of a call
- * keeps its full time limit (`undefined`: the call's own); every later one ends by `deadline`. `sends`: copies sent
- * before this run (they number the backoff).
+ * Sends copies of a request (`sendCopy`, given each copy's time limit and hedge) until one is
+ * answered, one fails definitely, or `deadline` leaves no room for another: the first after
+ * `delay` ms, then a next one when a copy failed (after a backoff pause) or when the latest copy
+ * has had no answer for the runner's `hedgeAfter` (the client's measured round trip plus four
+ * times its deviation, within [100 ms, a third of `requestTimeout`]: a hung request is not
+ * waited out before the next copy goes, while a merely slow one is rarely doubled). Copies in
+ * flight together are harmless: the request id makes every one answer what the first applied
+ * did. The very first send of a call keeps its full time limit (`undefined`: the call's own);
+ * every later one ends by `deadline`. `sends`: copies sent before this run (they number the
+ * backoff). `alarmed`: `sendCopy` rings the hedge on its request's own timer (a script call's:
+ * one timer per request); otherwise a timer here does.
  */
 function sendUntil<T>(
   ctx: LockContext,
-  sendCopy: (timeout: number | undefined) => Promise<T>,
+  sendCopy: SendCopy<T>,
+  alarmed: boolean,
   deadline: number,
   sends: number,
   delay: number,
@@ -181,6 +191,8 @@ function sendUntil<T>(
     let last: unknown;
     let done = false;
     let timer: ReturnType<typeof setTimeout> | undefined;
+    // Which hedge is current: a copy sent, a pause scheduled or the end makes older ones void.
+    let generation = 0;
     const finish = (sent: Sent<T>) => {
       if (done) return;
       done = true;
@@ -191,24 +203,43 @@ function sendUntil<T>(
     const next = (ms: number) => {
       clearTimeout(timer);
       timer = undefined;
+      generation += 1;
       if (deadline - Date.now() - ms >= MIN_REQUEST_TIMEOUT_MS) {
         timer = setTimeout(send, ms);
       } else if (inFlight === 0) {
         finish({ error: last });
       }
     };
-    /** Schedules another copy once the latest has had no answer for `ms` of this client's time. */
-    const hedge = (ms: number) => {
+    /**
+     * The hedge of the copy being sent: another copy once it has had no answer for `ms` of this
+     * client's time. Returned as an alarm when `sendCopy` rings it; otherwise timed here.
+     */
+    const hedge = (ms: number): Alarm | undefined => {
       clearTimeout(timer);
       timer = undefined;
-      if (deadline - Date.now() - ms < MIN_REQUEST_TIMEOUT_MS) return;
-      const due = Date.now() + ms;
-      timer = setTimeout(() => {
-        // Fired late: this client did not run for a while (a busy event loop, a descheduled
+      const mine = ++generation;
+      if (deadline - Date.now() - ms < MIN_REQUEST_TIMEOUT_MS) return undefined;
+      let due = Date.now() + ms;
+      const ring = (): number | undefined => {
+        if (done || mine !== generation) return undefined;
+        // Rang late: this client did not run for a while (a busy event loop, a descheduled
         // process), so its answer may be waiting unread. Not a late answer: wait once more.
-        if (Date.now() - due > STALL_MS) hedge(ms);
-        else send();
-      }, ms);
+        if (Date.now() - due > STALL_MS) {
+          if (deadline - Date.now() - ms < MIN_REQUEST_TIMEOUT_MS) return undefined;
+          due = Date.now() + ms;
+          return ms;
+        }
+        send();
+        return undefined;
+      };
+      if (alarmed) return { after: ms, ring };
+      const fire = () => {
+        timer = undefined;
+        const again = ring();
+        if (again !== undefined) timer = setTimeout(fire, again);
+      };
+      timer = setTimeout(fire, ms);
+      return undefined;
     };
     const send = () => {
       timer = undefined;
@@ -216,8 +247,7 @@ function sendUntil<T>(
       const timeout = copy === 0 ? undefined : Math.min(deadline - Date.now(), requestTimeout);
       n += 1;
       inFlight += 1;
-      hedge(hedgeAfter);
-      sendCopy(timeout).then(
+      sendCopy(timeout, hedge(hedgeAfter)).then(
         (value) => finish({ value }),
         (error: unknown) => {
           inFlight -= 1;
@@ -246,7 +276,7 @@ function resendInBackground<T>(
   ctx: LockContext,
   operation: DefiniteOperation,
   name: string,
-  send: (timeout: number | undefined) => Promise<T>,
+  send: SendCopy<T>,
   counter: RequestCounter,
   started: number,
   sends: number,
@@ -258,7 +288,7 @@ function resendInBackground<T>(
     const pause = backoffDelay(RESEND_BACKOFF, sends - 1, -1, Math.max(0, horizon - Date.now()));
     const { sent } =
       horizon - Date.now() - pause >= MIN_REQUEST_TIMEOUT_MS
-        ? await sendUntil(ctx, send, horizon, sends, Math.max(1, pause))
+        ? await sendUntil(ctx, send, true, horizon, sends, Math.max(1, pause))
         : { sent: { error: lastError } as Sent<T> };
     // No copy sent (time was up): the call's own last failure stands.
     const error = "error" in sent ? ((sent.error ?? lastError) as EdgeLockError) : undefined;

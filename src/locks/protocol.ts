@@ -360,6 +360,7 @@ export function emitAcquire(
   acquired: boolean,
   attempts: number,
 ): void {
+  if (ctx.observed === false) return;
   ctx.emit({
     type: "acquire",
     name,
@@ -392,7 +393,7 @@ export async function leaseFor(
     ...(grant.sentMono === undefined ? {} : { sent: { wall: grant.sentAt, mono: grant.sentMono } }),
   });
   if (grant.ttl !== undefined && grant.ttl < s.leaseTime) lease.confirmBefore(lease.expiresAt);
-  await keepAliveOrGiveBack(ctx, lease, s.keepAlive);
+  if (s.keepAlive !== "none") await keepAliveOrGiveBack(ctx, lease, s.keepAlive);
   return lease;
 }
 
@@ -463,6 +464,7 @@ export async function runRelease(
   const counter: RequestCounter = { requests: 0 };
   const started = Date.now();
   const result = await runDefinite(ctx, "release", call, decode, counter);
+  if (ctx.observed === false) return result;
   ctx.emit({
     type: "release",
     name: call.name,

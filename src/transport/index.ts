@@ -7,7 +7,7 @@
  * @module
  */
 
-import { Deadline } from "../abort.js";
+import { type Alarm, Deadline } from "../abort.js";
 import { TransportError } from "../errors.js";
 import { HEDGE_SAMPLES, MIN_HEDGE_MS, MIN_REQUEST_TIMEOUT_MS } from "../limits.js";
 import type { LuaScript } from "../lua/script.js";
@@ -118,6 +118,15 @@ export class ScriptRunner {
   readonly #rtt: RoundTrips;
   /** Whether scripts go inside the counting wrapper (billed.ts), so replies say their bill. */
   readonly #counted: boolean;
+  /** The SHA1 of each script as this runner sends it, once computed. */
+  readonly #sha1s = new Map<LuaScript, string>();
+  /** Whether the client was found to have its REST URL and token (it keeps them). */
+  #credentialed = false;
+  /**
+   * True when the client can subscribe to a channel (`redis.subscribe`, over SSE). Read once: on
+   * an auto-pipelining client every property read goes through a Proxy.
+   */
+  readonly canSubscribe: boolean;
 
   /**
    * `countBilled`: send scripts inside the wrapper that counts their calls (billed.ts), so that
@@ -130,6 +139,7 @@ export class ScriptRunner {
     this.requestTimeout = requestTimeout;
     this.#rtt = roundTripsOf(redis);
     this.#counted = countBilled;
+    this.canSubscribe = typeof redis.subscribe === "function";
   }
 
   /**
@@ -156,7 +166,8 @@ export class ScriptRunner {
    * Resends once after an HTTP 5xx. After a network error, an `@upstash/redis` client's own
    * retries (count and backoff) are made here, while the time limit allows the next one (see
    * retries.ts); each attempt is added to `counter`. The whole call settles within
-   * `requestTimeout` (or `call.timeout`) whatever the network does.
+   * `requestTimeout` (or `timeout`, else `call.timeout`, when shorter) whatever the network does.
+   * `alarm` rings while the call is unanswered (see {@link Alarm}), on the call's own timer.
    * @throws signal.reason when `signal` aborts first (the request may still apply).
    * @throws {TransportError} on HTTP/Redis failure, on a reply of the wrong shape, or when the
    * time limit passes first (`ambiguous`: the request may still apply). A call whose every
@@ -167,17 +178,34 @@ export class ScriptRunner {
     call: ScriptCall,
     decode: (reply: unknown) => T | undefined,
     counter: RequestCounter,
+    timeout?: number,
+    alarm?: Alarm,
   ): Promise<T> {
     const { script, name, signal } = call;
     signal?.throwIfAborted();
-    const missing = missingCredentials(this.#redis, name);
-    if (missing) throw missing;
-    const limit = Math.min(this.requestTimeout, call.timeout ?? Number.POSITIVE_INFINITY);
+    if (!this.#credentialed) {
+      const missing = missingCredentials(this.#redis, name);
+      if (missing) throw missing;
+      this.#credentialed = true;
+    }
+    const limit = Math.min(
+      this.requestTimeout,
+      timeout ?? call.timeout ?? Number.POSITIVE_INFINITY,
+    );
     // One deadline for every request of the call (NOSCRIPT fallback, resend after a 5xx): its
     // reason is the error the call rejects with when time runs out.
-    const deadline = new Deadline(limit, () => timedOut(name, limit), signal);
+    const deadline = new Deadline(limit, () => timedOut(name, limit), signal, alarm);
     try {
-      const sent = await this.#sendWithResend(call, counter, deadline);
+      let sent: unknown;
+      try {
+        sent = await this.#send(call, counter, deadline);
+      } catch (error) {
+        if (deadline.ended || !isHttpFailure(error)) throw error;
+        // An HTTP 5xx (which @upstash/redis never retries) may or may not have been applied;
+        // every script is replay-safe, so one resend with the same arguments is harmless.
+        await deadline.sleep(RESEND_DELAY_MS);
+        sent = await this.#send(call, counter, deadline);
+      }
       const split = this.#counted ? splitBilled(sent) : { billed: 0, reply: sent };
       if (split === undefined) throw malformedReply(name, script.name);
       counter.billed = (counter.billed ?? 0) + split.billed;
@@ -192,39 +220,38 @@ export class ScriptRunner {
     }
   }
 
-  async #sendWithResend(call: ScriptCall, counter: RequestCounter, deadline: Deadline) {
-    try {
-      return await this.#send(call, counter, deadline);
-    } catch (error) {
-      if (deadline.ended || !isHttpFailure(error)) throw error;
-      // An HTTP 5xx (which @upstash/redis never retries) may or may not have been applied;
-      // every script is replay-safe, so one resend with the same arguments is harmless.
-      await deadline.sleep(RESEND_DELAY_MS);
-      return await this.#send(call, counter, deadline);
-    }
-  }
-
   async #send(call: ScriptCall, counter: RequestCounter, deadline: Deadline): Promise<unknown> {
     const { script, keys, args } = call;
     const redis = this.#detached?.redis ?? this.#redis;
-    // A script answered by Redis is cached there from then on.
-    const sent = async (send: () => Promise<unknown>): Promise<unknown> => {
-      const reply = await this.#attempts(send, counter, deadline);
-      this.#loaded.add(script);
-      return reply;
-    };
-    const evalSource = () => sent(() => redis.eval(sentSource(script, this.#counted), keys, args));
     // Once Redis has shown an empty script cache, a script this client has not run yet is
     // sent with EVAL straight away instead of paying a NOSCRIPT round trip of its own.
-    if (this.#cacheMissSeen && !this.#loaded.has(script)) return evalSource();
-    const sha1 = await sha1Of(script, this.#counted);
-    try {
-      return await sent(() => redis.evalsha(sha1, keys, args));
-    } catch (error) {
-      if (deadline.ended || !isNoScriptError(error)) throw error;
-      this.#cacheMissSeen = true;
-      return evalSource();
+    if (!this.#cacheMissSeen || this.#loaded.has(script)) {
+      const sha1 = this.#sha1s.get(script) ?? (await this.#sha1Of(script));
+      try {
+        const reply = await this.#attempts(
+          () => redis.evalsha(sha1, keys, args),
+          counter,
+          deadline,
+        );
+        // A script answered by Redis is cached there from then on.
+        this.#loaded.add(script);
+        return reply;
+      } catch (error) {
+        if (deadline.ended || !isNoScriptError(error)) throw error;
+        this.#cacheMissSeen = true;
+      }
     }
+    const source = sentSource(script, this.#counted);
+    const reply = await this.#attempts(() => redis.eval(source, keys, args), counter, deadline);
+    this.#loaded.add(script);
+    return reply;
+  }
+
+  /** The SHA1 of the text this runner sends for `script`, remembered by script. */
+  async #sha1Of(script: LuaScript): Promise<string> {
+    const sha1 = await sha1Of(script, this.#counted);
+    this.#sha1s.set(script, sha1);
+    return sha1;
   }
 
   /**
@@ -256,11 +283,6 @@ export class ScriptRunner {
         await deadline.sleep(pause);
       }
     }
-  }
-
-  /** True when the client can subscribe to a channel (`redis.subscribe`, over SSE). */
-  get canSubscribe(): boolean {
-    return typeof this.#redis.subscribe === "function";
   }
 
   /**

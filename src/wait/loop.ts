@@ -443,6 +443,7 @@ export function keepOpenWhile(
 ): void {
   if (lease.ended) return;
   const hub = wakeHubOf(ctx);
+  if (!hub.isOpen(prefix)) return;
   const slot = hub.joinOpen(prefix, hub.waitId(), true);
   // The signal is read only when a subscription is kept open: a lease whose signal nobody reads
   // makes no AbortController.
