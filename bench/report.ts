@@ -206,7 +206,7 @@ function whyMissed(r: BenchResults): string[] {
         scripts !== null && up?.p50Ms
           ? `Its two requests alone, sent by \`@upstash/redis\` with no edgelock code around them (section 1), take ${f(scripts, 3)} ms, ${f(scripts / up.p50Ms)} × @upstash/lock's whole cycle: what the bridge and Redis spend on them (${f(u.billedPerCycle, 0)} commands run per cycle against ${f(up.billedPerCycle, 0)}: the scripts check the registry of waiters, write the hold with its epoch, and keep a replay record of the lease that a copy of either request, arriving late, finds); ${
               (u.p50Ms ?? 0) > scripts
-                ? `the other ${f((u.p50Ms ?? 0) - scripts, 3)} ms of the cycle are edgelock's client code (option checks, a request id, per request a deadline and a hedge timer, a Lease with its expiry timer, the events)`
+                ? `the other ${f((u.p50Ms ?? 0) - scripts, 3)} ms of the cycle are edgelock's client code (option checks, request ids, per request one timer for its time limit and its hedge, a Lease with its expiry timer)`
                 : "the whole cycle took no longer in this run: the client's share is within its noise"
             }. `
           : ""

@@ -54,12 +54,8 @@ export class Deadline {
   constructor(ms: number, onTimeout: () => unknown, signal?: AbortSignal, alarm?: Alarm) {
     this.at = Date.now() + ms;
     this.#onTimeout = onTimeout;
-    if (alarm !== undefined && alarm.after < ms) {
-      this.#alarm = alarm;
-      this.#timer = setTimeout(() => this.#ring(), alarm.after);
-    } else {
-      this.#timer = setTimeout(() => this.#end(onTimeout()), ms);
-    }
+    this.#alarm = alarm;
+    this.#timer = this.#arm(alarm?.after);
     if (signal) {
       const onAbort = () => this.#end(signal.reason);
       signal.addEventListener("abort", onAbort, { once: true });
@@ -69,15 +65,15 @@ export class Deadline {
     }
   }
 
-  #ring(): void {
-    if (this.ended) return;
-    const again = this.#alarm?.ring();
-    if (this.ended) return;
+  /** The one timer: the alarm's, `ms` from now, when that comes before the end; else the end's. */
+  #arm(ms: number | undefined): ReturnType<typeof setTimeout> {
     const left = this.at - Date.now();
-    this.#timer =
-      again !== undefined && again < left
-        ? setTimeout(() => this.#ring(), again)
-        : setTimeout(() => this.#end(this.#onTimeout()), Math.max(0, left));
+    return ms !== undefined && ms < left
+      ? setTimeout(() => {
+          const again = this.#alarm?.ring();
+          if (!this.ended) this.#timer = this.#arm(again);
+        }, ms)
+      : setTimeout(() => this.#end(this.#onTimeout()), Math.max(0, left));
   }
 
   #end(reason: unknown): void {

@@ -83,7 +83,7 @@ export async function runDefinite<T>(
 ): Promise<T> {
   const started = Date.now();
   const send = sender(ctx, call, decode, counter);
-  const first = await sendUntil(ctx, send, true, started + ctx.definiteWithin, 0, 0);
+  const first = await sendUntil(ctx, send, started + ctx.definiteWithin, 0, 0);
   if ("value" in first.sent) return first.sent.value;
   const error = first.sent.error;
   if (!isAmbiguous(error)) throw error;
@@ -127,7 +127,7 @@ export async function runAttempt<T>(
     Math.max(until ?? 0, started + ctx.runner.requestTimeout),
   );
   const send = sender(ctx, call, decode, counter);
-  const { sent, sends } = await sendUntil(ctx, send, true, deadline, 0, 0);
+  const { sent, sends } = await sendUntil(ctx, send, deadline, 0, 0);
   if ("value" in sent) {
     if (sends > 1 && isGrant && !isGrant(sent.value)) undo?.();
     return sent.value;
@@ -150,14 +150,17 @@ export async function runAttempt<T>(
 
 /**
  * Runs `task` — one replay-safe request that nobody awaits, e.g. the cancel of an acquire whose
- * answer never arrived — and sends it again while it fails ambiguously, as the background
+ * answer never arrived, given its hedge to pass to ScriptRunner.run — and sends it again while it fails ambiguously, as the background
  * resends of {@link runDefinite} do: until Redis answers or half the `replayWindow` has passed.
  * @returns the task's answer.
  * @throws the last failure.
  */
-export async function resendUntilAnswered<T>(ctx: LockContext, task: () => Promise<T>): Promise<T> {
+export async function resendUntilAnswered<T>(
+  ctx: LockContext,
+  task: (hedge: Alarm | undefined) => Promise<T>,
+): Promise<T> {
   const horizon = Date.now() + Math.floor(ctx.replayWindow / 2);
-  const { sent } = await sendUntil(ctx, () => task(), false, horizon, 0, 0);
+  const { sent } = await sendUntil(ctx, (_, hedge) => task(hedge), horizon, 0, 0);
   if ("value" in sent) return sent.value;
   throw sent.error;
 }
@@ -172,13 +175,12 @@ export async function resendUntilAnswered<T>(ctx: LockContext, task: () => Promi
  * flight together are harmless: the request id makes every one answer what the first applied
  * did. The very first send of a call keeps its full time limit (`undefined`: the call's own);
  * every later one ends by `deadline`. `sends`: copies sent before this run (they number the
- * backoff). `alarmed`: `sendCopy` rings the hedge on its request's own timer (a script call's:
- * one timer per request); otherwise a timer here does.
+ * backoff). Each copy's hedge rings on its request's own timer (ScriptRunner.run: one timer
+ * per request).
  */
 function sendUntil<T>(
   ctx: LockContext,
   sendCopy: SendCopy<T>,
-  alarmed: boolean,
   deadline: number,
   sends: number,
   delay: number,
@@ -210,36 +212,26 @@ function sendUntil<T>(
         finish({ error: last });
       }
     };
-    /**
-     * The hedge of the copy being sent: another copy once it has had no answer for `ms` of this
-     * client's time. Returned as an alarm when `sendCopy` rings it; otherwise timed here.
-     */
+    /** The hedge of the copy being sent: another copy once it has had no answer for `ms`. */
     const hedge = (ms: number): Alarm | undefined => {
-      clearTimeout(timer);
-      timer = undefined;
       const mine = ++generation;
       if (deadline - Date.now() - ms < MIN_REQUEST_TIMEOUT_MS) return undefined;
       let due = Date.now() + ms;
-      const ring = (): number | undefined => {
-        if (done || mine !== generation) return undefined;
-        // Rang late: this client did not run for a while (a busy event loop, a descheduled
-        // process), so its answer may be waiting unread. Not a late answer: wait once more.
-        if (Date.now() - due > STALL_MS) {
-          if (deadline - Date.now() - ms < MIN_REQUEST_TIMEOUT_MS) return undefined;
-          due = Date.now() + ms;
-          return ms;
-        }
-        send();
-        return undefined;
+      return {
+        after: ms,
+        ring: () => {
+          if (done || mine !== generation) return undefined;
+          // Rang late: this client did not run for a while (a busy event loop, a descheduled
+          // process), so its answer may be waiting unread. Not a late answer: wait once more.
+          if (Date.now() - due > STALL_MS) {
+            if (deadline - Date.now() - ms < MIN_REQUEST_TIMEOUT_MS) return undefined;
+            due = Date.now() + ms;
+            return ms;
+          }
+          send();
+          return undefined;
+        },
       };
-      if (alarmed) return { after: ms, ring };
-      const fire = () => {
-        timer = undefined;
-        const again = ring();
-        if (again !== undefined) timer = setTimeout(fire, again);
-      };
-      timer = setTimeout(fire, ms);
-      return undefined;
     };
     const send = () => {
       timer = undefined;
@@ -288,7 +280,7 @@ function resendInBackground<T>(
     const pause = backoffDelay(RESEND_BACKOFF, sends - 1, -1, Math.max(0, horizon - Date.now()));
     const { sent } =
       horizon - Date.now() - pause >= MIN_REQUEST_TIMEOUT_MS
-        ? await sendUntil(ctx, send, true, horizon, sends, Math.max(1, pause))
+        ? await sendUntil(ctx, send, horizon, sends, Math.max(1, pause))
         : { sent: { error: lastError } as Sent<T> };
     // No copy sent (time was up): the call's own last failure stands.
     const error = "error" in sent ? ((sent.error ?? lastError) as EdgeLockError) : undefined;

@@ -124,8 +124,8 @@ export abstract class HashHolds<I extends Inspection> implements HoldProtocol {
     args: (string | number)[],
   ): void {
     const call = { script, name: this.name, keys: scriptKeys, args };
-    inBackground(this.ctx, this.name, "cancel", (counter) =>
-      this.ctx.runner.run(call, asInteger, counter),
+    inBackground(this.ctx, this.name, "cancel", (counter, hedge) =>
+      this.ctx.runner.run(call, asInteger, counter, undefined, hedge),
     );
   }
 

@@ -19,6 +19,7 @@
  * @module
  */
 
+import type { Alarm } from "../abort.js";
 import { keys, type LockContext } from "../context.js";
 import { TransportError } from "../errors.js";
 import { type CallOperation, cost, noCost } from "../events.js";
@@ -534,12 +535,12 @@ export function inBackground(
   ctx: LockContext,
   name: string,
   operation: "cancel",
-  task: (counter: RequestCounter) => Promise<unknown>,
+  task: (counter: RequestCounter, hedge: Alarm | undefined) => Promise<unknown>,
 ): void {
   const counter: RequestCounter = { requests: 0 };
   const started = Date.now();
   ctx.background(
-    resendUntilAnswered(ctx, () => task(counter)).catch((error: unknown) =>
+    resendUntilAnswered(ctx, (hedge) => task(counter, hedge)).catch((error: unknown) =>
       reportError(ctx, name, operation, error, counter, started),
     ),
   );
@@ -571,7 +572,9 @@ export function waiterExits(
 ): { exit: WaiterExit } {
   const later = (waiter: string): void => {
     const request = call(waiter);
-    inBackground(ctx, request.name, "cancel", (c) => ctx.runner.run(request, asInteger, c));
+    inBackground(ctx, request.name, "cancel", (c, hedge) =>
+      ctx.runner.run(request, asInteger, c, undefined, hedge),
+    );
   };
   return {
     exit: {

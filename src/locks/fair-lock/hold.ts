@@ -5,6 +5,7 @@
  * @module
  */
 
+import type { Alarm } from "../../abort.js";
 import { keys } from "../../context.js";
 import { randomHex } from "../../ids.js";
 import type { Inspection } from "../../inspect.js";
@@ -114,7 +115,13 @@ export class FairLockHolds extends HashHolds<FairLockInspection> {
    * Takes `owner` out of the queue (cancel.lua), passing on a hand-off it never confirmed and
    * undoing a hold its attempt `id` made if that attempt's answer never arrived.
    */
-  async leave(owner: string, id: string, waiter: string, counter: RequestCounter): Promise<void> {
+  async leave(
+    owner: string,
+    id: string,
+    waiter: string,
+    counter: RequestCounter,
+    hedge?: Alarm,
+  ): Promise<void> {
     await this.ctx.runner.run(
       {
         script: fairLockCancel,
@@ -124,6 +131,8 @@ export class FairLockHolds extends HashHolds<FairLockInspection> {
       },
       asInteger,
       counter,
+      undefined,
+      hedge,
     );
   }
 
@@ -134,8 +143,8 @@ export class FairLockHolds extends HashHolds<FairLockInspection> {
 
   /** {@link leave} in the background (an aborted wait or an unanswered attempt). */
   cancelWait(owner: string, id: string, waiter: string): void {
-    inBackground(this.ctx, this.name, "cancel", (counter) =>
-      this.leave(owner, id, waiter, counter),
+    inBackground(this.ctx, this.name, "cancel", (counter, hedge) =>
+      this.leave(owner, id, waiter, counter, hedge),
     );
   }
 

@@ -505,7 +505,7 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
   }
 
   #cancel(id: string, permitIds: readonly string[]): void {
-    inBackground(this.#ctx, this.name, "cancel", (counter) =>
+    inBackground(this.#ctx, this.name, "cancel", (counter, hedge) =>
       this.#ctx.runner.run(
         {
           script: permitExpirableSemaphoreCancel,
@@ -515,6 +515,8 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
         },
         asInteger,
         counter,
+        undefined,
+        hedge,
       ),
     );
   }

@@ -474,7 +474,7 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
   }
 
   #cancel(id: string): void {
-    inBackground(this.#ctx, this.name, "cancel", (counter) =>
+    inBackground(this.#ctx, this.name, "cancel", (counter, hedge) =>
       this.#ctx.runner.run(
         {
           script: semaphoreCancel,
@@ -484,6 +484,8 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
         },
         asInteger,
         counter,
+        undefined,
+        hedge,
       ),
     );
   }
