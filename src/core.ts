@@ -210,8 +210,10 @@ export class EdgeLockClient {
     if (o.cluster !== undefined && typeof o.cluster !== "boolean") {
       throw new TypeError("`cluster` must be a boolean");
     }
-    // The bill of each request is only read by onEvent: without one, scripts go uncounted.
-    const runner = new ScriptRunner(redis as RedisLike, this.requestTimeout, onEvent !== undefined);
+    // The bill of each request is only read by onEvent: without one, scripts go uncounted and
+    // no event is built.
+    const observed = onEvent !== undefined;
+    const runner = new ScriptRunner(redis as RedisLike, this.requestTimeout, observed);
     const ctx: LockContext = {
       runner,
       clientId: this.clientId,
@@ -223,7 +225,7 @@ export class EdgeLockClient {
       maxSubscriptions,
       keeper: o.keeper,
       cluster: o.cluster ?? false,
-      observed: onEvent !== undefined,
+      observed,
       emit: (event: LockEvent) => {
         try {
           onEvent?.(event);

@@ -150,8 +150,9 @@ export async function runAttempt<T>(
 
 /**
  * Runs `task` — one replay-safe request that nobody awaits, e.g. the cancel of an acquire whose
- * answer never arrived, given its hedge to pass to ScriptRunner.run — and sends it again while it fails ambiguously, as the background
- * resends of {@link runDefinite} do: until Redis answers or half the `replayWindow` has passed.
+ * answer never arrived, given its hedge to pass to ScriptRunner.run — and sends it again while
+ * it fails ambiguously, as the background resends of {@link runDefinite} do: until Redis
+ * answers or half the `replayWindow` has passed.
  * @returns the task's answer.
  * @throws the last failure.
  */

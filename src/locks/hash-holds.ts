@@ -123,10 +123,7 @@ export abstract class HashHolds<I extends Inspection> implements HoldProtocol {
     scriptKeys: string[],
     args: (string | number)[],
   ): void {
-    const call = { script, name: this.name, keys: scriptKeys, args };
-    inBackground(this.ctx, this.name, "cancel", (counter, hedge) =>
-      this.ctx.runner.run(call, asInteger, counter, undefined, hedge),
-    );
+    inBackground(this.ctx, { script, name: this.name, keys: scriptKeys, args });
   }
 
   /** The lock and its two replay-record hashes: the first keys of acquire, release, cancel. */

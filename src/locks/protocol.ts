@@ -19,7 +19,6 @@
  * @module
  */
 
-import type { Alarm } from "../abort.js";
 import { keys, type LockContext } from "../context.js";
 import { TransportError } from "../errors.js";
 import { type CallOperation, cost, noCost } from "../events.js";
@@ -394,7 +393,7 @@ export async function leaseFor(
     ...(grant.sentMono === undefined ? {} : { sent: { wall: grant.sentAt, mono: grant.sentMono } }),
   });
   if (grant.ttl !== undefined && grant.ttl < s.leaseTime) lease.confirmBefore(lease.expiresAt);
-  if (s.keepAlive !== "none") await keepAliveOrGiveBack(ctx, lease, s.keepAlive);
+  await keepAliveOrGiveBack(ctx, lease, s.keepAlive);
   return lease;
 }
 
@@ -422,6 +421,7 @@ export async function keepAliveOrGiveBack(
   lease: Lease,
   keepAlive: KeepAlive,
 ): Promise<void> {
+  if (keepAlive === "none") return;
   try {
     await lease.startKeepAlive(keepAlive, ctx.keeper);
   } catch (error) {
@@ -527,22 +527,17 @@ export async function reportCall<T>(
 }
 
 /**
- * Runs `task` (one replay-safe request) in the background, kept alive by `waitUntil`, sending it
- * again while it fails ambiguously (locks/definite.ts), and reports a failure as an `error`
- * event for `operation`: clean-ups nobody awaits.
+ * Runs `call` (one replay-safe script, answering an integer) in the background, kept alive by
+ * `waitUntil`, sending it again while it fails ambiguously (locks/definite.ts), and reports a
+ * failure as an `error` event for "cancel": clean-ups nobody awaits.
  */
-export function inBackground(
-  ctx: LockContext,
-  name: string,
-  operation: "cancel",
-  task: (counter: RequestCounter, hedge: Alarm | undefined) => Promise<unknown>,
-): void {
+export function inBackground(ctx: LockContext, call: ScriptCall): void {
   const counter: RequestCounter = { requests: 0 };
   const started = Date.now();
   ctx.background(
-    resendUntilAnswered(ctx, (hedge) => task(counter, hedge)).catch((error: unknown) =>
-      reportError(ctx, name, operation, error, counter, started),
-    ),
+    resendUntilAnswered(ctx, (hedge) =>
+      ctx.runner.run(call, asInteger, counter, undefined, hedge),
+    ).catch((error: unknown) => reportError(ctx, call.name, "cancel", error, counter, started)),
   );
 }
 
@@ -570,12 +565,7 @@ export function waiterExits(
   counter: RequestCounter,
   call: (waiter: string) => ScriptCall,
 ): { exit: WaiterExit } {
-  const later = (waiter: string): void => {
-    const request = call(waiter);
-    inBackground(ctx, request.name, "cancel", (c, hedge) =>
-      ctx.runner.run(request, asInteger, c, undefined, hedge),
-    );
-  };
+  const later = (waiter: string): void => inBackground(ctx, call(waiter));
   return {
     exit: {
       later,

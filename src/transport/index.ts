@@ -118,8 +118,6 @@ export class ScriptRunner {
   readonly #rtt: RoundTrips;
   /** Whether scripts go inside the counting wrapper (billed.ts), so replies say their bill. */
   readonly #counted: boolean;
-  /** The SHA1 of each script as this runner sends it, once computed. */
-  readonly #sha1s = new Map<LuaScript, string>();
   /** Whether the client was found to have its REST URL and token (it keeps them). */
   #credentialed = false;
   /**
@@ -226,7 +224,8 @@ export class ScriptRunner {
     // Once Redis has shown an empty script cache, a script this client has not run yet is
     // sent with EVAL straight away instead of paying a NOSCRIPT round trip of its own.
     if (!this.#cacheMissSeen || this.#loaded.has(script)) {
-      const sha1 = this.#sha1s.get(script) ?? (await this.#sha1Of(script));
+      const known = sha1Of(script, this.#counted);
+      const sha1 = typeof known === "string" ? known : await known;
       try {
         const reply = await this.#attempts(
           () => redis.evalsha(sha1, keys, args),
@@ -245,13 +244,6 @@ export class ScriptRunner {
     const reply = await this.#attempts(() => redis.eval(source, keys, args), counter, deadline);
     this.#loaded.add(script);
     return reply;
-  }
-
-  /** The SHA1 of the text this runner sends for `script`, remembered by script. */
-  async #sha1Of(script: LuaScript): Promise<string> {
-    const sha1 = await sha1Of(script, this.#counted);
-    this.#sha1s.set(script, sha1);
-    return sha1;
   }
 
   /**

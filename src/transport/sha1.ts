@@ -7,19 +7,26 @@
 import type { LuaScript } from "../lua/script.js";
 import { sentSource } from "./billed.js";
 
-// Keyed by the text sent: each script's own source, or its counted form (billed.ts).
-const digests = new Map<string, Promise<string>>();
+// Keyed by the text sent: each script's own source, or its counted form (billed.ts). The digest
+// replaces its promise once computed, so that a warm call awaits nothing for it.
+const digests = new Map<string, string | Promise<string>>();
 
 /**
  * Lowercase hex SHA1 of the text sent for `script` (billed.ts; `counted`: inside the counting
- * wrapper), as SCRIPT LOAD returns it.
+ * wrapper), as SCRIPT LOAD returns it: the string itself once computed in this isolate.
  */
-export function sha1Of(script: LuaScript, counted = true): Promise<string> {
+export function sha1Of(script: LuaScript, counted = true): string | Promise<string> {
   const text = sentSource(script, counted);
   let digest = digests.get(text);
-  if (!digest) {
-    digest = sha1Hex(text);
-    digests.set(text, digest);
+  if (digest === undefined) {
+    const computed = sha1Hex(text);
+    digest = computed;
+    digests.set(text, computed);
+    // A failed digest stays the rejected promise: every call then fails the same way.
+    computed.then(
+      (hex) => digests.set(text, hex),
+      () => {},
+    );
   }
   return digest;
 }

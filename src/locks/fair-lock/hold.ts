@@ -5,7 +5,6 @@
  * @module
  */
 
-import type { Alarm } from "../../abort.js";
 import { keys } from "../../context.js";
 import { randomHex } from "../../ids.js";
 import type { Inspection } from "../../inspect.js";
@@ -17,7 +16,12 @@ import {
   fairLockForceUnlock,
   fairLockRelease,
 } from "../../lua/fair-lock.gen.js";
-import { asInteger, asIntegers, type RequestCounter } from "../../transport/index.js";
+import {
+  asInteger,
+  asIntegers,
+  type RequestCounter,
+  type ScriptCall,
+} from "../../transport/index.js";
 import { runAttempt } from "../definite.js";
 import { HashHolds } from "../hash-holds.js";
 import { decodeHolders, type LockHolder } from "../lock/inspect.js";
@@ -115,25 +119,18 @@ export class FairLockHolds extends HashHolds<FairLockInspection> {
    * Takes `owner` out of the queue (cancel.lua), passing on a hand-off it never confirmed and
    * undoing a hold its attempt `id` made if that attempt's answer never arrived.
    */
-  async leave(
-    owner: string,
-    id: string,
-    waiter: string,
-    counter: RequestCounter,
-    hedge?: Alarm,
-  ): Promise<void> {
-    await this.ctx.runner.run(
-      {
-        script: fairLockCancel,
-        name: this.name,
-        keys: this.#keys(),
-        args: [owner, this.ctx.replayWindow, id, HAND_OFF_CLAIM_WINDOW_MS, waiter],
-      },
-      asInteger,
-      counter,
-      undefined,
-      hedge,
-    );
+  async leave(owner: string, id: string, waiter: string, counter: RequestCounter): Promise<void> {
+    await this.ctx.runner.run(this.#leaveCall(owner, id, waiter), asInteger, counter);
+  }
+
+  /** The request of {@link leave}. */
+  #leaveCall(owner: string, id: string, waiter: string): ScriptCall {
+    return {
+      script: fairLockCancel,
+      name: this.name,
+      keys: this.#keys(),
+      args: [owner, this.ctx.replayWindow, id, HAND_OFF_CLAIM_WINDOW_MS, waiter],
+    };
   }
 
   /** {@link leave} in the background, for an unanswered attempt outside a wait. */
@@ -143,9 +140,7 @@ export class FairLockHolds extends HashHolds<FairLockInspection> {
 
   /** {@link leave} in the background (an aborted wait or an unanswered attempt). */
   cancelWait(owner: string, id: string, waiter: string): void {
-    inBackground(this.ctx, this.name, "cancel", (counter, hedge) =>
-      this.leave(owner, id, waiter, counter, hedge),
-    );
+    inBackground(this.ctx, this.#leaveCall(owner, id, waiter));
   }
 
   /** Releases one hold and, on the last, hands the lock to the first live waiter (release.lua). */

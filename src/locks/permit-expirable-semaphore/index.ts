@@ -505,20 +505,12 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
   }
 
   #cancel(id: string, permitIds: readonly string[]): void {
-    inBackground(this.#ctx, this.name, "cancel", (counter, hedge) =>
-      this.#ctx.runner.run(
-        {
-          script: permitExpirableSemaphoreCancel,
-          name: this.name,
-          keys: this.#writeKeys(),
-          args: [this.#ctx.replayWindow, id, ...permitIds],
-        },
-        asInteger,
-        counter,
-        undefined,
-        hedge,
-      ),
-    );
+    inBackground(this.#ctx, {
+      script: permitExpirableSemaphoreCancel,
+      name: this.name,
+      keys: this.#writeKeys(),
+      args: [this.#ctx.replayWindow, id, ...permitIds],
+    });
   }
 
   async #inspect(listed: number): Promise<PermitExpirableSemaphoreInspection> {

@@ -474,20 +474,12 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
   }
 
   #cancel(id: string): void {
-    inBackground(this.#ctx, this.name, "cancel", (counter, hedge) =>
-      this.#ctx.runner.run(
-        {
-          script: semaphoreCancel,
-          name: this.name,
-          keys: [...this.#waitKeys(), limitKey(this.name)],
-          args: [this.#ctx.replayWindow, id],
-        },
-        asInteger,
-        counter,
-        undefined,
-        hedge,
-      ),
-    );
+    inBackground(this.#ctx, {
+      script: semaphoreCancel,
+      name: this.name,
+      keys: [...this.#waitKeys(), limitKey(this.name)],
+      args: [this.#ctx.replayWindow, id],
+    });
   }
 
   #replayKeys(): string[] {
