@@ -2,8 +2,9 @@
 -- layout, with lib/hold.lua's fields): what lua/lock/acquire.lua and lua/fenced-lock/acquire.lua
 -- share (the fenced lock adds its token to each grant). Included by those scripts first, with
 -- nothing defined before: the KEYS and ARGV they share are bound by lib/reentrant-args.lua.
--- Includes that, lib/hold.lua, lib/replay.lua and lib/wake.lua. Provides hold_free, hold_seen,
--- hold_absent, hold_create, hold_state, hold_replayed, hold_confirm and hold_acquire (below).
+-- Includes lib/reentrant-free.lua (which binds those and provides hold_free, hold_seen,
+-- hold_absent, hold_new) and lib/wake.lua. Provides hold_create, hold_state, hold_replayed,
+-- hold_confirm and hold_acquire (below).
 -- The common path, a free lock, costs EXISTS, HSET, PEXPIRE: the hold is its own replay record
 -- (BY names the request that created it), so no record is written while the hold lives; one
 -- is written only where the hold may be gone within the replay window (a lease shorter than it,
@@ -12,9 +13,7 @@
 -- hold a registration, as long as the last one, so it needs no mark of its own): a lock created
 -- while nobody is registered has no WAITERS field, so its release does not read the registry
 -- either.
--- @include lib/reentrant-args.lua
--- @include lib/hold.lua
--- @include lib/replay.lua
+-- @include lib/reentrant-free.lua
 -- @include lib/wake.lua
 
 -- The waiter's entry in the registry: a lock_entry, which carries its grant, when it asks for
@@ -24,31 +23,6 @@ if waiter ~= '' and ARGV[7] == '1' then
   member = lock_entry(waiter, ARGV[1], owner)
 end
 
--- Which of the lock, the waiter registry and this request's replay record exist, from one
--- EXISTS that names them 1, 2 and 4 times (EXISTS counts a key as often as it is named), so the
--- answer is a sum of distinct weights: lock 1, registry 2, record 4. A busy attempt thus learns
--- without a further call that it has no record (no GET) and that the lock is there.
-local present
-
--- True when the lock is free, no replay record of this request exists and no waiter is
--- registered (no registry). Then hold_create takes it; otherwise the caller reads the record
--- when hold_seen says there is one, and hold_absent tells a free lock with waiters registered.
-local function hold_free()
-  local record = replayKey .. ':' .. id
-  present = redis.call('exists', name, waiting, waiting, record, record, record, record)
-  return present == 0
-end
-
--- True when this request's replay record exists (after hold_free).
-local function hold_seen()
-  return present >= 4
-end
-
--- True when the lock does not exist (after hold_free said something does).
-local function hold_absent()
-  return present % 2 == 0
-end
-
 -- Unregisters this call's waiter, in both the entries it may have: the first attempt of a wait
 -- registers the bare waiter id (it is not subscribed yet, so it asks for no hand-off), later ones
 -- `member`. One ZREM.
@@ -56,24 +30,10 @@ local function hold_unregister()
   redis.call('zrem', waiting, waiter, member)
 end
 
--- Creates the lock for `owner` (hold count 1, TTL leaseMs) in a new incarnation named after this
--- request, with `extra` fields (field, value, ...) in the same HSET; `waited`: waiters may be
--- registered (WAITERS tells the release to look). Returns the epoch. A lease
--- shorter than the replay window may expire while a copy of this request is still in flight,
--- so then a record says what it did; otherwise the hold outlives the window or a release records
--- its end ("A<epoch>" plus `suffix`).
+-- Creates the lock (lib/reentrant-free.lua, hold_new: same arguments, returns the epoch) and
+-- ends the registration this call's waiter may have.
 local function hold_create(extra, suffix, waited)
-  local e = id_epoch(id)
-  local fields = extra or {}
-  if waited then
-    fields[#fields + 1] = WAITERS
-    fields[#fields + 1] = 1
-  end
-  redis.call('hset', name, owner, 1, EPOCH, e, BY, id, unpack(fields))
-  redis.call('pexpire', name, leaseMs)
-  if leaseMs < windowMs then
-    replay_set(id, 'A' .. e .. (suffix or ''))
-  end
+  local e = hold_new(extra, suffix, waited)
   if waiter ~= '' and registered then
     hold_unregister()
   end

@@ -36,9 +36,18 @@
 --          (a cancel tombstone "C"/"U", a release's "R1"/"G") makes this a no-op.
 -- Billed   free lock, nobody waiting: EVALSHA, EXISTS, HSET, PEXPIRE (4; a lease shorter than the
 --          replay window: SET of its record, 5)
--- KEYS[1..5] and ARGV[1..6], ARGV[8] are bound by lib/reentrant.lua (lib/reentrant-args.lua).
--- @include lib/reentrant.lua
+-- KEYS[1..5], ARGV[1..6] and ARGV[8] are bound by lib/reentrant-args.lua.
+-- @include lib/reentrant-free.lua
 local done = KEYS[6]
+
+-- The common path first, before the rest of the script is defined (lib/reentrant-free.lua says
+-- why): a free lock nobody waits for, with no completion marker to look up. No registration of
+-- this call's waiter exists then (hold_free found no registry).
+if not done and hold_free() then
+  return {1, 1, tonumber(hold_new()) or 0}
+end
+
+-- @include lib/reentrant.lua
 
 local function completed()
   if done and redis.call('exists', done) == 1 then
@@ -46,7 +55,7 @@ local function completed()
   end
 end
 
-if hold_free() then
+if not present and hold_free() then
   return completed() or {1, 1, tonumber(hold_create()) or 0}
 end
 

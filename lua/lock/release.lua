@@ -27,13 +27,22 @@
 local name, replayKey, _, channel, waiting, wake, done = unpack(KEYS)
 -- @include lib/release-args.lua
 -- @include lib/release.lua
--- @include lib/wake.lua
 
 if done then
   -- The work finished even if the lease did not survive it: record it whatever the lock says.
   redis.call('set', done, '1', 'px', tonumber(ARGV[6]), 'nx')
 end
 
+-- A lock without a WAITERS field has nobody to hand it to: that common path returns before the
+-- registry's functions (lib/wake.lua) are defined, since Redis creates every function of a
+-- script anew on each call.
+local s = release_read()
+if not s[5] then
+  return release_hold(nil, nil, s)
+end
+
+-- @include lib/wake.lua
+
 return release_hold(function(waited)
-  return waited and hand_off_one(tonumber(ARGV[7]), waited)
-end)
+  return hand_off_one(tonumber(ARGV[7]), waited)
+end, nil, s)
