@@ -1,8 +1,9 @@
 -- Helpers for a lock HASH (Redisson layout: field = owner, value = hold count). Included by
 -- scripts, which define first:
 --   name  the lock name (KEYS)
--- Provides EPOCH, GRANT, BY, PARTIAL, TOKEN, WAITERS, extend(ms), epoch(), new_epoch(), id_epoch(id);
--- includes lib/clock.lua.
+-- Provides extend(ms), epoch(), new_epoch(), and through lib/hold-fields.lua (the field names
+-- below) EPOCH, GRANT, BY, PARTIAL, TOKEN, WAITERS and id_epoch(id); includes that and
+-- lib/clock.lua.
 -- The HASH also carries fields of ours, gone with the key, so that the state a replay needs
 -- lives with the hold it describes and the common path reads it in the same HMGET:
 --   EPOCH    the id of this incarnation of the lock (set by what creates the key), so a late
@@ -20,13 +21,8 @@
 -- Redisson's scripts only read and write their own owner fields, so they see a lock held by
 -- edgelock as held, as before. (The read-write lock keeps its epoch outside the HASH instead:
 -- lib/rw.lua.)
+-- @include lib/hold-fields.lua
 -- @include lib/clock.lua
-local EPOCH = 'edgelock:epoch'
-local GRANT = 'edgelock:grant'
-local BY = 'edgelock:by'
-local PARTIAL = 'edgelock:partial'
-local TOKEN = 'edgelock:token'
-local WAITERS = 'edgelock:waiters'
 
 -- Sets the lock's TTL to ms unless it already has more left (PEXPIRE GT: one call when the key
 -- has a TTL): a TTL is never shortened, so no lease of the owner ever believes it holds longer
@@ -51,11 +47,4 @@ local function new_epoch()
   local e = clock_us()
   redis.call('hset', name, EPOCH, e)
   return e
-end
-
--- The epoch of an incarnation created by the request `id` (32 hex characters, random): its
--- first 13 hex digits plus 1, a safe integer in [1, 2^52] read from no clock, so creating a lock
--- costs no TIME call. As a decimal string.
-local function id_epoch(id)
-  return string.format('%.0f', tonumber(string.sub(id, 1, 13), 16) + 1)
 end

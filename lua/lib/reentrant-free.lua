@@ -1,13 +1,16 @@
 -- The free-lock path of the reentrant lock's acquire (lib/reentrant.lua builds the rest on it):
--- the one EXISTS every acquire starts with, and the creation of a new incarnation. Kept apart so
--- that lua/lock/acquire.lua can take a free lock before the rest of the script is defined: Redis
--- runs a script's whole text on every call, creating each of its functions anew, and the
--- registry's (lib/wake.lua) are most of them (about a quarter of a cycle's time in Redis).
--- Included first, with nothing defined before; includes lib/reentrant-args.lua, lib/hold.lua and
--- lib/replay.lua. Provides present, hold_free, hold_seen, hold_absent, hold_new (below).
+-- the one EXISTS every acquire starts with, and the creation of a new incarnation. Kept apart,
+-- with nothing but lib/hold-fields.lua under it, so that lua/lock/acquire.lua can take a free
+-- lock before the rest of the script is defined: Redis runs a script's whole text on every call,
+-- creating each of its functions anew, and the registry's (lib/wake.lua) and the replay and
+-- clock helpers are most of the time a free lock's acquire spends in Redis.
+-- Included first, with nothing defined before; includes lib/reentrant-args.lua and
+-- lib/hold-fields.lua. Provides record, present, hold_free, hold_new (below).
 -- @include lib/reentrant-args.lua
--- @include lib/hold.lua
--- @include lib/replay.lua
+-- @include lib/hold-fields.lua
+
+-- This request's replay record (lib/replay.lua's key for `id`).
+local record = replayKey .. ':' .. id
 
 -- Which of the lock, the waiter registry and this request's replay record exist, from one
 -- EXISTS that names them 1, 2 and 4 times (EXISTS counts a key as often as it is named), so the
@@ -17,31 +20,20 @@ local present
 
 -- True when the lock is free, no replay record of this request exists and no waiter is
 -- registered (no registry). Then hold_new (or lib/reentrant.lua's hold_create) takes it;
--- otherwise the caller reads the record when hold_seen says there is one, and hold_absent tells
--- a free lock with waiters registered.
+-- otherwise the caller reads the record when lib/reentrant.lua's hold_seen says there is one,
+-- and its hold_absent tells a free lock with waiters registered.
 local function hold_free()
-  local record = replayKey .. ':' .. id
   present = redis.call('exists', name, waiting, waiting, record, record, record, record)
   return present == 0
-end
-
--- True when this request's replay record exists (after hold_free).
-local function hold_seen()
-  return present >= 4
-end
-
--- True when the lock does not exist (after hold_free said something does).
-local function hold_absent()
-  return present % 2 == 0
 end
 
 -- Creates the lock for `owner` (hold count 1, TTL leaseMs) in a new incarnation named after this
 -- request, with `extra` fields (field, value, ...) in the same HSET; `waited`: waiters may be
 -- registered (WAITERS tells the release to look). Returns the epoch. A lease
 -- shorter than the replay window may expire while a copy of this request is still in flight,
--- so then a record says what it did; otherwise the hold outlives the window or a release records
--- its end ("A<epoch>" plus `suffix`). A registration of this call's waiter is not ended here
--- (lib/reentrant.lua, hold_create): none exists when hold_free said so.
+-- so then a record says what it did (lib/replay.lua's format); otherwise the hold outlives the
+-- window or a release records its end ("A<epoch>" plus `suffix`). A registration of this call's
+-- waiter is not ended here (lib/reentrant.lua, hold_create): none exists when hold_free said so.
 local function hold_new(extra, suffix, waited)
   local e = id_epoch(id)
   local fields = extra or {}
@@ -52,7 +44,7 @@ local function hold_new(extra, suffix, waited)
   redis.call('hset', name, owner, 1, EPOCH, e, BY, id, unpack(fields))
   redis.call('pexpire', name, leaseMs)
   if leaseMs < windowMs then
-    replay_set(id, 'A' .. e .. (suffix or ''))
+    redis.call('set', record, 'A' .. e .. (suffix or ''), 'px', windowMs)
   end
   return e
 end

@@ -2,9 +2,9 @@
 -- layout, with lib/hold.lua's fields): what lua/lock/acquire.lua and lua/fenced-lock/acquire.lua
 -- share (the fenced lock adds its token to each grant). Included by those scripts first, with
 -- nothing defined before: the KEYS and ARGV they share are bound by lib/reentrant-args.lua.
--- Includes lib/reentrant-free.lua (which binds those and provides hold_free, hold_seen,
--- hold_absent, hold_new) and lib/wake.lua. Provides hold_create, hold_state, hold_replayed,
--- hold_confirm and hold_acquire (below).
+-- Includes lib/reentrant-free.lua (which binds those and provides hold_free, hold_new),
+-- lib/hold.lua, lib/replay.lua and lib/wake.lua. Provides hold_seen, hold_absent, hold_create,
+-- hold_state, hold_replayed, hold_confirm and hold_acquire (below).
 -- The common path, a free lock, costs EXISTS, HSET, PEXPIRE: the hold is its own replay record
 -- (BY names the request that created it), so no record is written while the hold lives; one
 -- is written only where the hold may be gone within the replay window (a lease shorter than it,
@@ -14,6 +14,8 @@
 -- while nobody is registered has no WAITERS field, so its release does not read the registry
 -- either.
 -- @include lib/reentrant-free.lua
+-- @include lib/hold.lua
+-- @include lib/replay.lua
 -- @include lib/wake.lua
 
 -- The waiter's entry in the registry: a lock_entry, which carries its grant, when it asks for
@@ -21,6 +23,16 @@
 local member = waiter
 if waiter ~= '' and ARGV[7] == '1' then
   member = lock_entry(waiter, ARGV[1], owner)
+end
+
+-- True when this request's replay record exists (after hold_free).
+local function hold_seen()
+  return present >= 4
+end
+
+-- True when the lock does not exist (after hold_free said something does).
+local function hold_absent()
+  return present % 2 == 0
 end
 
 -- Unregisters this call's waiter, in both the entries it may have: the first attempt of a wait

@@ -10,8 +10,9 @@
 --   held     the epoch of the hold being released, decimal ("0" = any hold of the owner) (ARGV)
 --   leaseMs  the TTL to restore on a partial release, never shortening (0 = keep it) (ARGV)
 -- (lib/release-args.lua binds these three for the reentrant and fair locks).
--- Includes lib/replay.lua and lib/hold.lua. Provides drop_hold, release_refused, release_read,
--- release_hold.
+-- Includes lib/release-free.lua (release_read, release_plain, release_last), lib/replay.lua
+-- and lib/hold.lua. Provides drop_hold, release_refused, release_hold.
+-- @include lib/release-free.lua
 -- @include lib/replay.lua
 -- @include lib/hold.lua
 
@@ -48,12 +49,6 @@ local function release_refused(field, current, gone)
   return 0
 end
 
--- The lock HASH's fields a release reads, in one HMGET: the hold count of `owner`, EPOCH, BY,
--- PARTIAL and WAITERS (release_hold says what each is for).
-local function release_read()
-  return redis.call('hmget', name, owner, EPOCH, BY, PARTIAL, WAITERS)
-end
-
 -- Releases one hold of `owner` (Redisson RedissonLock#unlockInnerAsync): 1 released, the lock
 -- freed, after which freed() runs | 2 still held, its TTL at least leaseMs | what
 -- release_refused answers (gone as there). Records "R1" or "R2".
@@ -63,17 +58,15 @@ end
 -- incarnation) or left holds behind, which set PARTIAL; only then, or when the lock is not as
 -- expected, is the record read. A release that deletes the lock records "R1" (a copy arriving
 -- later answers it, and a late copy of the acquire of the same lease finds it and does
--- nothing), and "G" for the acquire that created the lock when that was another request.
--- freed(waited) gets the lock's WAITERS field (lib/hold.lua; false without it, when no waiter can
--- be registered, so the reentrant lock's release reads no registry). It returns true when it
--- handed the lock on to a waiter: then Redisson's channel hears nothing, since the lock never
--- became free. `freed` nil: the lock has no WAITERS field (`s` says so), nobody to hand it to.
--- `s`: release_read()'s answer when the caller read it first (else read here).
+-- nothing), and "G" for the acquire that created the lock when that was another request
+-- (release_last). freed(waited) gets the lock's WAITERS field (lib/hold.lua; false without it,
+-- when no waiter can be registered, so the reentrant lock's release reads no registry), as
+-- release_last says. `s`: release_read()'s answer when the caller read it first (else read here).
 -- Billed   freeing the lock: HMGET, DEL, SET, plus what freed() calls, plus PUBLISH unless freed()
 --          handed the lock on
 local function release_hold(freed, gone, s)
   s = s or release_read()
-  local count, current, by = tonumber(s[1]), s[2] or '', s[3]
+  local count, current = tonumber(s[1]), s[2] or ''
   if not count or s[4] or held == '0' or held ~= current then
     local refused = release_refused(owner, epoch, gone)
     if refused then
@@ -81,16 +74,7 @@ local function release_hold(freed, gone, s)
     end
   end
   if count <= 1 then
-    redis.call('del', name)
-    replay_set(id, 'R1')
-    if by and by ~= id then
-      replay_set(by, 'G')
-    end
-    -- A lock handed on to a waiter is not free: Redisson's waiters would only find it held.
-    if not (freed and freed(s[5])) then
-      redis.call('publish', channel, 0)
-    end
-    return 1
+    return release_last(s, freed)
   end
   redis.call('hincrby', name, owner, -1)
   redis.call('hset', name, PARTIAL, 1)

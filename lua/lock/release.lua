@@ -26,23 +26,24 @@
 -- ARGV[1..5] are bound by lib/release-args.lua, shared with lua/fair-lock/release.lua.
 local name, replayKey, _, channel, waiting, wake, done = unpack(KEYS)
 -- @include lib/release-args.lua
--- @include lib/release.lua
+-- @include lib/release-free.lua
 
 if done then
   -- The work finished even if the lease did not survive it: record it whatever the lock says.
   redis.call('set', done, '1', 'px', tonumber(ARGV[6]), 'nx')
 end
 
--- A lock without a WAITERS field has nobody to hand it to: that common path returns before the
--- registry's functions (lib/wake.lua) are defined, since Redis creates every function of a
--- script anew on each call.
+-- The common path first, before the rest of the script is defined (lib/release-free.lua says
+-- why): the owner's only hold, in the incarnation the lease names, with no waiter to hand the
+-- lock to (no WAITERS field).
 local s = release_read()
-if not s[5] then
-  return release_hold(nil, nil, s)
+if not s[5] and release_plain(s) then
+  return release_last(s)
 end
 
+-- @include lib/release.lua
 -- @include lib/wake.lua
 
 return release_hold(function(waited)
-  return hand_off_one(tonumber(ARGV[7]), waited)
+  return waited and hand_off_one(tonumber(ARGV[7]), waited)
 end, nil, s)

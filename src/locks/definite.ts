@@ -40,8 +40,8 @@ const RESEND_BACKOFF: Readonly<BackoffPolicy> = Object.freeze({
  */
 const STALL_MS = 20;
 
-/** What the sends of one request came to. */
-type Sent<T> = { value: T } | { error: unknown };
+/** What the sends of one request came to, and how many copies went (earlier runs' included). */
+type Sent<T> = { ok: true; value: T; sends: number } | { ok: false; error: unknown; sends: number };
 
 /** Sends one copy of a request: its time limit (`undefined`: the call's) and its hedge. */
 type SendCopy<T> = (timeout: number | undefined, hedge: Alarm | undefined) => Promise<T>;
@@ -84,8 +84,8 @@ export async function runDefinite<T>(
   const started = Date.now();
   const send = sender(ctx, call, decode, counter);
   const first = await sendUntil(ctx, send, started + ctx.definiteWithin, 0, 0);
-  if ("value" in first.sent) return first.sent.value;
-  const error = first.sent.error;
+  if (first.ok) return first.value;
+  const error = first.error;
   if (!isAmbiguous(error)) throw error;
   resendInBackground(ctx, operation, call.name, send, counter, started, first.sends, error);
   throw new TransportError(
@@ -127,8 +127,9 @@ export async function runAttempt<T>(
     Math.max(until ?? 0, started + ctx.runner.requestTimeout),
   );
   const send = sender(ctx, call, decode, counter);
-  const { sent, sends } = await sendUntil(ctx, send, deadline, 0, 0);
-  if ("value" in sent) {
+  const sent = await sendUntil(ctx, send, deadline, 0, 0);
+  const sends = sent.sends;
+  if (sent.ok) {
     if (sends > 1 && isGrant && !isGrant(sent.value)) undo?.();
     return sent.value;
   }
@@ -161,8 +162,8 @@ export async function resendUntilAnswered<T>(
   task: (hedge: Alarm | undefined) => Promise<T>,
 ): Promise<T> {
   const horizon = Date.now() + Math.floor(ctx.replayWindow / 2);
-  const { sent } = await sendUntil(ctx, (_, hedge) => task(hedge), horizon, 0, 0);
-  if ("value" in sent) return sent.value;
+  const sent = await sendUntil(ctx, (_, hedge) => task(hedge), horizon, 0, 0);
+  if (sent.ok) return sent.value;
   throw sent.error;
 }
 
@@ -185,79 +186,142 @@ function sendUntil<T>(
   deadline: number,
   sends: number,
   delay: number,
-): Promise<{ sent: Sent<T>; sends: number }> {
-  const requestTimeout = ctx.runner.requestTimeout;
-  const hedgeAfter = ctx.runner.hedgeAfter;
-  return new Promise((resolve) => {
-    let n = sends;
-    let inFlight = 0;
-    let last: unknown;
-    let done = false;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    // Which hedge is current: a copy sent, a pause scheduled or the end makes older ones void.
-    let generation = 0;
-    const finish = (sent: Sent<T>) => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      resolve({ sent, sends: n });
-    };
-    /** Schedules the next copy in `ms`, or ends once nothing is in flight and time is up. */
-    const next = (ms: number) => {
-      clearTimeout(timer);
-      timer = undefined;
-      generation += 1;
-      if (deadline - Date.now() - ms >= MIN_REQUEST_TIMEOUT_MS) {
-        timer = setTimeout(send, ms);
-      } else if (inFlight === 0) {
-        finish({ error: last });
-      }
-    };
-    /** The hedge of the copy being sent: another copy once it has had no answer for `ms`. */
-    const hedge = (ms: number): Alarm | undefined => {
-      const mine = ++generation;
-      if (deadline - Date.now() - ms < MIN_REQUEST_TIMEOUT_MS) return undefined;
-      let due = Date.now() + ms;
-      return {
-        after: ms,
-        ring: () => {
-          if (done || mine !== generation) return undefined;
-          // Rang late: this client did not run for a while (a busy event loop, a descheduled
-          // process), so its answer may be waiting unread. Not a late answer: wait once more.
-          if (Date.now() - due > STALL_MS) {
-            if (deadline - Date.now() - ms < MIN_REQUEST_TIMEOUT_MS) return undefined;
-            due = Date.now() + ms;
-            return ms;
-          }
-          send();
-          return undefined;
-        },
-      };
-    };
-    const send = () => {
-      timer = undefined;
-      const copy = n;
-      const timeout = copy === 0 ? undefined : Math.min(deadline - Date.now(), requestTimeout);
-      n += 1;
-      inFlight += 1;
-      sendCopy(timeout, hedge(hedgeAfter)).then(
-        (value) => finish({ value }),
-        (error: unknown) => {
-          inFlight -= 1;
-          last = error;
-          if (!isAmbiguous(error)) finish({ error });
-          else if (!done) {
-            // The pause is cut short so that a last copy still goes out before the deadline.
-            const room = deadline - Date.now() - MIN_REQUEST_TIMEOUT_MS;
-            const pause = backoffDelay(RESEND_BACKOFF, copy, -1, room);
-            next(pause >= SLEEP_FLOOR_MS ? pause : room + 1);
-          }
-        },
-      );
-    };
-    if (delay > 0) next(delay);
-    else send();
-  });
+): Promise<Sent<T>> {
+  return new Copies(ctx, sendCopy, deadline, sends).run(delay);
+}
+
+/**
+ * The copies of one request ({@link sendUntil}): its state in fields and its steps in methods,
+ * so that a call builds this object, its outcome's promise and, per copy, a hedge and two
+ * callbacks, and no closures over the rest.
+ */
+class Copies<T> {
+  readonly #ctx: LockContext;
+  readonly #sendCopy: SendCopy<T>;
+  readonly #deadline: number;
+  /** Copies sent so far, earlier runs' included (they number the backoff). */
+  #n: number;
+  #inFlight = 0;
+  #last: unknown;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  /** Which hedge is current: a copy sent, a pause scheduled or the end makes older ones void. */
+  #generation = 0;
+  #done = false;
+  #resolve: ((sent: Sent<T>) => void) | undefined;
+
+  constructor(ctx: LockContext, sendCopy: SendCopy<T>, deadline: number, sends: number) {
+    this.#ctx = ctx;
+    this.#sendCopy = sendCopy;
+    this.#deadline = deadline;
+    this.#n = sends;
+  }
+
+  /** Sends the first copy after `delay` ms (0: now); settles with the first outcome. */
+  run(delay: number): Promise<Sent<T>> {
+    return new Promise<Sent<T>>((resolve) => {
+      this.#resolve = resolve;
+      if (delay > 0) this.next(delay);
+      else this.send();
+    });
+  }
+
+  /** Schedules the next copy in `ms`, or ends once nothing is in flight and time is up. */
+  next(ms: number): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#generation += 1;
+    if (this.roomAfter(ms)) {
+      this.#timer = setTimeout(() => this.send(), ms);
+    } else if (this.#inFlight === 0) {
+      this.#finish({ ok: false, error: this.#last, sends: this.#n });
+    }
+  }
+
+  /** Sends the next copy (the first, or a pause ended, or the hedge rang). */
+  send(): void {
+    const copy = this.#n;
+    this.#sendOne().then(
+      (value) => this.#finish({ ok: true, value, sends: this.#n }),
+      (error: unknown) => this.#failed(error, copy),
+    );
+  }
+
+  /**
+   * Sends copy number `#n`: the very first of a call keeps its full time limit, every later one
+   * ends by the deadline.
+   */
+  #sendOne(): Promise<T> {
+    this.#timer = undefined;
+    const copy = this.#n;
+    const timeout =
+      copy === 0
+        ? undefined
+        : Math.min(this.#deadline - Date.now(), this.#ctx.runner.requestTimeout);
+    this.#n += 1;
+    this.#inFlight += 1;
+    const after = this.#ctx.runner.hedgeAfter;
+    const generation = ++this.#generation;
+    const hedge = this.roomAfter(after) ? new Hedge(this, generation, after) : undefined;
+    return this.#sendCopy(timeout, hedge);
+  }
+
+  /** Whether the hedge of copy `generation` still stands: nothing newer went and no end came. */
+  current(generation: number): boolean {
+    return !this.#done && generation === this.#generation;
+  }
+
+  /** Whether the deadline leaves room for a copy after `ms` more. */
+  roomAfter(ms: number): boolean {
+    return this.#deadline - Date.now() - ms >= MIN_REQUEST_TIMEOUT_MS;
+  }
+
+  #failed(error: unknown, copy: number): void {
+    this.#inFlight -= 1;
+    this.#last = error;
+    if (!isAmbiguous(error)) this.#finish({ ok: false, error, sends: this.#n });
+    else if (!this.#done) {
+      // The pause is cut short so that a last copy still goes out before the deadline.
+      const room = this.#deadline - Date.now() - MIN_REQUEST_TIMEOUT_MS;
+      const pause = backoffDelay(RESEND_BACKOFF, copy, -1, room);
+      this.next(pause >= SLEEP_FLOOR_MS ? pause : room + 1);
+    }
+  }
+
+  /** Ends with `sent`; only the first ending counts. */
+  #finish(sent: Sent<T>): void {
+    if (this.#done) return;
+    this.#done = true;
+    clearTimeout(this.#timer);
+    this.#resolve?.(sent);
+  }
+}
+
+/** A copy's hedge ({@link Alarm}): another copy once it has had no answer for `after` ms. */
+class Hedge<T> implements Alarm {
+  readonly after: number;
+  readonly #copies: Copies<T>;
+  readonly #generation: number;
+  #due: number;
+
+  constructor(copies: Copies<T>, generation: number, after: number) {
+    this.#copies = copies;
+    this.#generation = generation;
+    this.after = after;
+    this.#due = Date.now() + after;
+  }
+
+  ring(): number | undefined {
+    if (!this.#copies.current(this.#generation)) return undefined;
+    // Rang late: this client did not run for a while (a busy event loop, a descheduled
+    // process), so its answer may be waiting unread. Not a late answer: wait once more.
+    if (Date.now() - this.#due > STALL_MS) {
+      if (!this.#copies.roomAfter(this.after)) return undefined;
+      this.#due = Date.now() + this.after;
+      return this.after;
+    }
+    this.#copies.send();
+    return undefined;
+  }
 }
 
 /**
@@ -279,12 +343,12 @@ function resendInBackground<T>(
   const task = (async () => {
     // The call has just failed: one backoff pause before the first background send.
     const pause = backoffDelay(RESEND_BACKOFF, sends - 1, -1, Math.max(0, horizon - Date.now()));
-    const { sent } =
+    const sent: Sent<T> =
       horizon - Date.now() - pause >= MIN_REQUEST_TIMEOUT_MS
         ? await sendUntil(ctx, send, horizon, sends, Math.max(1, pause))
-        : { sent: { error: lastError } as Sent<T> };
+        : { ok: false, error: lastError, sends };
     // No copy sent (time was up): the call's own last failure stands.
-    const error = "error" in sent ? ((sent.error ?? lastError) as EdgeLockError) : undefined;
+    const error = sent.ok ? undefined : ((sent.error ?? lastError) as EdgeLockError);
     ctx.emit({
       type: "settle",
       name,
