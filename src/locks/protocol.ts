@@ -39,7 +39,14 @@ import type { RequestCounter, ScriptCall } from "../transport/index.js";
 import { asInteger } from "../transport/index.js";
 import { checkLeaseTime, checkOwner, checkSignal } from "../validate.js";
 import type { AttemptOutcome } from "../wait/backoff.js";
-import { keepOpenWhile, type WaiterExit, waitFor } from "../wait/loop.js";
+import {
+  type ForeignChannel,
+  type HandOff,
+  keepOpenWhile,
+  type WaiterExit,
+  type WaitSpec,
+  waitFor,
+} from "../wait/loop.js";
 import { resendUntilAnswered, runDefinite } from "./definite.js";
 
 /**
@@ -209,53 +216,127 @@ export async function acquire(
   waitTime: number | undefined,
 ): Promise<AcquireResult> {
   if (waitTime === 0) return acquireOnce(ctx, protocol, settings);
-  const leave = protocol.leaveCall?.bind(protocol);
   const s: HoldSettings = { ...settings, attemptUntil: attemptUntil(waitTime) };
   const result = await leaseOnGrant(ctx, protocol, s, (counter) =>
-    waitFor(ctx, {
-      name: protocol.name,
-      wakeKey: protocol.wakeKey,
-      waitTime,
-      signal: settings.signal,
-      counter,
-      attempt: async (waiter, subscribed, _waitId, registered): Promise<AttemptOutcome<Grant>> => {
-        const reply = await protocol.attempt(s, counter, waiter, subscribed, registered);
-        if (reply.status === "acquired") return { acquired: reply.grant };
-        if (reply.status !== "busy") return { pttl: reply.pttl };
-        const { pttl, foreign, serverTime, ahead } = reply;
-        return {
-          pttl,
-          ...(foreign && { foreign }),
-          ...(serverTime !== undefined && { serverTime }),
-          ...(ahead && { ahead }),
-        };
-      },
-      ...(leave &&
-        waiterExits(ctx, counter, (waiter) => leave(waiter, settings.owner, settings.leaseTime))),
-      foreign: { channel: protocol.foreignChannel ?? keys.channel(protocol.name) },
-      ...(protocol.handsOff && {
-        handOff: {
-          // A lease shorter than the claim window is handed over for itself: dated from the
-          // server clock it loses the attempt's one-way delay, which on a loaded client can be
-          // most of a lease of a few hundred ms by the time the lease is made, so it is dated
-          // from the attempt alone (confirmed with an attempt unless that was very recent).
-          grant: (payload: string, sentAt: number, sentMono: number, serverTime: number) =>
-            grantFromHandOff(
-              payload,
-              sentAt,
-              sentMono,
-              settings.leaseTime >= HAND_OFF_CLAIM_WINDOW_MS ? serverTime : 0,
-              settings.leaseTime,
-            ),
-          blockCap: LOCK_HAND_OFF_SLOT_MS / 3,
-        },
-      }),
-    }),
+    waitFor(ctx, new HoldWait(ctx, protocol, s, waitTime, counter)),
   );
   if (result.lease && protocol.wakeKey) {
     keepOpenWhile(ctx, protocol.wakeKey, result.lease);
   }
   return result;
+}
+
+/**
+ * What {@link acquire}'s wait loop is given for `protocol` (wait/loop.ts WaitSpec): the attempts,
+ * and, as the same object, how a waiter that ends without the lock leaves (`protocol.leaveCall`),
+ * Redisson's channel of the name and the hand-offs of a kind that makes them. One object with
+ * methods, not a closure per part: a wait on a free lock never uses any of the rest.
+ */
+class HoldWait implements WaitSpec<Grant>, WaiterExit, ForeignChannel, HandOff<Grant> {
+  readonly name: string;
+  readonly wakeKey: string | undefined;
+  readonly waitTime: number | undefined;
+  readonly signal: AbortSignal | undefined;
+  readonly counter: RequestCounter;
+  /** Longest single wait for a wake-up (HandOff): a third of a hand-off's registration. */
+  readonly blockCap = LOCK_HAND_OFF_SLOT_MS / 3;
+  readonly #ctx: LockContext;
+  readonly #protocol: HoldProtocol;
+  readonly #s: HoldSettings;
+
+  constructor(
+    ctx: LockContext,
+    protocol: HoldProtocol,
+    s: HoldSettings,
+    waitTime: number | undefined,
+    counter: RequestCounter,
+  ) {
+    this.#ctx = ctx;
+    this.#protocol = protocol;
+    this.#s = s;
+    this.name = protocol.name;
+    this.wakeKey = protocol.wakeKey;
+    this.waitTime = waitTime;
+    this.signal = s.signal;
+    this.counter = counter;
+  }
+
+  async attempt(
+    waiter: string,
+    subscribed: boolean,
+    _waitId: string,
+    registered: boolean,
+  ): Promise<AttemptOutcome<Grant>> {
+    const reply = await this.#protocol.attempt(
+      this.#s,
+      this.counter,
+      waiter,
+      subscribed,
+      registered,
+    );
+    if (reply.status === "acquired") return { acquired: reply.grant };
+    if (reply.status !== "busy") return { pttl: reply.pttl };
+    const { pttl, foreign, serverTime, ahead } = reply;
+    return {
+      pttl,
+      ...(foreign && { foreign }),
+      ...(serverTime !== undefined && { serverTime }),
+      ...(ahead && { ahead }),
+    };
+  }
+
+  /** How a waiter leaves (WaiterExit): this object, for a kind with a leave request. */
+  get exit(): WaiterExit | undefined {
+    return this.#protocol.leaveCall ? this : undefined;
+  }
+
+  /** Redisson's channel of the name (ForeignChannel): this object. */
+  get foreign(): ForeignChannel {
+    return this;
+  }
+
+  get channel(): string {
+    return this.#protocol.foreignChannel ?? keys.channel(this.name);
+  }
+
+  /** The hand-offs (HandOff): this object, for a kind whose releases make them. */
+  get handOff(): HandOff<Grant> | undefined {
+    return this.#protocol.handsOff ? this : undefined;
+  }
+
+  later(waiter: string): void {
+    inBackground(this.#ctx, this.#leave(waiter));
+  }
+
+  now(waiter: string): Promise<void> {
+    return leaveNow(this.#ctx, this.#leave(waiter), this.counter);
+  }
+
+  #leave(waiter: string): ScriptCall {
+    const { owner, leaseTime } = this.#s;
+    return (this.#protocol.leaveCall as NonNullable<HoldProtocol["leaveCall"]>)(
+      waiter,
+      owner,
+      leaseTime,
+    );
+  }
+
+  /**
+   * The grant of a hand-off message. A lease shorter than the claim window is handed over for
+   * itself: dated from the server clock it loses the attempt's one-way delay, which on a loaded
+   * client can be most of a lease of a few hundred ms by the time the lease is made, so it is
+   * dated from the attempt alone (confirmed with an attempt unless that was very recent).
+   */
+  grant(payload: string, sentAt: number, sentMono: number, serverTime: number): Grant | undefined {
+    const { leaseTime } = this.#s;
+    return grantFromHandOff(
+      payload,
+      sentAt,
+      sentMono,
+      leaseTime >= HAND_OFF_CLAIM_WINDOW_MS ? serverTime : 0,
+      leaseTime,
+    );
+  }
 }
 
 /**
@@ -432,14 +513,36 @@ export async function keepAliveOrGiveBack(
 
 /** The lease host of a protocol: renewals and releases through it, events through `ctx`. */
 export function hostFor(ctx: LockContext, protocol: HoldProtocol): LeaseHost {
-  return {
-    kind: protocol.kind,
-    renew: (lease, leaseTime, by, timeout) => protocol.renew(lease.owner, leaseTime, by, timeout),
-    release: (lease) => protocol.release(lease),
-    lost: () => ctx.emit({ type: "lost", name: protocol.name, ...noCost() }),
-    backgroundError: (_lease, operation, error) =>
-      reportError(ctx, protocol.name, operation, error, { requests: 0 }, 0),
-  };
+  return new ProtocolHost(ctx, protocol);
+}
+
+/** {@link hostFor}'s host: methods over the protocol, no closures per lease. */
+class ProtocolHost implements LeaseHost {
+  readonly kind: LeaseKind;
+  readonly #ctx: LockContext;
+  readonly #protocol: HoldProtocol;
+
+  constructor(ctx: LockContext, protocol: HoldProtocol) {
+    this.kind = protocol.kind;
+    this.#ctx = ctx;
+    this.#protocol = protocol;
+  }
+
+  renew(lease: Lease, leaseTime: number, by: "call" | "timer", timeout?: number): Promise<boolean> {
+    return this.#protocol.renew(lease.owner, leaseTime, by, timeout);
+  }
+
+  release(lease: Lease): Promise<ReleaseResult> {
+    return this.#protocol.release(lease);
+  }
+
+  lost(): void {
+    this.#ctx.emit({ type: "lost", name: this.#protocol.name, ...noCost() });
+  }
+
+  backgroundError(_lease: Lease, operation: "renew" | "keeper", error: unknown): void {
+    reportError(this.#ctx, this.#protocol.name, operation, error, { requests: 0 }, 0);
+  }
 }
 
 const RELEASE_CODES: Record<number, ReleaseResult> = {
@@ -565,19 +668,28 @@ export function waiterExits(
   counter: RequestCounter,
   call: (waiter: string) => ScriptCall,
 ): { exit: WaiterExit } {
-  const later = (waiter: string): void => inBackground(ctx, call(waiter));
   return {
     exit: {
-      later,
-      async now(waiter) {
-        try {
-          await ctx.runner.run(call(waiter), asInteger, counter);
-        } catch {
-          later(waiter);
-        }
-      },
+      later: (waiter) => inBackground(ctx, call(waiter)),
+      now: (waiter) => leaveNow(ctx, call(waiter), counter),
     },
   };
+}
+
+/**
+ * Sends a waiter's leave request (`call`, counted in `counter`) and awaits it; when it fails, it
+ * is resent in the background ({@link inBackground}). Never throws.
+ */
+export async function leaveNow(
+  ctx: LockContext,
+  call: ScriptCall,
+  counter: RequestCounter,
+): Promise<void> {
+  try {
+    await ctx.runner.run(call, asInteger, counter);
+  } catch {
+    inBackground(ctx, call);
+  }
 }
 
 /** Reports a failed background operation as an `error` event. */
