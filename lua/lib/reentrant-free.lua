@@ -1,16 +1,14 @@
 -- The free-lock path of the reentrant lock's acquire (lib/reentrant.lua builds the rest on it):
 -- the one EXISTS every acquire starts with, and the creation of a new incarnation. Kept apart,
--- with nothing but lib/hold-fields.lua under it, so that lua/lock/acquire.lua can take a free
--- lock before the rest of the script is defined: Redis runs a script's whole text on every call,
--- creating each of its functions anew, and the registry's (lib/wake.lua) and the replay and
--- clock helpers are most of the time a free lock's acquire spends in Redis.
--- Included first, with nothing defined before; includes lib/reentrant-args.lua and
--- lib/hold-fields.lua. Provides record, present, hold_free, hold_new (below).
+-- with nothing but lib/hold-fields.lua and lib/replay.lua under it, so that lua/lock/acquire.lua
+-- can take a free lock before the rest of the script is defined: Redis runs a script's whole
+-- text on every call, creating each of its functions anew, and the registry's (lib/wake.lua) are
+-- most of the time a free lock's acquire spent in Redis.
+-- Included first, with nothing defined before; includes lib/reentrant-args.lua,
+-- lib/hold-fields.lua and lib/replay.lua. Provides present, hold_free, hold_new (below).
 -- @include lib/reentrant-args.lua
 -- @include lib/hold-fields.lua
-
--- This request's replay record (lib/replay.lua's key for `id`).
-local record = replayKey .. ':' .. id
+-- @include lib/replay.lua
 
 -- Which of the lock, the waiter registry and this request's replay record exist, from one
 -- EXISTS that names them 1, 2 and 4 times (EXISTS counts a key as often as it is named), so the
@@ -23,17 +21,18 @@ local present
 -- otherwise the caller reads the record when lib/reentrant.lua's hold_seen says there is one,
 -- and its hold_absent tells a free lock with waiters registered.
 local function hold_free()
+  local record = replay_key(id)
   present = redis.call('exists', name, waiting, waiting, record, record, record, record)
   return present == 0
 end
 
 -- Creates the lock for `owner` (hold count 1, TTL leaseMs) in a new incarnation named after this
 -- request, with `extra` fields (field, value, ...) in the same HSET; `waited`: waiters may be
--- registered (WAITERS tells the release to look). Returns the epoch. A lease
--- shorter than the replay window may expire while a copy of this request is still in flight,
--- so then a record says what it did (lib/replay.lua's format); otherwise the hold outlives the
--- window or a release records its end ("A<epoch>" plus `suffix`). A registration of this call's
--- waiter is not ended here (lib/reentrant.lua, hold_create): none exists when hold_free said so.
+-- registered (WAITERS tells the release to look). Returns the epoch. A lease shorter than the
+-- replay window may expire while a copy of this request is still in flight, so then a record
+-- says what it did; otherwise the hold outlives the window or a release records its end
+-- ("A<epoch>" plus `suffix`). A registration of this call's waiter is not ended here
+-- (lib/reentrant.lua, hold_create): none exists when hold_free said so.
 local function hold_new(extra, suffix, waited)
   local e = id_epoch(id)
   local fields = extra or {}
@@ -44,7 +43,7 @@ local function hold_new(extra, suffix, waited)
   redis.call('hset', name, owner, 1, EPOCH, e, BY, id, unpack(fields))
   redis.call('pexpire', name, leaseMs)
   if leaseMs < windowMs then
-    redis.call('set', record, 'A' .. e .. (suffix or ''), 'px', windowMs)
+    replay_set(id, 'A' .. e .. (suffix or ''))
   end
   return e
 end

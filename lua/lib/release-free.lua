@@ -1,11 +1,13 @@
 -- The common path of a release of a lock HASH (lib/release.lua builds the rest on it): reading
 -- the HASH, and freeing the lock when the release takes its last hold. Kept apart, with nothing
--- but lib/hold-fields.lua under it, so that lua/lock/release.lua can free a lock before the rest
--- of the script is defined (lib/reentrant-free.lua says why). Included by scripts that define
--- first name, replayKey and channel (KEYS, as lib/release.lua and lib/replay.lua say) and the
--- release's arguments (lib/release-args.lua: owner, windowMs, id, held). Includes
--- lib/hold-fields.lua. Provides release_read, release_plain, release_last (below).
+-- but lib/hold-fields.lua and lib/replay.lua under it, so that lua/lock/release.lua can free a
+-- lock before the rest of the script is defined (lib/reentrant-free.lua says why). Included by
+-- scripts that define first name, replayKey and channel (KEYS, as lib/release.lua and
+-- lib/replay.lua say) and the release's arguments (lib/release-args.lua: owner, windowMs, id,
+-- held). Includes lib/hold-fields.lua and lib/replay.lua. Provides release_read, release_plain,
+-- release_last (below).
 -- @include lib/hold-fields.lua
+-- @include lib/replay.lua
 
 -- The lock HASH's fields a release reads, in one HMGET: the hold count of `owner`, EPOCH, BY,
 -- PARTIAL and WAITERS (lib/release.lua, release_hold, says what each is for).
@@ -24,17 +26,17 @@ end
 -- Frees the lock its release took the last hold of (`s`: release_read's answer) and returns 1.
 -- Records "R1" for the release (a copy arriving later answers it, and a late copy of the
 -- acquire of the same lease finds it and does nothing) and "G" for the acquire that created the
--- lock when that was another request (lib/replay.lua's records). freed(waited), if given, gets
+-- lock when that was another request. freed(waited), if given, gets
 -- the WAITERS field; it returns true when it handed the lock on to a waiter: then Redisson's
 -- channel hears nothing, since the lock never became free.
 -- Billed   DEL, SET (+ SET of "G"), plus what freed() calls, plus PUBLISH unless freed() handed
 --          the lock on
 local function release_last(s, freed)
   redis.call('del', name)
-  redis.call('set', replayKey .. ':' .. id, 'R1', 'px', windowMs)
+  replay_set(id, 'R1')
   local by = s[3]
   if by and by ~= id then
-    redis.call('set', replayKey .. ':' .. by, 'G', 'px', windowMs)
+    replay_set(by, 'G')
   end
   if not (freed and freed(s[5])) then
     redis.call('publish', channel, 0)

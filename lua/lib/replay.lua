@@ -6,16 +6,20 @@
 -- SET to write, one GET to read, and nothing to rotate or trim. Scripts write a record only where
 -- nothing else tells a replay what the first copy did (a hold records itself in its lock HASH):
 -- most operations on their common path write none.
--- Provides replay_get(id), replay_set(id, state), replay_once(id, letter, apply); includes
--- lib/clock.lua (for the scripts that read the clock through it).
--- @include lib/clock.lua
+-- Provides replay_key(id), replay_get(id), replay_set(id, state), replay_once(id, letter,
+-- apply). Includes nothing, so that a script's common path can write its record before the rest
+-- of the script is defined (lib/reentrant-free.lua, lib/release-free.lua).
+
+local function replay_key(id)
+  return replayKey .. ':' .. id
+end
 
 local function replay_get(id)
-  return redis.call('get', replayKey .. ':' .. id)
+  return redis.call('get', replay_key(id))
 end
 
 local function replay_set(id, state)
-  redis.call('set', replayKey .. ':' .. id, state, 'px', windowMs)
+  redis.call('set', replay_key(id), state, 'px', windowMs)
 end
 
 -- Runs apply() once per request id and returns what it returns, a number, recorded as

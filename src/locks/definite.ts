@@ -220,13 +220,13 @@ class Copies<T> {
   run(delay: number): Promise<Sent<T>> {
     return new Promise<Sent<T>>((resolve) => {
       this.#resolve = resolve;
-      if (delay > 0) this.next(delay);
+      if (delay > 0) this.#next(delay);
       else this.send();
     });
   }
 
   /** Schedules the next copy in `ms`, or ends once nothing is in flight and time is up. */
-  next(ms: number): void {
+  #next(ms: number): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#generation += 1;
@@ -283,7 +283,7 @@ class Copies<T> {
       // The pause is cut short so that a last copy still goes out before the deadline.
       const room = this.#deadline - Date.now() - MIN_REQUEST_TIMEOUT_MS;
       const pause = backoffDelay(RESEND_BACKOFF, copy, -1, room);
-      this.next(pause >= SLEEP_FLOOR_MS ? pause : room + 1);
+      this.#next(pause >= SLEEP_FLOOR_MS ? pause : room + 1);
     }
   }
 
