@@ -23,6 +23,12 @@ export interface Counters {
   /** CPU time of the bridge process, µs. */
   bridgeCpuMicros: number;
   /**
+   * CPU time of the redis-server process, µs (`INFO cpu`: used_cpu_user + used_cpu_sys): its
+   * share of every command, script and reply, and of its own housekeeping (the expiry of keys
+   * with a TTL, whenever that runs). Reading it runs an INFO, a few µs.
+   */
+  redisCpuMicros: number;
+  /**
    * Commands the benchmark's TCP clients sent (counted where ioredis sends them: Redis's own
    * INFO counters also count the commands a Lua script runs, which are no round trips).
    */
@@ -129,6 +135,7 @@ function makeEnv(redis: RedisServer, bridge: BridgeChild, admin: IORedis, token:
         httpRequests: b.stats.requests,
         httpCommands: b.stats.commands,
         bridgeCpuMicros: b.cpuMicros,
+        redisCpuMicros: parseRedisCpu(await admin.info("cpu")),
         tcpCommands: sent.commands,
         commandStats: parseCommandStats(await admin.info("commandstats")),
       };
@@ -245,4 +252,14 @@ async function startBridgeChild(redisUrl: string, token: string): Promise<Bridge
       return closed;
     },
   };
+}
+
+/** used_cpu_user + used_cpu_sys of an `INFO cpu` reply (seconds, 6 decimals), in µs. */
+export function parseRedisCpu(info: string): number {
+  let micros = 0;
+  for (const line of info.split(/\r?\n/)) {
+    const m = /^used_cpu_(?:user|sys):([0-9.]+)$/.exec(line);
+    if (m?.[1]) micros += Math.round(Number(m[1]) * 1e6);
+  }
+  return micros;
 }

@@ -201,6 +201,7 @@ function whyMissed(r: BenchResults): string[] {
     const scripts = r.limit?.edgelockScriptsP50Ms ?? null;
     const client = (x: typeof u) => x.cpuMicrosPerCycle ?? 0;
     const bridge = (x: typeof u) => x.bridgeCpuMicrosPerCycle ?? 0;
+    const redis = (x: typeof u) => x.redisCpuMicrosPerCycle ?? 0;
     out.push(
       `- **Uncontended cycle.** p50 ${f(u.p50Ms, 3)} ms against 2 × PING p50 = ${f(u.limitMs, 3)} ms${up ? `; @upstash/lock, on the same bridge, takes ${f(up.p50Ms, 3)} ms (${f(up.ratioToLimit)})` : ""}. ${
         scripts !== null && up?.p50Ms
@@ -212,7 +213,7 @@ function whyMissed(r: BenchResults): string[] {
           : ""
       }${
         up
-          ? `edgelock's cycle costs ${more(client(u) - client(up))} client CPU and ${more(bridge(u) - bridge(up))} bridge CPU than @upstash/lock's. On 2 cores shared by the client, the bridge and Redis, CPU is latency. `
+          ? `edgelock's cycle costs ${more(client(u) - client(up))} client CPU, ${more(bridge(u) - bridge(up))} bridge CPU and ${more(redis(u) - redis(up))} Redis CPU than @upstash/lock's (Redis runs each script while the bridge and the client wait for it). On 2 cores shared by the client, the bridge and Redis, CPU is latency. `
           : ""
       }A bare EVALSHA of a one-line script takes ${f(r.limit?.evalshaP50Ms, 3)} ms p50 (PING: ${f(ping, 3)} ms).${
         u.networkP50Ms != null && up?.networkP50Ms
@@ -367,6 +368,7 @@ function uncontended(r: BenchResults): string[] {
     f(e.coldP50Ms, 3),
     f(e.cpuMicrosPerCycle, 0),
     f(e.bridgeCpuMicrosPerCycle, 0),
+    f(e.redisCpuMicrosPerCycle, 0),
     f(e.networkP50Ms, 3),
   ]);
   const first = Object.values(u)[0];
@@ -390,6 +392,7 @@ function uncontended(r: BenchResults): string[] {
         "cold p50 ms",
         "client CPU µs / cycle",
         "bridge CPU µs / cycle",
+        "Redis CPU µs / cycle",
         delay > 0 ? `p50 ms, bridge + ${delay} ms per request` : "p50 ms, network delay (not run)",
       ],
       rows,

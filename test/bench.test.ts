@@ -88,6 +88,8 @@ describe("npm run bench", () => {
     expect(r.uncontended["upstash-lock"].billedWritesPerCycle).toBe(3);
     for (const name of LIBRARIES) {
       expect(r.uncontended[name].billedPerCycle, name).toBeGreaterThanOrEqual(2);
+      // Redis's own CPU (INFO cpu) per cycle: every library's commands run there.
+      expect(r.uncontended[name].redisCpuMicrosPerCycle, name).toBeGreaterThan(0);
       expect(r.contended["4"][name].billedPerAcquisition, name).toBeGreaterThanOrEqual(2);
     }
     // The bare hand-off lock, the contended reference row, runs only where there is contention:

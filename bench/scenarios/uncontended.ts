@@ -110,6 +110,11 @@ export interface UncontendedResult {
   cpuMicrosPerCycle: number | null;
   /** Bridge-process CPU time per cycle, µs (http only). */
   bridgeCpuMicrosPerCycle: number | null;
+  /**
+   * redis-server CPU time per cycle, µs: the scripts and commands the cycle ran, their
+   * parsing and replies (its share of Redis's housekeeping lands in whichever block ran then).
+   */
+  redisCpuMicrosPerCycle: number | null;
   cycles: number;
   /**
    * p50 of a cycle while the bridge holds every request {@link LimitResult.networkDelayMs}
@@ -134,6 +139,7 @@ interface Tally {
   samples: number[];
   cpu: number;
   bridgeCpu: number;
+  redisCpu: number;
   requests: number;
   commands: number;
   billed: number;
@@ -155,7 +161,16 @@ export async function runUncontended(
   const tallies = new Map<string, Tally>(
     participants.map((p) => [
       p.id,
-      { samples: [], cpu: 0, bridgeCpu: 0, requests: 0, commands: 0, billed: 0, billedWrites: 0 },
+      {
+        samples: [],
+        cpu: 0,
+        bridgeCpu: 0,
+        redisCpu: 0,
+        requests: 0,
+        commands: 0,
+        billed: 0,
+        billedWrites: 0,
+      },
     ]),
   );
   try {
@@ -230,6 +245,7 @@ export async function runUncontended(
       coldP50Ms: c ? round(c.p50Ms) : null,
       cpuMicrosPerCycle: round(t.cpu / n, 0),
       bridgeCpuMicrosPerCycle: lib.transport === "http" ? round(t.bridgeCpu / n, 0) : null,
+      redisCpuMicrosPerCycle: round(t.redisCpu / n, 0),
       cycles: n,
       networkP50Ms: network.has(lib.name)
         ? round(percentile(network.get(lib.name) ?? [], 50))
@@ -296,6 +312,7 @@ async function measureBlock(env: BenchEnv, p: Participant, n: number, t: Tally):
   t.requests += requestsOf(p.transport, before, after);
   t.commands += after.httpCommands - before.httpCommands;
   t.bridgeCpu += after.bridgeCpuMicros - before.bridgeCpuMicros;
+  t.redisCpu += after.redisCpuMicros - before.redisCpuMicros;
   const bill = billOf(before.commandStats, after.commandStats);
   t.billed += bill.total;
   t.billedWrites += bill.writes;
