@@ -25,6 +25,35 @@ function slowRetryClient(ms: number) {
   return bridge.redis({ retry: { retries: 5, backoff: () => ms } });
 }
 
+/**
+ * Watches `fetch` for the EVALSHA requests of the first script sent from now on (an acquire's
+ * copies): `settled` resolves once every one of them has been answered or failed.
+ */
+function trackScriptRequests(): { settled(): Promise<void>; stop(): void } {
+  const realFetch = globalThis.fetch;
+  const inFlight: Promise<unknown>[] = [];
+  let sha: unknown;
+  globalThis.fetch = ((input: RequestInfo | URL, init?: RequestInit) => {
+    const sent = realFetch(input, init);
+    const body = typeof init?.body === "string" && init.body.startsWith("[") ? init.body : "[]";
+    const [command, script] = JSON.parse(body) as unknown[];
+    if (command === "evalsha") {
+      sha ??= script;
+      if (script === sha) inFlight.push(sent.catch(() => undefined));
+    }
+    return sent;
+  }) as typeof fetch;
+  return {
+    settled: async () => {
+      if (inFlight.length === 0) throw new Error("no EVALSHA went through fetch");
+      await Promise.all(inFlight);
+    },
+    stop: () => {
+      globalThis.fetch = realFetch;
+    },
+  };
+}
+
 async function warm(rec: ReturnType<typeof recordingEdgeLock>) {
   await (await rec.edgelock.getLock(`${prefix}warm`).tryLock({ leaseTime: 1_000 }))?.release();
 }
@@ -197,10 +226,20 @@ describe("replayed requests have the effect of once", () => {
     const rec = recordingEdgeLock({ requestTimeout: 300 }, bridge.redis());
     await warm(rec);
     const name = `${prefix}tombstone`;
-    bridge.bridge.setFaults({ rules: [{ action: "fail", match: "evalsha" }] });
-    await expect(rec.edgelock.getLock(name).tryLock({ leaseTime: 10_000 })).rejects.toBeInstanceOf(
-      TransportError,
-    );
+    // Each request is held 400 ms before the rule fails it, past the call's 300 ms: the call
+    // gives up with copies still in flight. The faults stay until the bridge has answered every
+    // copy of the acquire: one it took up after they were cleared could apply before the cancel
+    // (which would then undo it: no hold either way, but a "U" record instead of the tombstone).
+    bridge.bridge.setFaults({ delayMs: 400, rules: [{ action: "fail", match: "evalsha" }] });
+    const copies = trackScriptRequests();
+    try {
+      await expect(
+        rec.edgelock.getLock(name).tryLock({ leaseTime: 10_000 }),
+      ).rejects.toBeInstanceOf(TransportError);
+      await copies.settled();
+    } finally {
+      copies.stop();
+    }
     bridge.bridge.clearFaults();
     await Promise.all(rec.background);
     expect(Object.values(await replayRecords(raw, name))).toEqual(["C"]);
