@@ -112,6 +112,7 @@ try {
         coldRepeats: options.coldRepeats,
         networkDelayMs: options.networkDelayMs,
         networkCycles: options.networkCycles,
+        pairedCycles: options.pairedCycles,
         pauseMs: options.holdMs,
         prefix,
         libs: waitless,

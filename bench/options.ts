@@ -38,6 +38,8 @@ export interface BenchOptions {
    */
   networkDelayMs: number;
   networkCycles: number;
+  /** Scenario 2's pairs of cycles with @upstash/lock's per HTTP library (0: not run). */
+  pairedCycles: number;
   clientCounts: number[];
   holdMs: number;
   warmMs: number;
@@ -95,6 +97,7 @@ const FULL = {
   coldRepeats: 10,
   networkDelayMs: 5,
   networkCycles: 400,
+  pairedCycles: 2_000,
   clientCounts: [4, 16, 64],
   holdMs: 10,
   warmMs: 500,
@@ -122,6 +125,7 @@ const QUICK: typeof FULL = {
   coldRepeats: 1,
   networkDelayMs: 5,
   networkCycles: 10,
+  pairedCycles: 10,
   clientCounts: [4, 16],
   holdMs: 10,
   // Past the start of 16 clients (each subscribes after its first busy attempt, and only then

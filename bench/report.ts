@@ -14,6 +14,7 @@ import {
   type SemaphoreResult,
   semaphoreLibraries,
 } from "./scenarios/semaphore.js";
+import type { PairedDifference } from "./stats.js";
 
 const NAMES: Record<LibraryName, string> = {
   edgelock: "edgelock",
@@ -215,6 +216,10 @@ function whyMissed(r: BenchResults): string[] {
         up
           ? `edgelock's cycle costs ${more(client(u) - client(up))} client CPU, ${more(bridge(u) - bridge(up))} bridge CPU and ${more(redis(u) - redis(up))} Redis CPU than @upstash/lock's (Redis runs each script while the bridge and the client wait for it). On 2 cores shared by the client, the bridge and Redis, CPU is latency. `
           : ""
+      }${
+        u.pairedVsUpstash && r.limit?.edgelockScriptsPairedVsUpstash
+          ? `Paired cycle by cycle on warm clients (section 2), edgelock's cycle takes ${more(u.pairedVsUpstash.median)} than @upstash/lock's, its two requests alone ${more(r.limit.edgelockScriptsPairedVsUpstash.median)}. `
+          : ""
       }A bare EVALSHA of a one-line script takes ${f(r.limit?.evalshaP50Ms, 3)} ms p50 (PING: ${f(ping, 3)} ms).${
         u.networkP50Ms != null && up?.networkP50Ms
           ? ` With ${r.limit?.networkDelayMs} ms added to every request (section 2's last column), the same cycles take ${f(u.networkP50Ms, 3)} and ${f(up.networkP50Ms, 3)} ms: ${f(networkRatio(r))} ×.`
@@ -399,7 +404,26 @@ function uncontended(r: BenchResults): string[] {
     ),
     "",
     ...networkLine(r, delay),
+    ...pairedLines(r),
     "The ratio divides by 2 × the PING p50 of the library's own transport (HTTP for edgelock and @upstash/lock, TCP for redlock and redis-semaphore). A TCP round trip here is under 0.1 ms, close to the scheduling noise of a machine whose two cores also run the bridge and Redis, so the TCP ratios are only indicative (they can fall below 1).",
+    "",
+  ];
+}
+
+/** What the pairs with @upstash/lock's cycles say (scenario 2, after its rounds). */
+function pairedLines(r: BenchResults): string[] {
+  const e = r.uncontended?.edgelock?.pairedVsUpstash;
+  if (!e) return [];
+  const d = (x: PairedDifference) =>
+    `${more(x.median)} (90 % interval ${f(x.low, 0)} to ${f(x.high, 0)} µs)`;
+  const scripts = r.limit?.edgelockScriptsPairedVsUpstash;
+  const fair = r.uncontended?.["edgelock-fair"]?.pairedVsUpstash;
+  return [
+    `Paired cycle by cycle (after the rounds): ${f(e.pairs, 0)} edgelock cycles, each timed right next to one of @upstash/lock's (which goes first alternates), take ${d(e)} at the median of their differences.${
+      scripts
+        ? ` Its two requests alone (section 1's scripts row), paired the same way, take ${d(scripts)}: the scripts' work in the bridge and Redis; the rest of the difference is edgelock's client code.`
+        : ""
+    }${fair ? ` The fair lock's cycle: ${d(fair)}.` : ""} Blocks of cycles drift with the machine by tens of µs between rounds; a pair sees one moment, so this difference is the sharper measure, while the p50 columns above also hold the cycles right after the warm-up, while V8 is still compiling the clients' code.`,
     "",
   ];
 }

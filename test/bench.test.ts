@@ -55,6 +55,24 @@ describe("npm run bench", () => {
       expect(r.uncontended[name].networkP50Ms, name).toBeGreaterThanOrEqual(10);
     }
     expect(r.uncontended.redlock.networkP50Ms).toBeNull();
+    // The pairs with @upstash/lock's cycles: every HTTP library but @upstash/lock itself, and
+    // edgelock's two requests alone.
+    const pairedShape = {
+      pairs: 10,
+      median: expect.any(Number),
+      low: expect.any(Number),
+      high: expect.any(Number),
+    };
+    for (const paired of [
+      r.uncontended.edgelock.pairedVsUpstash,
+      r.limit.edgelockScriptsPairedVsUpstash,
+    ]) {
+      expect(paired).toMatchObject(pairedShape);
+      expect(paired.low).toBeLessThanOrEqual(paired.median);
+      expect(paired.median).toBeLessThanOrEqual(paired.high);
+    }
+    expect(r.uncontended["upstash-lock"].pairedVsUpstash).toBeNull();
+    expect(r.uncontended.redlock.pairedVsUpstash).toBeNull();
     for (const name of LIBRARIES) {
       expect(r.uncontended[name]).toMatchObject({
         p50Ms: expect.any(Number),
@@ -200,6 +218,37 @@ describe("the uncontended scenario's block order", () => {
     for (const id of items) {
       expect(new Set(orders.map((o) => before(o, id))).size).toBeGreaterThan(1);
     }
+  });
+});
+
+describe("the paired difference of the uncontended scenario", () => {
+  it("takes the median of the pairs' differences, whatever drifts under both", async () => {
+    const { pairedDifference } = await import("../bench/stats.js");
+    // The machine's speed swings by far more than the difference, the same for both of a pair.
+    const drift = [900, 40, 2_000, 15, 700, 1_300, 60, 5, 880, 300];
+    const a = drift.map((x) => x + 3);
+    expect(pairedDifference(a, drift)).toEqual({ pairs: 10, median: 3, low: 3, high: 3 });
+    expect(pairedDifference(drift, a).median).toBe(-3);
+  });
+
+  it("brackets the median with a seeded bootstrap interval", async () => {
+    const { pairedDifference } = await import("../bench/stats.js");
+    const a = [11, 12, 13, 14, 110, 15, 9, 13, 12, 200];
+    const b = a.map(() => 10);
+    const d = pairedDifference(a, b);
+    expect(d.median).toBe(3);
+    expect(d.low).toBeLessThanOrEqual(3);
+    expect(d.high).toBeGreaterThanOrEqual(3);
+    expect(d.low).toBeGreaterThanOrEqual(-1);
+    expect(d.high).toBeLessThan(100);
+    // The same input gives the same interval.
+    expect(pairedDifference(a, b)).toEqual(d);
+  });
+
+  it("refuses samples that are not pairs", async () => {
+    const { pairedDifference } = await import("../bench/stats.js");
+    expect(() => pairedDifference([1, 2], [1])).toThrow(RangeError);
+    expect(() => pairedDifference([], [])).toThrow(RangeError);
   });
 });
 

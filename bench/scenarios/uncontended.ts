@@ -21,7 +21,16 @@ import {
   type LibraryName,
   WAIT_BUDGET_MS,
 } from "../libraries.js";
-import { cpuMicros, mean, now, percentile, round } from "../stats.js";
+import {
+  cpuMicros,
+  mean,
+  now,
+  type PairedDifference,
+  pairedDifference,
+  percentile,
+  round,
+  seeded,
+} from "../stats.js";
 
 /** Sizes of scenarios 1 and 2. */
 export interface UncontendedOptions {
@@ -45,6 +54,11 @@ export interface UncontendedOptions {
   networkDelayMs: number;
   /** Timed cycles per HTTP library at {@link networkDelayMs}. */
   networkCycles: number;
+  /**
+   * Pairs of cycles, each of an HTTP participant next to one of @upstash/lock's, timed after the
+   * rounds (0: not run): see {@link UncontendedResult.pairedVsUpstash}.
+   */
+  pairedCycles: number;
 }
 
 /** Scenario 1. HTTP = `@upstash/redis` → bridge → Redis; TCP = ioredis → Redis. */
@@ -77,6 +91,11 @@ export interface LimitResult {
   edgelockScriptsBridgeCpuMicros: number | null;
   /** What the bridge added to every request in the network rows of scenario 2, ms (0: none). */
   networkDelayMs: number;
+  /**
+   * {@link edgelockScriptsP50Ms}'s two requests paired with @upstash/lock's whole cycle, µs (see
+   * {@link UncontendedResult.pairedVsUpstash}); `null` when not run.
+   */
+  edgelockScriptsPairedVsUpstash: PairedDifference | null;
 }
 
 /** Scenario 2, per library. */
@@ -121,6 +140,14 @@ export interface UncontendedResult {
    * (a network's round trip, the case of a real deployment), ms; `null` for TCP or when not run.
    */
   networkP50Ms: number | null;
+  /**
+   * How much longer than @upstash/lock's this library's cycle takes, µs: the median of the
+   * differences of `pairs` cycles each timed right next to one of @upstash/lock's (which of the
+   * two goes first alternates), with its 90 % bootstrap interval. Blocks of cycles drift with
+   * the machine by tens of µs; a pair sees one moment. Timed after the rounds, so on warm
+   * clients. `null` for @upstash/lock itself, TCP libraries, or when not run.
+   */
+  pairedVsUpstash: PairedDifference | null;
 }
 
 interface Participant {
@@ -158,6 +185,8 @@ export async function runUncontended(
   const participants = await makeParticipants(env, options.prefix, libs, options.pauseMs);
   /** Samples of the cycles at {@link UncontendedOptions.networkDelayMs}, per library. */
   const network = new Map<string, number[]>();
+  /** {@link UncontendedResult.pairedVsUpstash} per participant. */
+  const paired = new Map<string, PairedDifference>();
   const tallies = new Map<string, Tally>(
     participants.map((p) => [
       p.id,
@@ -192,6 +221,14 @@ export async function runUncontended(
     const http = participants.filter((p) =>
       libs.some((lib) => lib.name === p.id && lib.transport === "http"),
     );
+    const upstash = participants.find((p) => p.id === UPSTASH);
+    if (options.pairedCycles > 0 && upstash) {
+      for (const p of [...http, ...participants.filter((q) => q.id === SCRIPTS_PROBE)]) {
+        if (p === upstash) continue;
+        paired.set(p.id, await measurePaired(p, upstash, options.pairedCycles));
+      }
+      log(`  uncontended: ${options.pairedCycles} pairs per HTTP library with @upstash/lock done`);
+    }
     if (options.networkDelayMs > 0 && http.length > 0) {
       await measureAtDelay(env, http, options, network);
       log(`  uncontended: ${options.networkDelayMs} ms per request done`);
@@ -222,6 +259,7 @@ export async function runUncontended(
       ? round(scriptsTally.bridgeCpu / scriptsTally.samples.length, 0)
       : null,
     networkDelayMs: network.size > 0 ? options.networkDelayMs : 0,
+    edgelockScriptsPairedVsUpstash: paired.get(SCRIPTS_PROBE) ?? null,
   };
   const uncontended = {} as Record<LibraryName, UncontendedResult>;
   for (const lib of libs) {
@@ -250,6 +288,7 @@ export async function runUncontended(
       networkP50Ms: network.has(lib.name)
         ? round(percentile(network.get(lib.name) ?? [], 50))
         : null,
+      pairedVsUpstash: paired.get(lib.name) ?? null,
     };
   }
   return { limit, uncontended };
@@ -297,6 +336,44 @@ async function measureAtDelay(
   if (fastest >= options.networkDelayMs) {
     throw new Error(`the bridge still delays requests (fastest PING ${round(fastest)} ms)`);
   }
+}
+
+/**
+ * Times `pairs` pairs of cycles, one of `a` and one of `b` back to back (`a` first in every
+ * other pair), after a few untimed ones; the difference of each pair, in µs.
+ */
+async function measurePaired(
+  a: Participant,
+  b: Participant,
+  pairs: number,
+): Promise<PairedDifference> {
+  const time = async (p: Participant) => {
+    const t0 = now();
+    const own = await p.op();
+    return (own ?? now() - t0) * 1_000;
+  };
+  for (let i = 0; i < 5; i++) {
+    await a.op();
+    await b.op();
+  }
+  const ta: number[] = [];
+  const tb: number[] = [];
+  for (let i = 0; i < pairs; i++) {
+    if (i % 2 === 0) {
+      ta.push(await time(a));
+      tb.push(await time(b));
+    } else {
+      tb.push(await time(b));
+      ta.push(await time(a));
+    }
+  }
+  const d = pairedDifference(ta, tb);
+  return {
+    pairs: d.pairs,
+    median: round(d.median, 1) ?? 0,
+    low: round(d.low, 1) ?? 0,
+    high: round(d.high, 1) ?? 0,
+  };
 }
 
 async function measureBlock(env: BenchEnv, p: Participant, n: number, t: Tally): Promise<void> {
@@ -395,6 +472,9 @@ async function close(): Promise<void> {}
 
 /** The probe of {@link LimitResult.edgelockScriptsP50Ms}. */
 const SCRIPTS_PROBE = "http-edgelock-scripts";
+
+/** The library every HTTP participant is paired with. */
+const UPSTASH: LibraryName = "upstash-lock";
 
 /** One `evalsha` a client sent. */
 interface SentScript {
@@ -553,13 +633,7 @@ async function oneCycle(client: LibClient, key: string): Promise<void> {
  * a different one from seed to seed.
  */
 export function shuffled<T>(items: readonly T[], seed: number): T[] {
-  let state = (seed + 1) * 0x9e3779b9;
-  const next = () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = seeded((seed + 1) * 0x9e3779b9);
   const out = [...items];
   for (let i = out.length - 1; i > 0; i--) {
     const j = Math.floor(next() * (i + 1));
