@@ -315,9 +315,7 @@ async function measureAtDelay(
       for (const p of shuffled(participants, r)) {
         const own = samples.get(p.id) as number[];
         for (let i = 0; i < per && own.length < options.networkCycles; i++) {
-          const t0 = now();
-          const timed = await p.op();
-          own.push(timed ?? now() - t0);
+          own.push(await timeOp(p));
         }
       }
     }
@@ -347,11 +345,7 @@ async function measurePaired(
   b: Participant,
   pairs: number,
 ): Promise<PairedDifference> {
-  const time = async (p: Participant) => {
-    const t0 = now();
-    const own = await p.op();
-    return (own ?? now() - t0) * 1_000;
-  };
+  const time = async (p: Participant) => (await timeOp(p)) * 1_000;
   for (let i = 0; i < 5; i++) {
     await a.op();
     await b.op();
@@ -376,13 +370,18 @@ async function measurePaired(
   };
 }
 
+/** One operation of `p`, in ms: the part it timed itself, else the whole call. */
+async function timeOp(p: Participant): Promise<number> {
+  const t0 = now();
+  const own = await p.op();
+  return own ?? now() - t0;
+}
+
 async function measureBlock(env: BenchEnv, p: Participant, n: number, t: Tally): Promise<void> {
   const before = await env.counters();
   const cpu0 = cpuMicros();
   for (let i = 0; i < n; i++) {
-    const t0 = now();
-    const own = await p.op();
-    t.samples.push(own ?? now() - t0);
+    t.samples.push(await timeOp(p));
   }
   t.cpu += cpuMicros() - cpu0;
   const after = await env.counters();
