@@ -37,15 +37,36 @@
 -- Billed   free lock, nobody waiting: EVALSHA, EXISTS, HSET, PEXPIRE (4; a lease shorter than the
 --          replay window: SET of its record, 5)
 -- KEYS[1..5], ARGV[1..6] and ARGV[8] are bound by lib/reentrant-args.lua.
+
+-- The common path first, before anything is defined: a free lock nobody waits for, with no
+-- completion marker to look up. Redis runs a script's whole text on every call, so each local
+-- and function defined before this line is made again by every acquire; on a busy host that
+-- cost a free lock's cycle about 14 us (docs/benchmarks.md, "The scripts' common paths"). So
+-- this is lib/reentrant-free.lua's hold_free and hold_new spelled out, with KEYS and ARGV as
+-- they are and lib/hold-fields.lua's field names written out, for the one case they take:
+-- the EXISTS that names the lock once, the registry twice and this request's record four times
+-- finds none of them; the lock is created in an incarnation named after this request, with a
+-- record when the lease is shorter than the replay window. No registration of this call's
+-- waiter exists then (no registry).
+local found
+if not KEYS[6] then
+  local record = KEYS[2] .. ':' .. ARGV[4]
+  found = redis.call('exists', KEYS[1], KEYS[4], KEYS[4], record, record, record, record)
+  if found == 0 then
+    local e = string.format('%.0f', tonumber(string.sub(ARGV[4], 1, 13), 16) + 1)
+    redis.call('hset', KEYS[1], ARGV[2], 1, 'edgelock:epoch', e, 'edgelock:by', ARGV[4])
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    if tonumber(ARGV[1]) < tonumber(ARGV[3]) then
+      redis.call('set', record, 'A' .. e, 'px', ARGV[3])
+    end
+    return {1, 1, tonumber(e) or 0}
+  end
+end
+
 -- @include lib/reentrant-free.lua
 local done = KEYS[6]
-
--- The common path first, before the rest of the script is defined (lib/reentrant-free.lua says
--- why): a free lock nobody waits for, with no completion marker to look up. No registration of
--- this call's waiter exists then (hold_free found no registry).
-if not done and hold_free() then
-  return {1, 1, tonumber(hold_new()) or 0}
-end
+-- What the EXISTS above found (nil with a completion marker: not asked yet).
+present = found
 
 -- @include lib/reentrant.lua
 

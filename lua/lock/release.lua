@@ -24,6 +24,28 @@
 -- Records  "R<result>" for results 1 and 2 (lib/release.lua says when)
 -- Billed   freeing the lock with nobody waiting: EVALSHA, HMGET, DEL, PUBLISH, SET (5)
 -- ARGV[1..5] are bound by lib/release-args.lua, shared with lua/fair-lock/release.lua.
+
+-- The common path first, before anything is defined (lua/lock/acquire.lua says why): the
+-- owner's only hold, in the incarnation the lease names, with no waiter to hand the lock to (no
+-- WAITERS field) and no completion marker to record. This is lib/release-free.lua's
+-- release_read, release_plain and release_last spelled out for that case, with KEYS and ARGV as
+-- they are and lib/hold-fields.lua's field names written out.
+local read
+if not KEYS[7] then
+  read = redis.call('hmget', KEYS[1], ARGV[1], 'edgelock:epoch', 'edgelock:by',
+    'edgelock:partial', 'edgelock:waiters')
+  if read[1] == '1' and not read[4] and not read[5] and ARGV[5] == read[2] then
+    redis.call('del', KEYS[1])
+    redis.call('set', KEYS[2] .. ':' .. ARGV[4], 'R1', 'px', ARGV[3])
+    local by = read[3]
+    if by and by ~= ARGV[4] then
+      redis.call('set', KEYS[2] .. ':' .. by, 'G', 'px', ARGV[3])
+    end
+    redis.call('publish', KEYS[4], 0)
+    return 1
+  end
+end
+
 local name, replayKey, _, channel, waiting, wake, done = unpack(KEYS)
 -- @include lib/release-args.lua
 -- @include lib/release-free.lua
@@ -33,13 +55,8 @@ if done then
   redis.call('set', done, '1', 'px', tonumber(ARGV[6]), 'nx')
 end
 
--- The common path first, before the rest of the script is defined (lib/release-free.lua says
--- why): the owner's only hold, in the incarnation the lease names, with no waiter to hand the
--- lock to (no WAITERS field).
-local s = release_read()
-if not s[5] and release_plain(s) then
-  return release_last(s)
-end
+-- The HASH as read above, or now, after the completion marker (which reads nothing of it).
+local s = read or release_read()
 
 -- @include lib/release.lua
 -- @include lib/wake.lua

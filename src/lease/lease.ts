@@ -62,7 +62,7 @@ export interface LeaseInit {
    * Both clocks when the request that set `expiresAt` was sent, when known: a wall-clock step
    * while it was in flight is then seen too.
    */
-  sent?: { wall: number; mono: number };
+  sent?: { wall: number; mono: number } | undefined;
 }
 
 /**

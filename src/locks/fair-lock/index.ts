@@ -23,6 +23,7 @@ import {
   grantFromHandOff,
   type HoldSettings,
   leaseFor,
+  withAttemptUntil,
 } from "../protocol.js";
 import { FairLockHolds, type FairLockInspection } from "./hold.js";
 
@@ -72,7 +73,7 @@ export class FairLock extends HashLock<FairLockInspection> {
     s.signal?.throwIfAborted();
     const started = Date.now();
     const queued = waitTime !== 0;
-    const settings: HoldSettings = { ...s, attemptUntil: attemptUntil(waitTime) };
+    const settings = withAttemptUntil(s, attemptUntil(waitTime));
     const counter: RequestCounter = { requests: 0 };
     let attempts = 0;
     let acquired = false;
