@@ -284,6 +284,26 @@ describe("lua scripts", () => {
     }
   });
 
+  it("the lock's written-out common paths name the HASH fields as lib/hold-fields.lua does", async () => {
+    const read = (file: string) => readFile(new URL(`../lua/${file}`, import.meta.url), "utf8");
+    const fields = new Map(
+      [...(await read("lib/hold-fields.lua")).matchAll(/^local ([A-Z]+) = '([^']+)'$/gm)].map(
+        (m) => [m[1] as string, m[2] as string],
+      ),
+    );
+    // acquire.lua and release.lua spell these out before anything is defined (their comments say
+    // why): a field renamed in lib/hold-fields.lua must be renamed there too.
+    for (const [file, names] of [
+      ["lock/acquire.lua", ["EPOCH", "BY"]],
+      ["lock/release.lua", ["EPOCH", "BY", "PARTIAL", "WAITERS"]],
+    ] as const) {
+      const head = (await read(file)).split(/^-- @include /m)[0] as string;
+      const code = head.replace(/^\s*--.*$/gm, "");
+      const used = [...code.matchAll(/'(edgelock:[^']*)'/g)].map((m) => m[1]);
+      expect([...used].sort(), file).toEqual(names.map((n) => fields.get(n)).sort());
+    }
+  });
+
   it("gen.mjs --check passes on the tree, fails on a stale file and on an include cycle", async () => {
     await run(process.execPath, ["lua/gen.mjs", "--check"]);
     const dir = await mkdtemp(join(tmpdir(), "edgelock-gen-"));

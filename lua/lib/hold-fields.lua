@@ -2,6 +2,8 @@
 -- request id names. Needs nothing defined first and includes nothing, so that a script's common
 -- path can use them before the rest of the script is defined (lib/reentrant-free.lua,
 -- lib/release-free.lua). Provides EPOCH, GRANT, BY, PARTIAL, TOKEN, WAITERS, id_epoch(id).
+-- lua/lock/acquire.lua and release.lua spell EPOCH, BY, PARTIAL and WAITERS out in the common
+-- paths they run before anything is defined (test/lua.test.ts checks that they match).
 local EPOCH = 'edgelock:epoch'
 local GRANT = 'edgelock:grant'
 local BY = 'edgelock:by'

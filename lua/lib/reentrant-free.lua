@@ -1,10 +1,12 @@
 -- The free-lock path of the reentrant lock's acquire (lib/reentrant.lua builds the rest on it):
 -- the one EXISTS every acquire starts with, and the creation of a new incarnation. Kept apart,
--- with nothing but lib/hold-fields.lua and lib/replay.lua under it, so that lua/lock/acquire.lua
--- can take a free lock before the rest of the script is defined: Redis runs a script's whole
--- text on every call, creating each of its functions anew, and the registry's (lib/wake.lua) are
--- most of the time a free lock's acquire spent in Redis.
--- Included first, with nothing defined before; includes lib/reentrant-args.lua,
+-- with nothing but lib/hold-fields.lua and lib/replay.lua under it, so that a script can take a
+-- free lock before the rest of it is defined: Redis runs a script's whole text on every call,
+-- creating each of its functions anew, and the registry's (lib/wake.lua) are most of the time a
+-- free lock's acquire spent in Redis. lua/lock/acquire.lua goes further and writes hold_free and
+-- hold_new out for that case before anything is defined (its comment says why): a change to
+-- either here is a change there too.
+-- Included before anything but such a written-out path; includes lib/reentrant-args.lua,
 -- lib/hold-fields.lua and lib/replay.lua. Provides present, hold_free, hold_new (below).
 -- @include lib/reentrant-args.lua
 -- @include lib/hold-fields.lua

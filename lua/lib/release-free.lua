@@ -1,7 +1,9 @@
 -- The common path of a release of a lock HASH (lib/release.lua builds the rest on it): reading
 -- the HASH, and freeing the lock when the release takes its last hold. Kept apart, with nothing
--- but lib/hold-fields.lua and lib/replay.lua under it, so that lua/lock/release.lua can free a
--- lock before the rest of the script is defined (lib/reentrant-free.lua says why). Included by
+-- but lib/hold-fields.lua and lib/replay.lua under it, so that a release can free a lock before
+-- the rest of the script is defined (lib/reentrant-free.lua says why). lua/lock/release.lua goes
+-- further and writes release_read, release_plain and release_last out for that case before
+-- anything is defined: a change to them here is a change there too. Included by
 -- scripts that define first name, replayKey and channel (KEYS, as lib/release.lua and
 -- lib/replay.lua say) and the release's arguments (lib/release-args.lua: owner, windowMs, id,
 -- held). Includes lib/hold-fields.lua and lib/replay.lua. Provides release_read, release_plain,
