@@ -44,7 +44,7 @@ describe("a late copy of an acquire takes nothing", () => {
     expect(await lock.isLocked()).toBe(false);
   });
 
-  it("after another lease of its owner freed the lock, or unlock(owner), or forceUnlock", async () => {
+  it("after another lease of its owner, a release under another request id, unlock(owner) or forceUnlock freed the lock", async () => {
     const { edgelock } = recordingEdgeLock();
     const lock = edgelock.getLock(`${prefix}others`);
     const endings: [string, (first: Lease) => Promise<unknown>][] = [
@@ -54,6 +54,15 @@ describe("a late copy of an acquire takes nothing", () => {
           const second = await lock.tryLock({ owner: first.owner });
           expect(await first.release()).toBe("still-held");
           expect(await second?.release()).toBe("released");
+        },
+      ],
+      [
+        // The owner's only hold in the lease's incarnation, released by a request that did not
+        // create it: the common path of release.lua, which must record "G" for the creator too.
+        "a release under another request id",
+        async (first) => {
+          const other = edgelock.restoreLease({ ...first.toJSON(), id: "f".repeat(32) });
+          expect(await other.release()).toBe("released");
         },
       ],
       ["unlock(owner)", (first) => lock.unlock(first.owner)],
