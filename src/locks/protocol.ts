@@ -94,21 +94,6 @@ export interface HoldSettings {
   attemptUntil?: number;
 }
 
-/**
- * `s` with `attemptUntil`, its fields named one by one: an object spread is a slow path of its
- * own in code the engine has not optimized yet, which is most of a short-lived isolate's.
- */
-export function withAttemptUntil(s: HoldSettings, until: number): HoldSettings {
-  return {
-    owner: s.owner,
-    signal: s.signal,
-    leaseTime: s.leaseTime,
-    watchdog: s.watchdog,
-    keepAlive: s.keepAlive,
-    attemptUntil: until,
-  };
-}
-
 /** Until when the attempts of a call waiting `waitTime` ms from now resend (HoldSettings). */
 export function attemptUntil(waitTime: number | undefined): number {
   return waitTime === undefined ? Number.POSITIVE_INFINITY : Date.now() + waitTime;
@@ -231,7 +216,7 @@ export async function acquire(
   waitTime: number | undefined,
 ): Promise<AcquireResult> {
   if (waitTime === 0) return acquireOnce(ctx, protocol, settings);
-  const s = withAttemptUntil(settings, attemptUntil(waitTime));
+  const s: HoldSettings = { ...settings, attemptUntil: attemptUntil(waitTime) };
   const result = await leaseOnGrant(ctx, protocol, s, (counter) =>
     waitFor(ctx, new HoldWait(ctx, protocol, s, waitTime, counter)),
   );

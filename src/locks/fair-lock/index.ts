@@ -23,7 +23,6 @@ import {
   grantFromHandOff,
   type HoldSettings,
   leaseFor,
-  withAttemptUntil,
 } from "../protocol.js";
 import { FairLockHolds, type FairLockInspection } from "./hold.js";
 
@@ -73,7 +72,7 @@ export class FairLock extends HashLock<FairLockInspection> {
     s.signal?.throwIfAborted();
     const started = Date.now();
     const queued = waitTime !== 0;
-    const settings = withAttemptUntil(s, attemptUntil(waitTime));
+    const settings: HoldSettings = { ...s, attemptUntil: attemptUntil(waitTime) };
     const counter: RequestCounter = { requests: 0 };
     let attempts = 0;
     let acquired = false;
