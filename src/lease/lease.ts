@@ -335,18 +335,21 @@ export class Lease {
   #armExpiry(): void {
     clearTimeout(this.#expiryTimer);
     if (this.ended) return;
-    // Timers run on the monotonic clock; a wall clock stepped forward ends the lease sooner.
-    const left = () => Math.min(this.#deadline - performance.now(), this.#expiresAt - Date.now());
-    this.#expiryTimer = setTimeout(
-      () => {
-        // A renewal may have moved the expiry while this timer was queued.
-        if (left() <= 0) this.markLost();
-        else this.#armExpiry();
-      },
-      Math.max(0, Math.ceil(left())),
-    );
+    // One static handler given the lease, not two closures made for every lease.
+    this.#expiryTimer = setTimeout(Lease.#onExpiry, Math.max(0, Math.ceil(this.#left())), this);
     // Node only: the expiry timer must never keep a process alive on its own.
     (this.#expiryTimer as { unref?: () => void }).unref?.();
+  }
+
+  /** Time left in ms. Timers run on the monotonic clock; a wall clock stepped forward ends it sooner. */
+  #left(): number {
+    return Math.min(this.#deadline - performance.now(), this.#expiresAt - Date.now());
+  }
+
+  static #onExpiry(lease: Lease): void {
+    // A renewal may have moved the expiry while this timer was queued.
+    if (lease.#left() <= 0) lease.markLost();
+    else lease.#armExpiry();
   }
 
   async #stop(): Promise<void> {

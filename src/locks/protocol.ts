@@ -88,10 +88,11 @@ export interface HoldSettings {
   keepAlive: KeepAlive;
   /**
    * Until when (epoch ms) an attempt keeps resending its request while no answer comes: the end
-   * of the call's wait budget (`Infinity`: no deadline). Absent: one `requestTimeout`
-   * (locks/definite.ts, runAttempt).
+   * of the call's wait budget (`Infinity`: no deadline). `undefined`: one `requestTimeout`
+   * (locks/definite.ts, runAttempt). {@link holdSettings} leaves it `undefined`; a call that
+   * waits sets it on its own settings ({@link acquire}).
    */
-  attemptUntil?: number;
+  attemptUntil: number | undefined;
 }
 
 /** Until when the attempts of a call waiting `waitTime` ms from now resend (HoldSettings). */
@@ -188,7 +189,10 @@ export type AcquireResult =
   | { lease: Lease; attempts: number }
   | { lease: null; attempts: number; holderTtl: number };
 
-/** Validates acquire options and fills in owner, lease time and keep-alive defaults. */
+/**
+ * Validates acquire options and fills in owner, lease time and keep-alive defaults. A new object
+ * per call, which that call may complete (`attemptUntil`).
+ */
 export function holdSettings(ctx: LockContext, o: LeaseOptions): HoldSettings {
   const leaseTimeOption = checkLeaseTime(o.leaseTime);
   const owner = o.owner === undefined ? `${ctx.clientId}:${randomHex()}` : checkOwner(o.owner);
@@ -198,7 +202,14 @@ export function holdSettings(ctx: LockContext, o: LeaseOptions): HoldSettings {
   if (typeof keepAlive === "object" && !keepAlive.keeper && !ctx.keeper) {
     throw new TypeError("`keepAlive.keeper` is required (no default `keeper` was configured)");
   }
-  return { owner, signal, watchdog, keepAlive, leaseTime: leaseTimeOption ?? ctx.watchdogTimeout };
+  return {
+    owner,
+    signal,
+    watchdog,
+    keepAlive,
+    leaseTime: leaseTimeOption ?? ctx.watchdogTimeout,
+    attemptUntil: undefined,
+  };
 }
 
 /**
@@ -216,7 +227,10 @@ export async function acquire(
   waitTime: number | undefined,
 ): Promise<AcquireResult> {
   if (waitTime === 0) return acquireOnce(ctx, protocol, settings);
-  const s: HoldSettings = { ...settings, attemptUntil: attemptUntil(waitTime) };
+  // `settings` is this call's own (holdSettings): completed in place rather than copied, which
+  // an isolate that has not optimized this code yet pays for on every call.
+  const s = settings;
+  s.attemptUntil = attemptUntil(waitTime);
   const result = await leaseOnGrant(ctx, protocol, s, (counter) =>
     waitFor(ctx, new HoldWait(ctx, protocol, s, waitTime, counter)),
   );
@@ -474,7 +488,8 @@ export async function leaseFor(
     sent: grant.sentMono === undefined ? undefined : { wall: grant.sentAt, mono: grant.sentMono },
   });
   if (grant.ttl !== undefined && grant.ttl < s.leaseTime) lease.confirmBefore(lease.expiresAt);
-  await keepAliveOrGiveBack(ctx, lease, s.keepAlive);
+  // A fixed lease (most of them) has no keep-alive: no call and no await for nothing.
+  if (s.keepAlive !== "none") await keepAliveOrGiveBack(ctx, lease, s.keepAlive);
   return lease;
 }
 

@@ -204,10 +204,14 @@ export class ScriptRunner {
         await deadline.sleep(RESEND_DELAY_MS);
         sent = await this.#send(call, counter, deadline);
       }
-      const split = this.#counted ? splitBilled(sent) : { billed: 0, reply: sent };
-      if (split === undefined) throw malformedReply(name, script.name);
-      counter.billed = (counter.billed ?? 0) + split.billed;
-      const decoded = decode(split.reply);
+      let reply = sent;
+      if (this.#counted) {
+        const split = splitBilled(sent);
+        if (split === undefined) throw malformedReply(name, script.name);
+        counter.billed = (counter.billed ?? 0) + split.billed;
+        reply = split.reply;
+      } else counter.billed ??= 0;
+      const decoded = decode(reply);
       if (decoded === undefined) throw malformedReply(name, script.name);
       return decoded;
     } catch (error) {

@@ -244,6 +244,8 @@ export class WakeHub {
 
   /** The subscription on `<prefix>:<hub id>` when it is confirmed and not lost. */
   #confirmed(prefix: string): Shared | undefined {
+    // Asked twice per acquire: a client that never waited has no subscription to look up.
+    if (this.#shared.size === 0) return undefined;
     const shared = this.#shared.get(this.#key(prefix));
     return shared?.confirmed && !shared.lost ? shared : undefined;
   }

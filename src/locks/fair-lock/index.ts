@@ -72,7 +72,9 @@ export class FairLock extends HashLock<FairLockInspection> {
     s.signal?.throwIfAborted();
     const started = Date.now();
     const queued = waitTime !== 0;
-    const settings: HoldSettings = { ...s, attemptUntil: attemptUntil(waitTime) };
+    // This call's own settings (holdSettings), completed in place: see protocol.ts, acquire.
+    const settings = s;
+    settings.attemptUntil = attemptUntil(waitTime);
     const counter: RequestCounter = { requests: 0 };
     let attempts = 0;
     let acquired = false;

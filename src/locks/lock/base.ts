@@ -83,7 +83,9 @@ export abstract class HashLock<I extends Inspection> implements Inspectable<I> {
    * and the holder's remaining lease (`holderTtl`, ms).
    */
   async tryAcquire(options?: TryLockOptions): Promise<AcquireResult> {
-    return tryWithin(options, "tryLock", TRY_LOCK_KEYS, (o, waitTime) =>
+    // Awaited, not returned: an async function that returns a promise settles two microtask
+    // turns after it (a thenable job), which every acquire would pay.
+    return await tryWithin(options, "tryLock", TRY_LOCK_KEYS, (o, waitTime) =>
       this.#acquire(o, waitTime),
     );
   }
@@ -169,7 +171,7 @@ export abstract class HashLock<I extends Inspection> implements Inspectable<I> {
   }
 
   async #acquire(o: Partial<TryLockOptions>, waitTime: number | undefined): Promise<AcquireResult> {
-    return this.acquireWith(holdSettings(this.ctx, o), waitTime);
+    return await this.acquireWith(holdSettings(this.ctx, o), waitTime);
   }
 
   /**
