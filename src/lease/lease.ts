@@ -341,7 +341,10 @@ export class Lease {
     (this.#expiryTimer as { unref?: () => void }).unref?.();
   }
 
-  /** Time left in ms. Timers run on the monotonic clock; a wall clock stepped forward ends it sooner. */
+  /**
+   * Time left in ms. Timers run on the monotonic clock; a wall clock stepped forward ends the
+   * lease sooner.
+   */
   #left(): number {
     return Math.min(this.#deadline - performance.now(), this.#expiresAt - Date.now());
   }
