@@ -170,8 +170,9 @@ export abstract class HashLock<I extends Inspection> implements Inspectable<I> {
     return restoredLease(this.ctx, this.holds, s);
   }
 
-  async #acquire(o: Partial<TryLockOptions>, waitTime: number | undefined): Promise<AcquireResult> {
-    return await this.acquireWith(holdSettings(this.ctx, o), waitTime);
+  /** Not async (one frame fewer per acquire): both callers run it inside async functions. */
+  #acquire(o: Partial<TryLockOptions>, waitTime: number | undefined): Promise<AcquireResult> {
+    return this.acquireWith(holdSettings(this.ctx, o), waitTime);
   }
 
   /**
