@@ -643,7 +643,14 @@ describe("reentrant lock wake-ups", () => {
         bridge.redis({ retry: { retries: 0 } }),
       );
       bridge.bridge.setFaults({
-        rules: [{ action: "lose", mode: "hang", match: "evalsha", hangMs: 2_000 }],
+        rules: [
+          // The first attempt is applied (the waiter registered) and never answered.
+          { action: "lose", mode: "hang", match: "evalsha", hangMs: 2_000, times: 1 },
+          // Nothing sent after it reaches Redis while the faults stand (its copies, the cancel,
+          // the unregistration), so the registration is still there when the call has failed:
+          // an unregistration applied at once would race the check below.
+          { action: "fail", mode: "hang", match: "evalsha", hangMs: 2_000 },
+        ],
       });
       const call = waiter.edgelock.getLock(name).tryLock({ waitTime: 600, leaseTime: 5_000 });
       await expect(call).rejects.toMatchObject({ name: "TransportError", ambiguous: true });
