@@ -89,8 +89,7 @@ export interface HoldSettings {
   /**
    * Until when (epoch ms) an attempt keeps resending its request while no answer comes: the end
    * of the call's wait budget (`Infinity`: no deadline). `undefined`: one `requestTimeout`
-   * (locks/definite.ts, runAttempt). {@link holdSettings} leaves it `undefined`; a call that
-   * waits sets it on its own settings ({@link acquire}).
+   * (locks/definite.ts, runAttempt). Set by {@link holdSettings} for the calls that wait.
    */
   attemptUntil: number | undefined;
 }
@@ -190,10 +189,11 @@ export type AcquireResult =
   | { lease: null; attempts: number; holderTtl: number };
 
 /**
- * Validates acquire options and fills in owner, lease time and keep-alive defaults. A new object
- * per call, which that call may complete (`attemptUntil`).
+ * Validates acquire options and fills in owner, lease time and keep-alive defaults; `until`:
+ * the call's {@link HoldSettings.attemptUntil} ({@link attemptUntil}), made here so that no
+ * caller copies or completes the settings afterwards.
  */
-export function holdSettings(ctx: LockContext, o: LeaseOptions): HoldSettings {
+export function holdSettings(ctx: LockContext, o: LeaseOptions, until?: number): HoldSettings {
   const leaseTimeOption = checkLeaseTime(o.leaseTime);
   const owner = o.owner === undefined ? `${ctx.clientId}:${randomHex()}` : checkOwner(o.owner);
   const signal = checkSignal(o.signal);
@@ -208,7 +208,7 @@ export function holdSettings(ctx: LockContext, o: LeaseOptions): HoldSettings {
     watchdog,
     keepAlive,
     leaseTime: leaseTimeOption ?? ctx.watchdogTimeout,
-    attemptUntil: undefined,
+    attemptUntil: until,
   };
 }
 
@@ -227,12 +227,8 @@ export async function acquire(
   waitTime: number | undefined,
 ): Promise<AcquireResult> {
   if (waitTime === 0) return acquireOnce(ctx, protocol, settings);
-  // `settings` is this call's own (holdSettings): completed in place rather than copied, which
-  // an isolate that has not optimized this code yet pays for on every call.
-  const s = settings;
-  s.attemptUntil = attemptUntil(waitTime);
-  const result = await leaseOnGrant(ctx, protocol, s, (counter) =>
-    waitFor(ctx, new HoldWait(ctx, protocol, s, waitTime, counter)),
+  const result = await leaseOnGrant(ctx, protocol, settings, (counter) =>
+    waitFor(ctx, new HoldWait(ctx, protocol, settings, waitTime, counter)),
   );
   if (result.lease && protocol.wakeKey) {
     keepOpenWhile(ctx, protocol.wakeKey, result.lease);

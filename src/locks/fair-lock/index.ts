@@ -17,7 +17,6 @@ import { keepOpenWhile, waitFor } from "../../wait/loop.js";
 import { HashLock } from "../lock/base.js";
 import {
   type AcquireResult,
-  attemptUntil,
   emitAcquire,
   type Grant,
   grantFromHandOff,
@@ -72,9 +71,6 @@ export class FairLock extends HashLock<FairLockInspection> {
     s.signal?.throwIfAborted();
     const started = Date.now();
     const queued = waitTime !== 0;
-    // This call's own settings (holdSettings), completed in place: see protocol.ts, acquire.
-    const settings = s;
-    settings.attemptUntil = attemptUntil(waitTime);
     const counter: RequestCounter = { requests: 0 };
     let attempts = 0;
     let acquired = false;
@@ -91,7 +87,7 @@ export class FairLock extends HashLock<FairLockInspection> {
         // The wait's id marks its place in the queue and the hand-off made to it, polling or not.
         attempt: async (_waiter, _subscribed, waitId): Promise<AttemptOutcome<Grant>> => {
           const reply = await this.holds.attempt(
-            settings,
+            s,
             counter,
             waitId,
             false,

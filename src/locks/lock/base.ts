@@ -14,6 +14,7 @@ import { checkOwner, tryWithin, untilAcquired } from "../../validate.js";
 import type { HashHolds } from "../hash-holds.js";
 import {
   type AcquireResult,
+  attemptUntil,
   type HoldSettings,
   holdSettings,
   type LeaseOptions,
@@ -172,7 +173,7 @@ export abstract class HashLock<I extends Inspection> implements Inspectable<I> {
 
   /** Not async (one frame fewer per acquire): both callers run it inside async functions. */
   #acquire(o: Partial<TryLockOptions>, waitTime: number | undefined): Promise<AcquireResult> {
-    return this.acquireWith(holdSettings(this.ctx, o), waitTime);
+    return this.acquireWith(holdSettings(this.ctx, o, attemptUntil(waitTime)), waitTime);
   }
 
   /**
