@@ -404,8 +404,19 @@ function uncontended(r: BenchResults): string[] {
     ),
     "",
     ...networkLine(r, delay),
+    ...roundsLine(r),
     ...pairedLines(r),
     "The ratio divides by 2 × the PING p50 of the library's own transport (HTTP for edgelock and @upstash/lock, TCP for redlock and redis-semaphore). A TCP round trip here is under 0.1 ms, close to the scheduling noise of a machine whose two cores also run the bridge and Redis, so the TCP ratios are only indicative (they can fall below 1).",
+    "",
+  ];
+}
+
+/** How far the p50 ratio to @upstash/lock's moves with the rounds (scenario 2). */
+function roundsLine(r: BenchResults): string[] {
+  const e = r.uncontended?.edgelock?.p50VsUpstash;
+  if (!e) return [];
+  return [
+    `edgelock's p50 over @upstash/lock's on loopback: ${f(e.ratio, 3)}, 90 % interval ${f(e.low, 3)} to ${f(e.high, 3)} when the run's ${f(r.config.uncontendedRounds, 0)} rounds are resampled (a round's blocks of the two libraries are drawn together): how far the ratio moves with the rounds one run happens to get. Runs on other days move it further, with the machine's load.`,
     "",
   ];
 }

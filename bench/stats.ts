@@ -83,6 +83,55 @@ export function pairedDifference(
   };
 }
 
+/** A ratio of two p50s and a bootstrap interval around it. */
+export interface RatioInterval {
+  /** p50 of `a`'s samples over p50 of `b`'s. */
+  ratio: number;
+  /** 5th and 95th percentiles of the ratio over bootstrap resamples (a 90 % interval). */
+  low: number;
+  high: number;
+}
+
+/**
+ * p50 of `a`'s samples over p50 of `b`'s, with a 90 % bootstrap interval that resamples whole
+ * rounds: `a[r]` and `b[r]` are the blocks the two ran in round `r` (the same rounds are drawn
+ * for both, as the machine's speed in a round is shared by its blocks). So the interval says how
+ * far the ratio moves with the rounds a run happens to get, which a bootstrap of single cycles
+ * would hide (cycles in one block are not independent draws). Seeded: the same input gives the
+ * same interval.
+ * @throws RangeError when the two have different numbers of rounds, none, or an empty round.
+ */
+export function roundsRatio(
+  a: readonly (readonly number[])[],
+  b: readonly (readonly number[])[],
+  resamples = 1_000,
+  seed = 1,
+): RatioInterval {
+  if (a.length !== b.length || a.length === 0 || [...a, ...b].some((r) => r.length === 0)) {
+    throw new RangeError(
+      `rounds must be non-empty and as many for both (${a.length}, ${b.length})`,
+    );
+  }
+  const p50Of = (x: readonly (readonly number[])[], rounds: readonly number[]) =>
+    percentile(
+      rounds.flatMap((r) => x[r] ?? []),
+      50,
+    );
+  const ratioOf = (rounds: readonly number[]) => p50Of(a, rounds) / p50Of(b, rounds);
+  const next = seeded(seed);
+  const ratios: number[] = [];
+  const draw = new Array<number>(a.length);
+  for (let i = 0; i < resamples; i++) {
+    for (let r = 0; r < a.length; r++) draw[r] = Math.floor(next() * a.length);
+    ratios.push(ratioOf(draw));
+  }
+  return {
+    ratio: ratioOf(a.map((_, r) => r)),
+    low: percentile(ratios, 5),
+    high: percentile(ratios, 95),
+  };
+}
+
 /** A small seeded generator of numbers in [0, 1) (mulberry32). */
 export function seeded(seed: number): () => number {
   let state = seed | 0;

@@ -252,6 +252,48 @@ describe("the paired difference of the uncontended scenario", () => {
   });
 });
 
+describe("the p50 ratio's interval over rounds", () => {
+  it("is the pooled p50s' ratio, and exact when every round says the same", async () => {
+    const { roundsRatio } = await import("../bench/stats.js");
+    const b = [
+      [10, 10, 10],
+      [10, 10, 10],
+      [10, 10, 10],
+    ];
+    const a = b.map((round) => round.map((x) => x * 1.1));
+    const r = roundsRatio(a, b);
+    expect(r.ratio).toBeCloseTo(1.1, 9);
+    expect(r.low).toBeCloseTo(1.1, 9);
+    expect(r.high).toBeCloseTo(1.1, 9);
+  });
+
+  it("widens with rounds that disagree, draws a round's blocks of both together, and is seeded", async () => {
+    const { roundsRatio } = await import("../bench/stats.js");
+    // The machine's speed swings from round to round, the same for both libraries' blocks:
+    // drawn together, the swing cancels and the interval stays at the one ratio.
+    const speed = [1, 3, 0.5, 2, 1.5, 0.8, 2.5, 1.2];
+    const b = speed.map((v) => [100 * v, 101 * v, 99 * v]);
+    const a = speed.map((v) => [105 * v, 106 * v, 104 * v]);
+    const same = roundsRatio(a, b);
+    expect(same.high - same.low).toBeLessThan(0.01);
+    // Rounds where the ratio itself differs: the interval brackets the ratio and widens.
+    const mixed = speed.map((_, i) => (i % 2 === 0 ? [100, 100, 100] : [120, 120, 120]));
+    const flat = speed.map(() => [100, 100, 100]);
+    const r = roundsRatio(mixed, flat);
+    expect(r.low).toBeLessThanOrEqual(r.ratio);
+    expect(r.high).toBeGreaterThanOrEqual(r.ratio);
+    expect(r.high - r.low).toBeGreaterThan(0.1);
+    expect(roundsRatio(mixed, flat)).toEqual(r);
+  });
+
+  it("refuses rounds that do not match", async () => {
+    const { roundsRatio } = await import("../bench/stats.js");
+    expect(() => roundsRatio([[1]], [[1], [2]])).toThrow(RangeError);
+    expect(() => roundsRatio([], [])).toThrow(RangeError);
+    expect(() => roundsRatio([[1], []], [[1], [2]])).toThrow(RangeError);
+  });
+});
+
 describe("what the bench measures", () => {
   it("loads edgelock from its build, as the package, never from its sources", async () => {
     const { readdir, readFile } = await import("node:fs/promises");

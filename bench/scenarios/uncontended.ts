@@ -28,7 +28,9 @@ import {
   type PairedDifference,
   pairedDifference,
   percentile,
+  type RatioInterval,
   round,
+  roundsRatio,
   seeded,
 } from "../stats.js";
 
@@ -148,6 +150,13 @@ export interface UncontendedResult {
    * clients. `null` for @upstash/lock itself, TCP libraries, or when not run.
    */
   pairedVsUpstash: PairedDifference | null;
+  /**
+   * p50 of this library's cycles over @upstash/lock's (the `p50Ms` columns' ratio), with a 90 %
+   * interval from resampling the rounds (stats.ts, roundsRatio): how far the ratio moves with
+   * the rounds a run happens to get. `null` for @upstash/lock itself, TCP libraries, or when it
+   * did not run.
+   */
+  p50VsUpstash: RatioInterval | null;
 }
 
 interface Participant {
@@ -164,6 +173,8 @@ interface Participant {
 
 interface Tally {
   samples: number[];
+  /** Where each round's block ends in {@link samples} (one block per round). */
+  blockEnds: number[];
   cpu: number;
   bridgeCpu: number;
   redisCpu: number;
@@ -192,6 +203,7 @@ export async function runUncontended(
       p.id,
       {
         samples: [],
+        blockEnds: [],
         cpu: 0,
         bridgeCpu: 0,
         redisCpu: 0,
@@ -289,6 +301,10 @@ export async function runUncontended(
         ? round(percentile(network.get(lib.name) ?? [], 50))
         : null,
       pairedVsUpstash: paired.get(lib.name) ?? null,
+      p50VsUpstash:
+        lib.transport === "http" && lib.name !== UPSTASH
+          ? vsUpstash(t, tallies.get(UPSTASH))
+          : null,
     };
   }
   return { limit, uncontended };
@@ -383,6 +399,7 @@ async function measureBlock(env: BenchEnv, p: Participant, n: number, t: Tally):
   for (let i = 0; i < n; i++) {
     t.samples.push(await timeOp(p));
   }
+  t.blockEnds.push(t.samples.length);
   t.cpu += cpuMicros() - cpu0;
   const after = await env.counters();
   t.requests += requestsOf(p.transport, before, after);
@@ -392,6 +409,20 @@ async function measureBlock(env: BenchEnv, p: Participant, n: number, t: Tally):
   const bill = billOf(before.commandStats, after.commandStats);
   t.billed += bill.total;
   t.billedWrites += bill.writes;
+}
+
+/**
+ * {@link UncontendedResult.p50VsUpstash}: the two tallies' samples split into their rounds'
+ * blocks; `null` without @upstash/lock's or when the two ran different numbers of rounds.
+ */
+function vsUpstash(t: Tally, upstash: Tally | undefined): RatioInterval | null {
+  const blocks = (x: Tally) =>
+    x.blockEnds.map((end, i) => x.samples.slice(x.blockEnds[i - 1] ?? 0, end));
+  if (!upstash || upstash.blockEnds.length !== t.blockEnds.length || t.blockEnds.length === 0) {
+    return null;
+  }
+  const r = roundsRatio(blocks(t), blocks(upstash));
+  return { ratio: round(r.ratio) ?? 0, low: round(r.low) ?? 0, high: round(r.high) ?? 0 };
 }
 
 /** HTTP requests for an HTTP participant, commands sent for a TCP one. */
