@@ -164,15 +164,16 @@ function setup(r: BenchResults): string[] {
 function missText(t: Target): string {
   if (t.met !== false || t.value === null) return "";
   const by = t.kind === "max" ? t.value - t.goal : t.goal - t.value;
-  const rel = t.goal === 0 ? "" : ` (${f((by / t.goal) * 100, 0)} %)`;
-  return `missed by ${f(by, t.id === "coreBundle" ? 0 : 2)}${rel}`;
+  const pct = t.goal === 0 ? 0 : (by / t.goal) * 100;
+  const rel = t.goal === 0 ? "" : ` (${f(pct, pct < 1 ? 1 : 0)} %)`;
+  return `missed by ${f(by, t.id === "coreBundle" ? 0 : (t.digits ?? 2))}${rel}`;
 }
 
 function targets(r: BenchResults): string[] {
   const rows = r.targets.map((t) => [
     t.description,
     `${t.kind === "max" ? "≤" : "≥"} ${f(t.goal)}`,
-    f(t.value),
+    f(t.value, t.digits),
     t.met === null ? "not run" : t.met ? "met" : `**${missText(t)}**`,
   ]);
   const out = [
@@ -219,6 +220,10 @@ function whyMissed(r: BenchResults): string[] {
       }${
         u.pairedVsUpstash && r.limit?.edgelockScriptsPairedVsUpstash
           ? `Paired cycle by cycle on warm clients (section 2), edgelock's cycle takes ${more(u.pairedVsUpstash.median)} than @upstash/lock's, its two requests alone ${more(r.limit.edgelockScriptsPairedVsUpstash.median)}. `
+          : ""
+      }${
+        u.p50VsUpstash
+          ? `Its p50 over @upstash/lock's is ${f(u.p50VsUpstash.ratio, 3)}, with a 90 % interval of ${f(u.p50VsUpstash.low, 3)} to ${f(u.p50VsUpstash.high, 3)} when the run's rounds are resampled (section 2). `
           : ""
       }A bare EVALSHA of a one-line script takes ${f(r.limit?.evalshaP50Ms, 3)} ms p50 (PING: ${f(ping, 3)} ms).${
         u.networkP50Ms != null && up?.networkP50Ms

@@ -286,6 +286,30 @@ describe("the p50 ratio's interval over rounds", () => {
     expect(roundsRatio(mixed, flat)).toEqual(r);
   });
 
+  it("judges the target on the ratio to three decimals, so 1.052 is not read as 1.05", async () => {
+    const { evaluateTargets } = await import("../bench/results.js");
+    const target = (p50VsUpstash: { ratio: number; low: number; high: number } | null) =>
+      evaluateTargets({
+        uncontended: {
+          edgelock: { p50Ms: 1.169, p50VsUpstash },
+          "upstash-lock": { p50Ms: 1.11, p50VsUpstash: null },
+        },
+        contended: null,
+        bundle: null,
+        limit: null,
+        longHold: null,
+        bridgeModes: null,
+      } as never).find((t) => t.id === "uncontendedVsUpstash");
+    expect(target({ ratio: 1.052, low: 1.042, high: 1.068 })).toMatchObject({
+      value: 1.052,
+      met: false,
+      digits: 3,
+    });
+    expect(target({ ratio: 1.049, low: 1.03, high: 1.07 })?.met).toBe(true);
+    // Without the rounds' ratio (an older results.json): the p50 columns', to three decimals.
+    expect(target(null)).toMatchObject({ value: 1.053, met: false });
+  });
+
   it("refuses rounds that do not match", async () => {
     const { roundsRatio } = await import("../bench/stats.js");
     expect(() => roundsRatio([[1]], [[1], [2]])).toThrow(RangeError);
