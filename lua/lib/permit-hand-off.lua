@@ -60,7 +60,8 @@ end
 -- ms>") and, when that reached a subscriber, give(waiter, permits, id, rest) makes them that
 -- request's and handed_key(waiter) names them for windowMs.
 -- A waiter that asked for none, or for more than are left, is only woken (counted as one
--- permit, as wake_n counts it: it attempts and registers again). Every waiter tried is
+-- permit, as wake_n counts it: it attempts and registers again); so is one whose give answers
+-- false (the kind refuses: e.g. the attempt was cancelled). Every waiter tried is
 -- unregistered. Returns the permits handed over: the caller takes them from the pool.
 -- Billed   per waiter tried: waiting_head's ZRANGE, waiting_pop's HGET, HDEL, ZREM (+ DEL
 --          for the last), then PUBLISH, SET, plus give's calls; once: TIME (+ what lapsed
@@ -82,11 +83,15 @@ local function hand_off_permits(available, give)
       n = tonumber(n)
     end
     if n and n <= available - handed - woken then
-      -- Atomic with what follows: the message leaves only once the script has given them.
+      -- Atomic with what follows: the message leaves only once the script has given them. A
+      -- give that refuses (the attempt was cancelled) leaves the message a plain wake-up.
       if redis.call('publish', wake_channel(head), head .. '|' .. id .. rest) > 0 then
-        give(head, n, id, rest)
-        redis.call('set', handed_key(head), id .. '|' .. n, 'px', windowMs)
-        handed = handed + n
+        if give(head, n, id, rest) == false then
+          woken = woken + 1
+        else
+          redis.call('set', handed_key(head), id .. '|' .. n, 'px', windowMs)
+          handed = handed + n
+        end
       end
     elseif redis.call('publish', wake_channel(head), head) > 0 then
       woken = woken + 1
@@ -98,7 +103,11 @@ end
 -- The plain semaphore's give (hand_off_permits): the permits become what the busy attempt `id`
 -- took, its replay record "A<permits>" (lua/semaphore/acquire.lua's), so a late copy of that
 -- attempt takes nothing more, the waiter's permit handle releases them under that id, and a
--- cancel of it gives them back. Needs replayKey and windowMs (lib/replay.lua's names).
+-- cancel of it gives them back. Refused (false) when the attempt has a record already: its
+-- cancel's tombstone. A late copy of a cancelled attempt can register its waiter after the
+-- call ended; permits handed to it then would be nobody's, for good (no later attempt takes
+-- them over, no leave gives them back, the cancel has run). Needs replayKey and windowMs
+-- (lib/replay.lua's names).
 local function handed_as_acquired(_, permits, id)
-  redis.call('set', replayKey .. ':' .. id, 'A' .. permits, 'px', windowMs)
+  return redis.call('set', replayKey .. ':' .. id, 'A' .. permits, 'px', windowMs, 'nx') ~= false
 end

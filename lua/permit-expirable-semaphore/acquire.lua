@@ -24,7 +24,9 @@
 --          window, with which a release may hand it the permits as this attempt's
 --          (lib/permit-hand-off.lua, lib/permits.lua handed_as_leased); it then holds them on
 --          the release's message. '0': it is only woken
--- ARGV[7…] permit ids, 32 hex characters each (one per permit to take; lib/permits.lua's ids
+-- ARGV[7]  request id of the call's previous attempt ('' = none): the only attempt whose
+--          hand-off this one may take over
+-- ARGV[8…] permit ids, 32 hex characters each (one per permit to take; lib/permits.lua's ids
 --          of this request)
 -- Returns  {1, available after} acquired (also for a replay whose permits are all still held,
 --            and for an attempt that takes over permits a release handed an earlier attempt of
@@ -53,7 +55,7 @@ local waitMs = tonumber(ARGV[5])
 
 local now = clock_ms()
 local handOffMs = tonumber(ARGV[6])
-local members = permit_members(7)
+local members = permit_members(8)
 
 -- Makes the leases of `members` (all taken) at least leaseMs from now, never shortening one.
 local function lease_at_least(taken)
@@ -91,9 +93,11 @@ if state[4] then
   -- or too little of the hand-off's lease was known to be left): this attempt takes them over
   -- under its own permit ids and lease instead of leaving them to run out with their claim
   -- window, and the earlier attempt's record says they went (its late copy and its cancel
-  -- then find nothing).
+  -- then find nothing). Only the attempt sent after that one may: a late copy of an older
+  -- attempt would take over permits the call may hold on the message, and its cancel would
+  -- then give them back under their holder.
   local from, n = handed_parse(state[4])
-  if from ~= '' and from ~= id and n == count then
+  if from ~= '' and from == ARGV[7] and n == count then
     redis.call('del', read[4])
     local earlier = permits_of(from, count)
     local _, live = permits_held(earlier, now)

@@ -21,6 +21,8 @@
 -- ARGV[6]  '1': the waiter hears its wake channel, so a release may hand it the permits as this
 --          attempt's (lib/permit-hand-off.lua); it then holds them on the release's message.
 --          Anything else: it is only woken
+-- ARGV[7]  request id of the call's previous attempt ('' = none): the only attempt whose
+--          hand-off this one may take over
 -- Returns  {1, available after} acquired (also for a replay of an applied attempt, and for an
 --            attempt of a waiter that takes over permits a release handed it)
 --          | {0, available, foreign} not enough permits; foreign 1 when no permits set is
@@ -56,14 +58,17 @@ if seen then
   return {-1, 0}
 end
 
-if got[5] then
-  -- A release handed this call permits as an earlier attempt of it (lib/permit-hand-off.lua)
-  -- that it has not taken (the message came after this attempt left): this attempt takes them
-  -- over under its own id, and the earlier one's record says they went.
-  local from, n = handed_parse(got[5])
+local from, n = handed_parse(got[5] or '')
+if from ~= '' and from == ARGV[7] then
+  -- A release handed this call permits as its previous attempt (lib/permit-hand-off.lua) that
+  -- it has not taken (the message came after this attempt left, or while a cancel of the call
+  -- was unanswered): this attempt takes them over under its own id, and the earlier one's
+  -- record says they went. Only the attempt sent after that one may: a late copy of an older
+  -- attempt would take over permits the call may hold on the message, and that attempt's
+  -- cancel would then give them back under its holder.
   redis.call('del', read[5])
   local earlier = replayKey .. ':' .. from
-  if from ~= '' and redis.call('get', earlier) == 'A' .. n then
+  if redis.call('get', earlier) == 'A' .. n then
     redis.call('set', earlier, 'R', 'px', windowMs)
     redis.call('set', record, 'A' .. n, 'px', windowMs)
     return {1, available}

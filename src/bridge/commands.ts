@@ -4,6 +4,8 @@
  * @module
  */
 
+import { createHash } from "node:crypto";
+
 /** A command ready for Redis: the name first, then its arguments, all strings. */
 export type Command = string[];
 
@@ -99,6 +101,21 @@ export function isBlocking(command: Command): boolean {
 /** Lower-cased name of a command (its first element). */
 export function commandName(command: Command): string {
   return (command[0] ?? "").toLowerCase();
+}
+
+/**
+ * The SHA1 (lower-case hex) of the script a command runs: EVALSHA's and EVALSHA_RO's first
+ * argument, the digest of EVAL's and EVAL_RO's body; `undefined` for any other command.
+ */
+export function scriptSha(command: Command): string | undefined {
+  const name = commandName(command);
+  const script = command[1];
+  if (script === undefined) return undefined;
+  if (name === "evalsha" || name === "evalsha_ro") return script.toLowerCase();
+  if (name === "eval" || name === "eval_ro") {
+    return createHash("sha1").update(script, "utf8").digest("hex");
+  }
+  return undefined;
 }
 
 /**

@@ -28,7 +28,9 @@ export interface FaultRule {
   mode?: "close" | "503" | "hang";
   /**
    * Only requests containing a command with this name (compared lower-cased, e.g. `"evalsha"`,
-   * `"eval"`, `"ping"`). Default: every data request.
+   * `"eval"`, `"ping"`), or running the script with this SHA1 (40 hex characters: an EVALSHA of
+   * it, or an EVAL of its body), so that one script's requests can be failed while others pass.
+   * Default: every data request.
    */
   match?: string;
   /** Affect at most this many requests, then the rule is spent. Default: unlimited. */
@@ -213,16 +215,22 @@ export class FaultInjector {
   }
 
   /**
-   * Decides the fate of a data request from the lower-cased names of its commands. Returns
-   * `undefined` when no rule applies. A rule with `0 < rate < 1` consumes one PRNG draw per
-   * matching request while it is not spent.
+   * Decides the fate of a data request from the lower-cased names of its commands and the SHA1s
+   * of the scripts they run. Returns `undefined` when no rule applies. A rule with
+   * `0 < rate < 1` consumes one PRNG draw per matching request while it is not spent.
    */
-  decide(commandNames: readonly string[]): FaultDecision | undefined {
+  decide(
+    commandNames: readonly string[],
+    scripts: readonly string[] = [],
+  ): FaultDecision | undefined {
     const rules = this.#config.rules ?? [];
     for (const [index, rule] of rules.entries()) {
       const used = this.#used[index] ?? 0;
       if (rule.times !== undefined && used >= rule.times) continue;
-      if (rule.match !== undefined && !commandNames.includes(rule.match)) continue;
+      const { match } = rule;
+      if (match !== undefined && !commandNames.includes(match) && !scripts.includes(match)) {
+        continue;
+      }
       const rate = rule.rate ?? 1;
       if (rate <= 0) continue;
       if (rate < 1 && this.#random() >= rate) continue;

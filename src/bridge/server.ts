@@ -18,6 +18,7 @@ import {
   isBlocking,
   parseBatchBody,
   parseSingleBody,
+  scriptSha,
 } from "./commands.js";
 import { isErrorReply, toJsonReply, toReplyEntry } from "./encode.js";
 import type { FaultDecision, FaultInjector } from "./faults.js";
@@ -224,7 +225,10 @@ async function handleData(
     }
   }
 
-  const fault = state.faults.decide(names);
+  const fault = state.faults.decide(
+    names,
+    parsed.commands.flatMap((c) => scriptSha(c) ?? []),
+  );
   if (fault?.action === "fail") return deliverFault(c, fault, "injected failure");
 
   const base64 = c.req.header("upstash-encoding")?.toLowerCase() === "base64";

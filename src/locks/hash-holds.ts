@@ -117,13 +117,14 @@ export abstract class HashHolds<I extends Inspection> implements HoldProtocol {
   /**
    * Runs a cancel script (replay-safe by the attempt's request id) in the background, sent again
    * until Redis answers (see `inBackground`).
+   * @returns settles true once Redis answered it.
    */
   protected cancelInBackground(
     script: LuaScript,
     scriptKeys: string[],
     args: (string | number)[],
-  ): void {
-    inBackground(this.ctx, { script, name: this.name, keys: scriptKeys, args });
+  ): Promise<boolean> {
+    return inBackground(this.ctx, { script, name: this.name, keys: scriptKeys, args });
   }
 
   /** The lock and its two replay-record hashes: the first keys of acquire, release, cancel. */

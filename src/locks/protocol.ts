@@ -127,6 +127,8 @@ export type AttemptReply =
       serverTime?: number;
       /** How many registered waiters are ahead of this one (see `AttemptOutcome`). */
       ahead?: number;
+      /** The cancel this attempt sent, until Redis answers it (see `AttemptOutcome`). */
+      undoing?: Promise<boolean>;
     }
   | { status: "completed"; pttl: number };
 
@@ -286,12 +288,13 @@ class HoldWait implements WaitSpec<Grant>, WaiterExit, ForeignChannel, HandOff<G
     );
     if (reply.status === "acquired") return { acquired: reply.grant };
     if (reply.status !== "busy") return { pttl: reply.pttl };
-    const { pttl, foreign, serverTime, ahead } = reply;
+    const { pttl, foreign, serverTime, ahead, undoing } = reply;
     return {
       pttl,
       ...(foreign && { foreign }),
       ...(serverTime !== undefined && { serverTime }),
       ...(ahead && { ahead }),
+      ...(undoing && { undoing }),
     };
   }
 
@@ -315,7 +318,7 @@ class HoldWait implements WaitSpec<Grant>, WaiterExit, ForeignChannel, HandOff<G
   }
 
   later(waiter: string): void {
-    inBackground(this.#ctx, this.#leave(waiter));
+    void inBackground(this.#ctx, this.#leave(waiter));
   }
 
   now(waiter: string): Promise<void> {
@@ -644,15 +647,22 @@ export async function reportCall<T>(
  * Runs `call` (one replay-safe script, answering an integer) in the background, kept alive by
  * `waitUntil`, sending it again while it fails ambiguously (locks/definite.ts), and reports a
  * failure as an `error` event for "cancel": clean-ups nobody awaits.
+ * @returns settles true once Redis answered it, false when it gave up (never rejects).
  */
-export function inBackground(ctx: LockContext, call: ScriptCall): void {
+export function inBackground(ctx: LockContext, call: ScriptCall): Promise<boolean> {
   const counter: RequestCounter = { requests: 0 };
   const started = Date.now();
-  ctx.background(
-    resendUntilAnswered(ctx, (hedge) =>
-      ctx.runner.run(call, asInteger, counter, undefined, hedge),
-    ).catch((error: unknown) => reportError(ctx, call.name, "cancel", error, counter, started)),
+  const done = resendUntilAnswered(ctx, (hedge) =>
+    ctx.runner.run(call, asInteger, counter, undefined, hedge),
+  ).then(
+    () => true,
+    (error: unknown) => {
+      reportError(ctx, call.name, "cancel", error, counter, started);
+      return false;
+    },
   );
+  ctx.background(done);
+  return done;
 }
 
 /**
@@ -699,7 +709,7 @@ export async function leaveNow(
   try {
     await ctx.runner.run(call, asInteger, counter);
   } catch {
-    inBackground(ctx, call);
+    void inBackground(ctx, call);
   }
 }
 

@@ -125,6 +125,13 @@ export type AttemptOutcome<T> =
        * the wait then receives (src/locks/protocol.ts, grantFromHandOff).
        */
       serverTime?: number;
+      /**
+       * The cancel this attempt sent (its request went out more than once and Redis answered
+       * busy), settling true once Redis answered it. Until then a late copy of the attempt may
+       * still reach Redis, take a hand-off made to this wait as that attempt's, and the cancel
+       * undo it: the wait holds no hand-off on its message meanwhile (wait/loop.ts).
+       */
+      undoing?: Promise<boolean>;
     };
 
 /** Options of {@link pollUntil}. */

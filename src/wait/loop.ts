@@ -97,7 +97,8 @@ export interface HandOff<T> {
    * The value a hand-off message's payload grants, or `undefined` to confirm it with an attempt
    * instead. `sentAt` is when the last busy attempt was sent (the hand-off came after it;
    * `sentMono`: the same on the monotonic clock), `serverTime` the server time at which that
-   * attempt registered the waiter (0: not known).
+   * attempt registered the waiter (0: not known). Not asked while a cancel of the wait's
+   * attempts is unanswered ({@link AttemptOutcome}'s `undoing`).
    */
   grant(payload: string, sentAt: number, sentMono: number, serverTime: number): T | undefined;
   /**
@@ -328,6 +329,19 @@ export async function waitFor<T>(
   let sentMono = 0;
   let id: string | undefined;
   let first: Exclude<AttemptOutcome<T>, { acquired: T }> | undefined;
+  // Cancels of this wait's attempts that Redis has not answered yet. While one is out, a late
+  // copy of its attempt may still reach Redis after a release handed this wait the lock or
+  // permits, take the hand-off as that attempt's, and the cancel then undo it under a caller
+  // that holds it on the message: so none is held on its message meanwhile, and the attempt
+  // the message brings on confirms or takes it over instead (one request).
+  let unanswered = 0;
+  const track = (outcome: AttemptOutcome<T>): void => {
+    if ("acquired" in outcome || !outcome.undoing) return;
+    unanswered += 1;
+    void outcome.undoing.then((answered) => {
+      if (answered) unanswered -= 1;
+    });
+  };
   // With no subscription of this client open to join (whose attempts may take hand-offs), and
   // for a kind that neither keeps a queue place nor listens beside Redisson's channel from its
   // first attempt (the fair lock), the first attempt goes out before anything of the wait is set
@@ -347,6 +361,7 @@ export async function waitFor<T>(
       throw error;
     }
     if ("acquired" in outcome) return { value: outcome.acquired, attempts: 1 };
+    track(outcome);
     first = outcome;
     registered = waiter;
   }
@@ -379,6 +394,7 @@ export async function waitFor<T>(
         const mayBeRegistered = waiter !== "" && registered === waiter;
         if (waiter !== "") registered = waiter;
         const outcome = await spec.attempt(waiter, waker.subscribed, waker.id, mayBeRegistered);
+        track(outcome);
         registered = "acquired" in outcome ? "" : waiter;
         serverTime = "acquired" in outcome ? 0 : (outcome.serverTime ?? 0);
         return outcome;
@@ -391,7 +407,9 @@ export async function waitFor<T>(
           ? undefined
           : async (ms, foreign) => {
               const { again, payload } = await waker.wait(ms, foreign);
-              if (payload) granted = spec.handOff?.grant(payload, sentAt, sentMono, serverTime);
+              if (payload && unanswered === 0) {
+                granted = spec.handOff?.grant(payload, sentAt, sentMono, serverTime);
+              }
               return again;
             },
         blockCap: spec.handOff?.blockCap ?? LOCK_WAITER_SLOT_MS / 2,

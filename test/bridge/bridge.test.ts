@@ -479,6 +479,23 @@ describe("faults", () => {
     expect(bridge.bridge.stats().faultsInjected).toBe(2);
   });
 
+  test("match by a script's SHA1 targets that script only, run by EVALSHA or by EVAL", async () => {
+    const target = "return redis.call('incr', KEYS[1])";
+    const other = "return redis.call('incrby', KEYS[1], 10)";
+    const sha = createHash("sha1").update(target, "utf8").digest("hex");
+    bridge.bridge.setFaults({ rules: [{ action: "fail", match: sha }] });
+    const redis = bridge.redis({ enableAutoPipelining: false, retry: { retries: 0 } });
+    const k = key("script");
+    await expect(redis.eval(target, [k], [])).rejects.toThrow(/bridge fault/);
+    await expect(redis.evalsha(sha, [k], [])).rejects.toThrow(/bridge fault/);
+    expect(await redis.eval(other, [k], [])).toBe(10);
+    expect(await redis.incr(k)).toBe(11);
+    expect(bridge.bridge.stats().faultsInjected).toBe(2);
+    bridge.bridge.setFaults({ rules: [{ action: "fail", match: sha.toUpperCase() }] });
+    await expect(redis.evalsha(sha.toUpperCase(), [k], [])).rejects.toThrow(/bridge fault/);
+    expect(await rawGet(k)).toBe("11");
+  });
+
   test("rate draws from the seeded PRNG: same seed, same sequence", async () => {
     const config = { seed: 42, rules: [{ action: "fail" as const, rate: 0.3 }] };
     const redis = bridge.redis({ enableAutoPipelining: false, retry: { retries: 0 } });

@@ -5,7 +5,12 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { BlockingMode } from "../../src/bridge/index.js";
+import { contextOf } from "../../src/core.js";
+import type { LuaScript } from "../../src/lua/script.js";
+import { lockAcquire, lockCancel, semaphoreAcquire, semaphoreCancel } from "../../src/lua.gen.js";
+import { sha1Of } from "../../src/transport/sha1.js";
 import { SLEEP_FLOOR_MS } from "../../src/wait/backoff.js";
+import { waitFor } from "../../src/wait/loop.js";
 import {
   bridgeRedis,
   keyPrefix,
@@ -354,5 +359,140 @@ describe("a wait's first attempt", () => {
     // One attempt, subscribed from the start: the release's hand-off needs no other request.
     expect(calls.map((e) => e.requests)).toEqual([3, 1]);
     await next?.release();
+  });
+});
+
+describe("hand-offs while a cancel of the wait's attempts is unanswered", () => {
+  /**
+   * A wait on `name` through the client's real subscription, whose attempts are played: the
+   * first two are busy (the second, subscribed, reports `undoing`), a third acquires. A release's
+   * message is published to the wait's channel once it waits after the second.
+   * A late copy of an attempt racing its unanswered cancel is what no real part produces on
+   * demand; the message and the subscription are real.
+   */
+  async function playedWait(undoing: Promise<boolean>) {
+    const rec = recordingEdgeLock();
+    const name = `${prefix}undoing:${Math.random().toString(16).slice(2)}`;
+    const wakeKey = `edgelock_wake:{${name}}`;
+    const seen: string[] = [];
+    let waitId = "";
+    const result = waitFor<string>(contextOf(rec.edgelock), {
+      name,
+      wakeKey,
+      waitTime: 10_000,
+      signal: undefined,
+      counter: { requests: 0 },
+      attempt: async (_waiter, _subscribed, id) => {
+        waitId = id;
+        seen.push(`attempt ${seen.length + 1}`);
+        if (seen.length === 1) return { pttl: 10_000 };
+        if (seen.length === 2) return { pttl: 10_000, undoing };
+        return { acquired: `attempt ${seen.length}` };
+      },
+      handOff: { grant: (payload) => `held on the message ${payload}`, blockCap: 5_000 },
+    });
+    // Busy, subscribed, busy again (with its cancel out): waiting for a message.
+    await rec.waited(2);
+    const channel = `${wakeKey}:${waitId.split(":")[0]}`;
+    expect(await raw.publish(channel, `${waitId}|e1`)).toBe(1);
+    return { value: (await result).value, attempts: seen.length };
+  }
+
+  it("while the cancel is out, the message brings on an attempt instead of being held", async () => {
+    const { value, attempts } = await playedWait(new Promise<boolean>(() => {}));
+    expect(value).toBe("attempt 3");
+    expect(attempts).toBe(3);
+  });
+
+  it("a cancel that gave up keeps it so for the rest of the wait", async () => {
+    const { value } = await playedWait(Promise.resolve(false));
+    expect(value).toBe("attempt 3");
+  });
+
+  it("once the cancel is answered, the message is held with no request", async () => {
+    const { value, attempts } = await playedWait(Promise.resolve(true));
+    expect(value).toBe("held on the message e1");
+    expect(attempts).toBe(2);
+  });
+});
+
+describe("hand-offs while a cancel is unanswered, through the real scripts", () => {
+  /**
+   * `waiter` (on the private bridge, subscribed and registered) is woken and makes attempt V:
+   * applied by Redis but answered 503 twice (the transport resends a 5xx once by itself), so
+   * sent again, busy again, and cancelled; the cancel hangs (every copy of it, until the faults
+   * are cleared).
+   */
+  async function cancelHangs(
+    name: string,
+    waiter: RecordingEdgeLock,
+    acquire: LuaScript,
+    cancel: LuaScript,
+  ) {
+    const p = bridge;
+    if (!p) throw new Error("no private bridge");
+    p.bridge.setFaults({
+      rules: [
+        // The scripts as a client that reports events sends them (inside the counting wrapper).
+        { action: "lose", mode: "503", match: await sha1Of(acquire), times: 2 },
+        { action: "fail", mode: "hang", match: await sha1Of(cancel) },
+      ],
+    });
+    const id = String((await raw.zRange(waitingKey(name), 0, 0))[0]).split("|")[0] ?? "";
+    const seen = waits(waiter.events);
+    expect(await raw.publish(`edgelock_wake:{${name}}:${id.split(":")[0]}`, id)).toBe(1);
+    await waiter.until((_e, all) => waits(all) === seen + 1);
+  }
+
+  it("reentrant lock: the hand-off is confirmed by an attempt, not held on its message", async () => {
+    bridge = await startPrivateBridge();
+    const name = `${prefix}undoing-lock`;
+    const held = await recordingEdgeLock().edgelock.getLock(name).tryLock({ leaseTime: 20_000 });
+    if (!held) throw new Error("not acquired");
+    const waiter = recordingEdgeLock({ requestTimeout: 1_000 }, bridge.redis());
+    const pending = waiter.edgelock.getLock(name).tryLock({ waitTime: 15_000, leaseTime: 20_000 });
+    await waiter.until((_e, all) => waits(all) === 2);
+    await cancelHangs(name, waiter, lockAcquire, lockCancel);
+    expect(await held.release()).toBe("released");
+    const lease = await pending;
+    if (!lease) throw new Error("not handed the lock");
+    // Confirmed (the hand-off's mark is gone at once; held on the message it stays until the
+    // lease's first renewal): busy, subscription, registering attempt, V's three requests, the
+    // confirm.
+    expect(await raw.hGet(name, "edgelock:grant")).toBeNull();
+    expect(waiter.requests("acquire")).toBe(7);
+    bridge.bridge.clearFaults();
+    await Promise.all(waiter.background);
+    expect(await lease.release()).toBe("released");
+    expect(await raw.exists(name)).toBe(0);
+  });
+
+  it("semaphore: the next attempt takes the hand-off over, not held on its message", async () => {
+    bridge = await startPrivateBridge();
+    const name = `${prefix}undoing-semaphore`;
+    const owner = recordingEdgeLock().edgelock.getSemaphore(name);
+    await owner.trySetPermits(1);
+    const held = await owner.tryAcquire();
+    const waiter = recordingEdgeLock({ requestTimeout: 1_000 }, bridge.redis());
+    const pending = waiter.edgelock.getSemaphore(name).tryAcquire({ waitTime: 15_000 });
+    await waiter.until((_e, all) => waits(all) === 2);
+    await cancelHangs(name, waiter, semaphoreAcquire, semaphoreCancel);
+    // Woken again: attempt X, busy, which the release hands the permit to.
+    const entry = String((await raw.zRange(waitingKey(name), 0, 0))[0]);
+    const seen = waits(waiter.events);
+    expect(await raw.publish(`edgelock_wake:{${name}}:${entry.split(":")[0]}`, entry)).toBe(1);
+    await waiter.until((_e, all) => waits(all) === seen + 1);
+    expect(await held?.release()).toBe(0);
+    const permits = await pending;
+    if (!permits) throw new Error("not handed the permit");
+    // Busy, subscription, registering attempt, V's three requests, X, the attempt that took X's
+    // over; X's record says its permit went (as the first holder's does; T1: trySetPermits).
+    expect(waiter.requests("acquire")).toBe(8);
+    const records = Object.values(await replayRecords(raw, name)).sort();
+    expect(records).toEqual(["A1", "R", "R", "T1"]);
+    bridge.bridge.clearFaults();
+    await Promise.all(waiter.background);
+    expect(await permits.release()).toBe(1);
+    expect(Number((await raw.get(`edgelock_taken:{${name}}`)) ?? 0) % 1e15).toBe(0);
   });
 });

@@ -140,7 +140,7 @@ export class FairLockHolds extends HashHolds<FairLockInspection> {
 
   /** {@link leave} in the background (an aborted wait or an unanswered attempt). */
   cancelWait(owner: string, id: string, waiter: string): void {
-    inBackground(this.ctx, this.#leaveCall(owner, id, waiter));
+    void inBackground(this.ctx, this.#leaveCall(owner, id, waiter));
   }
 
   /** Releases one hold and, on the last, hands the lock to the first live waiter (release.lua). */

@@ -78,6 +78,7 @@ export abstract class LockScriptHolds<I extends Inspection> extends HashHolds<I>
     const id = randomHex();
     const sentAt = Date.now();
     const sentMono = performance.now();
+    let undoing: Promise<boolean> | undefined;
     const reply = await runAttempt(
       this.ctx,
       {
@@ -100,7 +101,9 @@ export abstract class LockScriptHolds<I extends Inspection> extends HashHolds<I>
           : undefined;
       },
       counter,
-      () => this.cancel(s.owner, id),
+      () => {
+        undoing = this.cancel(s.owner, id);
+      },
       s.attemptUntil,
       ([status]) => status === 1,
     );
@@ -114,12 +117,20 @@ export abstract class LockScriptHolds<I extends Inspection> extends HashHolds<I>
       // registered ahead (acquire.lua). Only a kind that hands off lets the first catch expiries.
       const serverTime = reply[this.replyLength] ?? 0;
       const ahead = this.handsOff ? (reply[this.replyLength + 1] ?? 0) : 0;
-      return { status: "busy", pttl: value, serverTime, ...(ahead > 0 && { ahead }) };
+      return {
+        status: "busy",
+        pttl: value,
+        serverTime,
+        ...(ahead > 0 && { ahead }),
+        ...(undoing && { undoing }),
+      };
     }
     if (status === 2) return { status: "completed", pttl: value };
     // -1: this attempt's request id was already used; the caller polls again with a new id.
-    if (status === 0 && epoch === 1) return { status: "busy", pttl: value, foreign: true };
-    return { status: "busy", pttl: status === 0 ? value : 0 };
+    if (status === 0 && epoch === 1) {
+      return { status: "busy", pttl: value, foreign: true, ...(undoing && { undoing }) };
+    }
+    return { status: "busy", pttl: status === 0 ? value : 0, ...(undoing && { undoing }) };
   }
 
   /** The keys of the acquire script: the replay records and the waiters (acquire.lua). */
@@ -132,9 +143,12 @@ export abstract class LockScriptHolds<I extends Inspection> extends HashHolds<I>
     return leaveCall(this.name, waiter);
   }
 
-  /** Makes sure an acquire whose answer never arrived leaves no hold behind (cancel.lua). */
-  cancel(owner: string, id: string): void {
-    this.cancelInBackground(
+  /**
+   * Makes sure an acquire whose answer never arrived leaves no hold behind (cancel.lua).
+   * @returns settles true once Redis answered the cancel.
+   */
+  cancel(owner: string, id: string): Promise<boolean> {
+    return this.cancelInBackground(
       lockCancel,
       [...this.replayKeys(), keys.channel(this.name), ...this.wakeKeys()],
       [owner, this.ctx.replayWindow, id],

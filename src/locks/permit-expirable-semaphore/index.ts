@@ -313,6 +313,9 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
     // at most the claim window (lib/permits.lua, handed_as_leased), which its lease confirms.
     const handOffMs = Math.min(s.leaseTime, HAND_OFF_CLAIM_WINDOW_MS);
     let registeredAs: PermitGrant | undefined;
+    // The request id of the last attempt, cancelled or not: only the next attempt may take
+    // over a hand-off made to it (acquire.lua).
+    let previous = "";
     try {
       const polled = await waitFor<PermitGrant>(this.#ctx, {
         ...permitWait(this.#ctx, this.name, counter, (waiter) => this.#leaveCall(waiter)),
@@ -327,10 +330,16 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
             subscribed ? handOffMs : 0,
             counter,
             until,
+            previous,
           );
           if ("pttl" in grant) {
+            previous = grant.sent;
             registeredAs = grant.asked;
-            return grant;
+            return {
+              pttl: grant.pttl,
+              foreign: grant.foreign,
+              ...(grant.undoing && { undoing: grant.undoing }),
+            };
           }
           return { acquired: grant };
         },
@@ -367,7 +376,9 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
    * this waiter the permits with (0: only woken). A busy answer says what it asked for
    * (`asked`), for the hand-off's message; none when the attempt was cancelled after its copies
    * went out (the cancel may give back what a release handed to it: the next attempt takes
-   * over whatever of a hand-off is left, acquire.lua).
+   * over whatever of a hand-off is left, acquire.lua), but the cancel (`undoing`, settling once
+   * answered). `follows`: the request id of the call's previous attempt ('' none), the only one
+   * whose hand-off this attempt may take over; a busy answer says its own (`sent`).
    */
   async #attempt(
     count: number,
@@ -377,12 +388,22 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
     handOffMs: number,
     counter: RequestCounter,
     until: number,
-  ): Promise<PermitGrant | { pttl: number; foreign: boolean; asked?: PermitGrant }> {
+    follows: string,
+  ): Promise<
+    | PermitGrant
+    | {
+        pttl: number;
+        foreign: boolean;
+        sent: string;
+        asked?: PermitGrant;
+        undoing?: Promise<boolean>;
+      }
+  > {
     const id = permitRequestId();
     const permitIds = permitIdsOf(id, count);
     const sentAt = Date.now();
     const sentMono = performance.now();
-    let cancelled = false;
+    let undoing: Promise<boolean> | undefined;
     const [status = 0, value = -1, foreign = 0] = await runAttempt(
       this.#ctx,
       {
@@ -396,6 +417,7 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
           waiter,
           LOCK_WAITER_SLOT_MS,
           handOffMs,
+          follows,
           ...permitIds,
         ],
         signal,
@@ -403,8 +425,7 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
       (r) => asIntegers(r, 2) ?? asIntegers(r, 3),
       counter,
       () => {
-        cancelled = true;
-        this.#cancel(id, permitIds);
+        undoing = this.#cancel(id, permitIds);
       },
       until,
       ([status]) => status === 1,
@@ -414,7 +435,10 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
     return {
       pttl: status === 0 ? value : 0,
       foreign: foreign === 1,
-      ...(!cancelled && { asked: { id, permitIds, sentAt, sentMono, ttl: handOffMs } }),
+      sent: id,
+      ...(undoing !== undefined
+        ? { undoing }
+        : { asked: { id, permitIds, sentAt, sentMono, ttl: handOffMs } }),
     };
   }
 
@@ -504,8 +528,8 @@ export class PermitExpirableSemaphore implements Inspectable<PermitExpirableSema
     return renewPermitHolds(this.#ctx, this.name, permitIds, leaseTime, timeout, counter);
   }
 
-  #cancel(id: string, permitIds: readonly string[]): void {
-    inBackground(this.#ctx, {
+  #cancel(id: string, permitIds: readonly string[]): Promise<boolean> {
+    return inBackground(this.#ctx, {
       script: permitExpirableSemaphoreCancel,
       name: this.name,
       keys: this.#writeKeys(),

@@ -142,7 +142,7 @@ export class ReadWriteHolds extends HashHolds<ReadWriteLockInspection> {
 
   /** Makes sure an acquire whose answer never arrived leaves no hold behind (cancel.lua). */
   cancel(owner: string, id: string): void {
-    this.cancelInBackground(readWriteLockCancel, this.#releaseKeys(), [
+    void this.cancelInBackground(readWriteLockCancel, this.#releaseKeys(), [
       this.side,
       owner,
       this.ctx.replayWindow,

@@ -371,16 +371,32 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
     // The request id of the last busy attempt: a release may hand this call the permits as
     // that attempt's (lib/permit-hand-off.lua), naming it in its message.
     let registeredAs = "";
+    // The request id of the last attempt, cancelled or not: only the next attempt may take
+    // over a hand-off made to it (acquire.lua).
+    let previous = "";
     try {
       const polled = await waitFor<string>(this.#ctx, {
         ...permitWait(this.#ctx, this.name, counter, (waiter) => this.#leaveCall(waiter)),
         waitTime,
         signal,
         attempt: async (waiter, subscribed) => {
-          const outcome = await this.#attempt(permits, signal, waiter, subscribed, counter, until);
+          const outcome = await this.#attempt(
+            permits,
+            signal,
+            waiter,
+            subscribed,
+            counter,
+            until,
+            previous,
+          );
           if ("taken" in outcome) return { acquired: outcome.taken };
-          registeredAs = outcome.id;
-          return { pttl: -1, foreign: outcome.foreign };
+          previous = outcome.sent;
+          registeredAs = outcome.undoing === undefined ? outcome.sent : "";
+          return {
+            pttl: -1,
+            foreign: outcome.foreign,
+            ...(outcome.undoing && { undoing: outcome.undoing }),
+          };
         },
         // Held on the message: the release took them for that attempt. Another id is a
         // message for an attempt this call no longer waits on: the next attempt takes over
@@ -404,9 +420,12 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
 
   /**
    * One attempt with a fresh request id, resent until Redis answers or `until` (runAttempt); an
-   * unanswered one is cancelled in the background.
+   * unanswered one is cancelled in the background. `follows`: the request id of the call's
+   * previous attempt ('' none), the only one whose hand-off this attempt may take over.
    * @returns the request id when the permits were taken (the handle's release sends it again),
-   * else whether permits are missing that no edgelock caller took (acquire.lua).
+   * else the one `sent`, whether permits are missing that no edgelock caller took (acquire.lua),
+   * and the cancel sent after its copies went out, if one was (`undoing`, settling once
+   * answered).
    */
   async #attempt(
     permits: number,
@@ -415,9 +434,12 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
     handOff: boolean,
     counter: RequestCounter,
     until: number,
-  ): Promise<{ taken: string } | { id: string; foreign: boolean }> {
+    follows: string,
+  ): Promise<
+    { taken: string } | { sent: string; foreign: boolean; undoing: Promise<boolean> | undefined }
+  > {
     const id = randomHex();
-    let cancelled = false;
+    let undoing: Promise<boolean> | undefined;
     const [status, , foreign = 0] = await runAttempt(
       this.#ctx,
       {
@@ -430,23 +452,30 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
           takenKey(this.name),
           limitKey(this.name),
         ],
-        args: [permits, this.#ctx.replayWindow, id, waiter, LOCK_WAITER_SLOT_MS, handOff ? 1 : 0],
+        args: [
+          permits,
+          this.#ctx.replayWindow,
+          id,
+          waiter,
+          LOCK_WAITER_SLOT_MS,
+          handOff ? 1 : 0,
+          follows,
+        ],
         signal,
       },
       (r) => asIntegers(r, 2) ?? asIntegers(r, 3),
       counter,
       () => {
-        cancelled = true;
-        this.#cancel(id);
+        undoing = this.#cancel(id);
       },
       until,
       ([status]) => status === 1,
     );
     // -1: this request id was cancelled already; the next attempt uses a new one. A busy
-    // attempt cancelled after its copies went out names no attempt a hand-off may be held on
-    // (''): the cancel may give back what a release handed to it, so the next attempt takes
-    // over whatever is left of a hand-off instead (acquire.lua).
-    return status === 1 ? { taken: id } : { id: cancelled ? "" : id, foreign: foreign === 1 };
+    // attempt cancelled after its copies went out names no attempt a hand-off may be held on:
+    // the cancel may give back what a release handed to it, so the next attempt takes over
+    // whatever is left of a hand-off instead (acquire.lua).
+    return status === 1 ? { taken: id } : { sent: id, foreign: foreign === 1, undoing };
   }
 
   /**
@@ -473,8 +502,8 @@ export class Semaphore implements Inspectable<SemaphoreInspection> {
     ];
   }
 
-  #cancel(id: string): void {
-    inBackground(this.#ctx, {
+  #cancel(id: string): Promise<boolean> {
+    return inBackground(this.#ctx, {
       script: semaphoreCancel,
       name: this.name,
       keys: [...this.#waitKeys(), limitKey(this.name)],

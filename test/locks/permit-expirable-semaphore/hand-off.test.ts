@@ -45,11 +45,23 @@ type Request = ReturnType<typeof request>;
 
 function scripts(name: string) {
   return {
-    /** An attempt with a 9 s lease; a waiter asks for a hand-off with a 2 s lease. */
-    attempt: (r: Request, waiter = "") =>
+    /**
+     * An attempt with a 9 s lease; a waiter asks for a hand-off with a 2 s lease. `follows`: the
+     * call's previous attempt, whose hand-off this one may take over.
+     */
+    attempt: (r: Request, waiter = "", follows?: Request) =>
       raw.eval(permitExpirableSemaphoreAcquire.source, {
         keys: writeKeys(name),
-        arguments: ["9000", "30000", r.id, waiter, "30000", waiter ? "2000" : "0", ...r.permitIds],
+        arguments: [
+          "9000",
+          "30000",
+          r.id,
+          waiter,
+          "30000",
+          waiter ? "2000" : "0",
+          follows?.id ?? "",
+          ...r.permitIds,
+        ],
       }) as Promise<number[]>,
     release: (r: Request, id = r.id) =>
       raw.eval(permitExpirableSemaphoreRelease.source, {
@@ -166,9 +178,13 @@ describe("permit-expirable semaphore hand-off (scripts)", () => {
     await expect.poll(() => listener.heard).toEqual([`live0000:w1|${earlier.id}|2000`]);
     // Another waiting call cannot take it over: it finds the permit held.
     expect((await run.attempt(request(), "live0000:w2"))[0]).toBe(0);
+    // Nor can a late copy of an attempt before the one it was handed as (it follows another).
+    const older = request();
+    expect((await run.attempt(older, "live0000:w1", request()))[0]).toBe(0);
+    expect(await run.cancel(older)).toBe(0);
     // The call's next attempt takes it over with its own permit id and its 9 s lease.
     const later = request();
-    expect(await run.attempt(later, "live0000:w1")).toEqual([1, 0]);
+    expect(await run.attempt(later, "live0000:w1", earlier)).toEqual([1, 0]);
     const [permit, ...others] = await leases(name);
     expect(others).toEqual([]);
     expect(permit?.id).toBe(later.permitIds[0]);
@@ -178,7 +194,7 @@ describe("permit-expirable semaphore hand-off (scripts)", () => {
     expect((await run.attempt(earlier, "live0000:w1"))[0]).toBe(-1);
     expect(String(await raw.get(name))).toBe("0");
     // Taken over once: a copy of the later attempt is its replay.
-    expect(await run.attempt(later, "live0000:w1")).toEqual([1, 0]);
+    expect(await run.attempt(later, "live0000:w1", earlier)).toEqual([1, 0]);
     // Its release hands the permit on to the other waiting call, whose end gives it back.
     expect(await run.release(later)).toBe(1);
     await expect.poll(() => listener.heard.length).toBe(2);

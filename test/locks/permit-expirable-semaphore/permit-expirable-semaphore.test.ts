@@ -58,6 +58,7 @@ async function lateCopy(name: string, lease: PermitLease, leaseTime: number) {
       "",
       "30000",
       "0",
+      "",
       ...lease.permitIds,
     ],
   });

@@ -6,7 +6,12 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { randomHex } from "../../../src/ids.js";
-import { semaphoreAcquire, semaphoreLeave, semaphoreRelease } from "../../../src/lua.gen.js";
+import {
+  semaphoreAcquire,
+  semaphoreCancel,
+  semaphoreLeave,
+  semaphoreRelease,
+} from "../../../src/lua.gen.js";
 import {
   keyPrefix,
   type PrivateBridge,
@@ -36,8 +41,11 @@ const waits = (events: readonly { type: string }[]) =>
 /** The scripts as a client sends them, straight to Redis. */
 function scripts(name: string) {
   return {
-    /** A waiter's attempt for `permits`, asking for a hand-off. */
-    attempt: (id: string, waiter: string, permits = 1) =>
+    /**
+     * A waiter's attempt for `permits`, asking for a hand-off; `follows`: the call's previous
+     * attempt, whose hand-off this one may take over.
+     */
+    attempt: (id: string, waiter: string, permits = 1, follows = "") =>
       raw.eval(semaphoreAcquire.source, {
         keys: [
           name,
@@ -47,7 +55,7 @@ function scripts(name: string) {
           takenKey(name),
           limitKey(name),
         ],
-        arguments: [String(permits), "30000", id, waiter, "30000", "1"],
+        arguments: [String(permits), "30000", id, waiter, "30000", "1", follows],
       }) as Promise<number[]>,
     release: (id: string, permits = 1) =>
       raw.eval(semaphoreRelease.source, {
@@ -62,6 +70,19 @@ function scripts(name: string) {
         ],
         arguments: [String(permits), "0", "30000", id],
       }) as Promise<number[]>,
+    cancel: (id: string) =>
+      raw.eval(semaphoreCancel.source, {
+        keys: [
+          name,
+          ...replayKeys(name),
+          semaphoreChannelOf(name),
+          waitingKey(name),
+          wakeKey(name),
+          takenKey(name),
+          limitKey(name),
+        ],
+        arguments: ["30000", id],
+      }) as Promise<number>,
     leave: (waiter: string) =>
       raw.eval(semaphoreLeave.source, {
         keys: [
@@ -204,7 +225,7 @@ describe("semaphore hand-off", () => {
     // the permit over under its own id, and the earlier id holds nothing any more.
     const first = await handOffTo("live0000:w1");
     const later = randomHex();
-    expect(await run.attempt(later, "live0000:w1")).toEqual([1, 0]);
+    expect(await run.attempt(later, "live0000:w1", 1, first)).toEqual([1, 0]);
     expect(await stored(`${replayKeys(name)[0]}:${first}`)).toBe("R");
     expect(await run.release(first)).toEqual([1, 0]);
     expect(await run.release(later)).toEqual([1, 1]);
@@ -219,6 +240,70 @@ describe("semaphore hand-off", () => {
     expect((await run.attempt(ended, ""))[0]).toBe(-1);
     expect(await run.release(ended)).toEqual([1, 1]);
     expect(await taken(name)).toBe(0);
+    await listener.close();
+  });
+
+  it("scripts: a late copy of an earlier attempt of the waiter takes nothing over from a hand-off its call holds", async () => {
+    // The CI failure this reproduces: a keyed release refused although its caller held a
+    // permit. A hedged attempt's first copy reaches Redis after the call held a later
+    // attempt's hand-off on the message (and gave it back by key), and before the cancel that
+    // the hedged attempt's answer sent: it must not take that hand-off over, or the cancel
+    // gives back a permit that another holder is counted for.
+    const name = `${prefix}late-copy`;
+    const run = scripts(name);
+    await recordingEdgeLock().edgelock.getSemaphore(name).trySetPermits(2);
+    const other = randomHex();
+    const holder = randomHex();
+    expect((await run.attempt(other, ""))[0]).toBe(1);
+    expect((await run.attempt(holder, ""))[0]).toBe(1);
+    const listener = await wakeListener(raw, name);
+    const waiter = "live0000:w1";
+    const hedged = randomHex();
+    expect((await run.attempt(hedged, waiter))[0]).toBe(0);
+    const next = randomHex();
+    expect((await run.attempt(next, waiter))[0]).toBe(0);
+    expect(await run.release(holder)).toEqual([1, 0]);
+    await expect.poll(() => listener.heard).toEqual([`${waiter}|${next}`]);
+    // Held on the message, given back by key.
+    expect(await run.release("k:done")).toEqual([1, 1]);
+    expect(await taken(name)).toBe(1);
+    // The hedged attempt's late copy: one permit is free, it takes that one, counted.
+    expect((await run.attempt(hedged, waiter))[0]).toBe(1);
+    expect(await stored(name)).toBe("0");
+    expect(await taken(name)).toBe(2);
+    // Its cancel gives back what it took, and only that.
+    expect(await run.cancel(hedged)).toBe(1);
+    expect(await stored(name)).toBe("1");
+    expect(await taken(name)).toBe(1);
+    // The other holder's release is never refused.
+    expect(await run.release(other)).toEqual([1, 2]);
+    expect(await taken(name)).toBe(0);
+    await listener.close();
+  });
+
+  it("scripts: a release hands nothing to a cancelled attempt whose late copy registered its waiter: the permit stays in the pool", async () => {
+    // A late copy of a cancelled attempt registers its waiter after the call ended, then the
+    // cancel lands: permits handed to that attempt would be nobody's, for good.
+    const name = `${prefix}cancelled`;
+    const run = scripts(name);
+    await recordingEdgeLock().edgelock.getSemaphore(name).trySetPermits(1);
+    const holder = randomHex();
+    expect((await run.attempt(holder, ""))[0]).toBe(1);
+    const listener = await wakeListener(raw, name);
+    const waiter = "live0000:w1";
+    const late = randomHex();
+    expect((await run.attempt(late, waiter))[0]).toBe(0);
+    expect(await run.cancel(late)).toBe(0);
+    // The message goes out (a plain wake-up for a wait that no longer names that attempt); the
+    // permit does not.
+    expect(await run.release(holder)).toEqual([1, 1]);
+    await expect.poll(() => listener.heard).toEqual([`${waiter}|${late}`]);
+    expect(await stored(`${replayKeys(name)[0]}:${late}`)).toBe("C");
+    expect(await raw.exists(`${replayKeys(name)[0]}:handed:${waiter}`)).toBe(0);
+    expect(await taken(name)).toBe(0);
+    expect(await raw.zCard(waitingKey(name))).toBe(0);
+    // Anyone takes it.
+    expect((await run.attempt(randomHex(), ""))[0]).toBe(1);
     await listener.close();
   });
 
