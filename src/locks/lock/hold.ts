@@ -112,25 +112,21 @@ export abstract class LockScriptHolds<I extends Inspection> extends HashHolds<I>
       const grant = { id, sentAt, sentMono, epoch, fencingToken: reply[3] };
       return { status: "acquired", grant };
     }
+    if (status === 2) return { status: "completed", pttl: value };
+    let busy: Extract<AttemptReply, { status: "busy" }>;
     if (status === 0 && reply.length === this.replyLength + 2) {
       // The two after the kind's own: the server time of the registration and how many are
       // registered ahead (acquire.lua). Only a kind that hands off lets the first catch expiries.
       const serverTime = reply[this.replyLength] ?? 0;
       const ahead = this.handsOff ? (reply[this.replyLength + 1] ?? 0) : 0;
-      return {
-        status: "busy",
-        pttl: value,
-        serverTime,
-        ...(ahead > 0 && { ahead }),
-        ...(undoing && { undoing }),
-      };
+      busy = { status: "busy", pttl: value, serverTime, ...(ahead > 0 && { ahead }) };
+    } else if (status === 0 && epoch === 1) {
+      busy = { status: "busy", pttl: value, foreign: true };
+    } else {
+      // -1: this attempt's request id was already used; the caller polls again with a new id.
+      busy = { status: "busy", pttl: status === 0 ? value : 0 };
     }
-    if (status === 2) return { status: "completed", pttl: value };
-    // -1: this attempt's request id was already used; the caller polls again with a new id.
-    if (status === 0 && epoch === 1) {
-      return { status: "busy", pttl: value, foreign: true, ...(undoing && { undoing }) };
-    }
-    return { status: "busy", pttl: status === 0 ? value : 0, ...(undoing && { undoing }) };
+    return undoing === undefined ? busy : { ...busy, undoing };
   }
 
   /** The keys of the acquire script: the replay records and the waiters (acquire.lua). */

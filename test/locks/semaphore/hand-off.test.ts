@@ -98,6 +98,12 @@ function scripts(name: string) {
   };
 }
 
+/** {@link scripts} on a semaphore of `permits` permits, set as a client sets them. */
+async function scriptsWith(name: string, permits: number) {
+  await recordingEdgeLock().edgelock.getSemaphore(name).trySetPermits(permits);
+  return scripts(name);
+}
+
 let bridge: PrivateBridge | undefined;
 afterEach(async () => {
   await bridge?.close();
@@ -160,8 +166,7 @@ describe("semaphore hand-off", () => {
 
   it("scripts: a registered waiter nobody hears is given nothing; the permit goes to the next live one", async () => {
     const name = `${prefix}unheard`;
-    const run = scripts(name);
-    await recordingEdgeLock().edgelock.getSemaphore(name).trySetPermits(1);
+    const run = await scriptsWith(name, 1);
     const holder = randomHex();
     expect((await run.attempt(holder, ""))[0]).toBe(1);
     // A waiter whose client is gone (nobody listens on its channel), then a live one.
@@ -182,8 +187,7 @@ describe("semaphore hand-off", () => {
 
   it("scripts: a replayed handing release hands nothing twice; a late copy of the waiter's attempt takes nothing more", async () => {
     const name = `${prefix}replay`;
-    const run = scripts(name);
-    await recordingEdgeLock().edgelock.getSemaphore(name).trySetPermits(2);
+    const run = await scriptsWith(name, 2);
     const a = randomHex();
     const b = randomHex();
     expect((await run.attempt(a, ""))[0]).toBe(1);
@@ -210,8 +214,7 @@ describe("semaphore hand-off", () => {
 
   it("scripts: a later attempt of the waiter takes the handed permits over; a call that ended gives them back, once", async () => {
     const name = `${prefix}takeover`;
-    const run = scripts(name);
-    await recordingEdgeLock().edgelock.getSemaphore(name).trySetPermits(1);
+    const run = await scriptsWith(name, 1);
     const listener = await wakeListener(raw, name);
     const handOffTo = async (waiter: string) => {
       const holder = randomHex();
@@ -250,8 +253,7 @@ describe("semaphore hand-off", () => {
     // the hedged attempt's answer sent: it must not take that hand-off over, or the cancel
     // gives back a permit that another holder is counted for.
     const name = `${prefix}late-copy`;
-    const run = scripts(name);
-    await recordingEdgeLock().edgelock.getSemaphore(name).trySetPermits(2);
+    const run = await scriptsWith(name, 2);
     const other = randomHex();
     const holder = randomHex();
     expect((await run.attempt(other, ""))[0]).toBe(1);
@@ -285,8 +287,7 @@ describe("semaphore hand-off", () => {
     // A late copy of a cancelled attempt registers its waiter after the call ended, then the
     // cancel lands: permits handed to that attempt would be nobody's, for good.
     const name = `${prefix}cancelled`;
-    const run = scripts(name);
-    await recordingEdgeLock().edgelock.getSemaphore(name).trySetPermits(1);
+    const run = await scriptsWith(name, 1);
     const holder = randomHex();
     expect((await run.attempt(holder, ""))[0]).toBe(1);
     const listener = await wakeListener(raw, name);
