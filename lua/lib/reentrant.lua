@@ -122,14 +122,27 @@ local function hold_register(s, pttl)
   local existed = present % 4 >= 2
   if registered then
     local lapses = tonumber(redis.call('zscore', waiting, member))
+    -- The wait's first attempt registered its bare id, before it subscribed: the entry that now
+    -- asks for hand-offs takes that entry's place, so subscribing never puts a waiter behind the
+    -- waiters that registered meanwhile.
+    local bare
+    if not lapses and member ~= waiter then
+      lapses = tonumber(redis.call('zscore', waiting, waiter))
+      bare = lapses ~= nil
+    end
     local left = lapses and lapses - clock_ms()
     if left and left >= ms / 2 then
+      if bare then
+        -- Added before the bare entry goes, so the registry never empties (and loses its TTL).
+        redis.call('zadd', waiting, lapses, member)
+        redis.call('zrem', waiting, waiter)
+      end
       if not s.waiters then
         redis.call('hset', name, WAITERS, 1)
       end
       return redis.call('zrank', waiting, member)
     end
-    if member ~= waiter and redis.call('zrem', waiting, waiter) == 1 then
+    if bare ~= false and member ~= waiter and redis.call('zrem', waiting, waiter) == 1 then
       existed = nil
     end
   end

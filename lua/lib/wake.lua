@@ -10,7 +10,7 @@
 -- client died, or its stream was closed) wakes the next waiter instead.
 -- Provides wake_channel, waiter_of, lock_entry, lock_entry_grant, waiting_grants, waiting_add,
 -- waiting_mark_key, waiting_mark, waiting_remove, waiting_head, wake_up_to, wake_one,
--- waiting_leave, wake_all, wake_n, and hand_off_one (which also needs lib/hold.lua, included
+-- waiting_leave, wake_all, wake_n, notify_first, and hand_off_one (which also needs lib/hold.lua, included
 -- first by its script); includes lib/clock.lua and lib/channel.lua.
 -- @include lib/clock.lua
 -- @include lib/channel.lua
@@ -161,6 +161,32 @@ local function wake_one()
   wake_up_to(1)
 end
 
+-- The lock changed hands (a release handed it over, or an attempt took it while waiters were
+-- registered) and now expires at `at` (server ms): tells the first registration that asked for
+-- hand-offs that it is first, with "<id>|@<at>", so that its wait is back by that expiry without
+-- a request of its own (src/locks/protocol.ts, noticeOf). Without it the waiter that became first
+-- was bounded by what its last attempt saw (an older holder's expiry and its rank then), and a
+-- holder that died after the change stalled the lock until that bound: seconds, or its block cap.
+-- A registration nobody hears is dropped (its client is gone, or its stream ended: a live wait
+-- then attempts once it subscribes again, and registers anew), and the next one is told. A first
+-- registration that asked for no hand-off is not told: it is a wait's first attempt, and that wait
+-- attempts again once it has subscribed, which tells it the expiry.
+-- Billed   ZRANGE, PUBLISH (+ ZREM, ZRANGE, PUBLISH per registration nobody heard; + TIME when
+--          the clock was not read yet; + what waiting_head drops of lapsed registrations)
+local function notify_first(at)
+  while true do
+    local entry = waiting_head()
+    if not entry then
+      return
+    end
+    local head = lock_entry_grant(entry)
+    if not head or redis.call('publish', wake_channel(head), head .. '|@' .. at) > 0 then
+      return
+    end
+    redis.call('zrem', waiting, entry)
+  end
+end
+
 -- Unregisters waiter `id`, whose call ended without what it waited for. Returns true when it
 -- was registered. When it was not, a release woke it after its last attempt (or it never was:
 -- its attempt did not apply, or found a Redisson holder); that wake-up may have reached its
@@ -221,9 +247,12 @@ local function hand_off_one(claimMs, waiters)
         redis.call('hset', name, owner, 1, GRANT, head, WAITERS, waiters or 1, EPOCH, e)
         -- At an absolute time on the clock the epoch was read from, so that the waiter knows the
         -- expiry exactly (floor(epoch / 1000) + ttl), not only from when its message arrived.
-        redis.call('pexpireat', name, clock_ms() + math.max(1, math.min(tonumber(ms), claimMs)))
+        local at = clock_ms() + math.max(1, math.min(tonumber(ms), claimMs))
+        redis.call('pexpireat', name, at)
         if redis.call('publish', wake_channel(head), head .. '|' .. e) == 0 then
           wake_one()
+        else
+          notify_first(at)
         end
         return true
       elseif redis.call('publish', wake_channel(entry), entry) > 0 then

@@ -93,8 +93,15 @@ if seen then
 end
 
 if hold_absent() then
-  -- Free, with waiters registered: its release must look for them.
-  return completed() or {1, 1, tonumber(hold_create(nil, nil, true)) or 0}
+  -- Free, with waiters registered: its release must look for them, and the first of them learns
+  -- when this hold expires (lib/wake.lua, notify_first), as after a hand-off.
+  local c = completed()
+  if c then
+    return c
+  end
+  local e = hold_create(nil, nil, true)
+  notify_first(clock_ms() + leaseMs)
+  return {1, 1, tonumber(e) or 0}
 end
 local s = hold_state()
 if s.by == id then

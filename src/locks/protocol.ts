@@ -334,6 +334,11 @@ class HoldWait implements WaitSpec<Grant>, WaiterExit, ForeignChannel, HandOff<G
     );
   }
 
+  /** The expiry a notice that this waiter became the first carries (HandOff): {@link noticeOf}. */
+  notice(payload: string): number | undefined {
+    return noticeOf(payload);
+  }
+
   /**
    * The grant of a hand-off message. A lease shorter than the claim window is handed over for
    * itself: dated from the server clock it loses the attempt's one-way delay, which on a loaded
@@ -443,6 +448,17 @@ export function grantFromHandOff(
     epoch,
     ttl,
   };
+}
+
+/**
+ * The server time in ms at which the lock expires, from a notice that the waiter it names became
+ * the first registered one (`@<ms>`, lua/lib/wake.lua notify_first); `undefined` for any other
+ * payload (a hand-off's epoch, or nothing).
+ */
+export function noticeOf(payload: string): number | undefined {
+  if (payload.charCodeAt(0) !== 64) return undefined;
+  const at = Number(payload.slice(1));
+  return Number.isSafeInteger(at) && at > 0 ? at : undefined;
 }
 
 /** Reports an acquire call through `onEvent`. */

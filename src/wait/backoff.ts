@@ -80,12 +80,14 @@ export function backoffDelay(
 /**
  * When a blocked waiter must be back at the latest because the holder's lease may run out
  * unreleased, in ms from now (-1: not then; see `AttemptOutcome.ahead`): at the holder's expiry
- * for the first waiter; a claim window ({@link HAND_OFF_CLAIM_WINDOW_MS}) after it for the
- * second, in case the first one's client died (it would have taken the lock by then, and its
- * release hands it on); never for the others, whom a release hands the lock to in turn.
+ * for the first waiter, and a claim window ({@link HAND_OFF_CLAIM_WINDOW_MS}) later for each
+ * registration ahead of it, in case those waiters' clients died (a live first waiter takes the
+ * lock within that window, and from then on the lock's changes of hands tell the first waiter
+ * when it must be back: lua/lib/wake.lua, notify_first). So a waiter behind any number of dead
+ * ones is bounded, and the waiters come back one claim window apart, never all at once.
  */
 export function expiryBound({ pttl, ahead }: { pttl: number; ahead?: number }): number {
-  return !ahead || pttl < 0 ? pttl : ahead > 1 ? -1 : pttl + HAND_OFF_CLAIM_WINDOW_MS;
+  return !ahead || pttl < 0 ? pttl : pttl + ahead * HAND_OFF_CLAIM_WINDOW_MS;
 }
 
 /**
@@ -112,12 +114,11 @@ export type AttemptOutcome<T> =
       /** Longest block or sleep before the next attempt, in ms (e.g. to renew a queue slot). */
       cap?: number;
       /**
-       * How many registered waiters are ahead of this one (absent or 0: none; 1: one, or an
-       * unknown number). When the holder's lease runs out unreleased, the first waiter takes the
-       * lock (and its release hands it on), so a wait for a wake-up behind it is not bounded by
-       * the holder's PTTL (sleeps still are): the second waiter's is bounded by the PTTL plus the
-       * claim window (the first one's client may be gone, and nothing would tell the others),
-       * the others' by their block cap alone.
+       * How many registered waiters are ahead of this one (absent or 0: none; 1 also stands for
+       * an unknown number, when the holder's PTTL outlasts the longest block anyway). When the
+       * holder's lease runs out unreleased, the first waiter takes the lock (and its release hands
+       * it on), so a wait for a wake-up behind others comes back later: a claim window after the
+       * holder's expiry per waiter ahead (see {@link expiryBound}); sleeps are not moved.
        */
       ahead?: number;
       /**
@@ -150,9 +151,11 @@ export interface PollOptions {
    * Waits for a wake-up instead of sleeping, for at most the given ms (see {@link blockBound};
    * `blockCap` caps it). Resolves `true` once it has waited (woken or timed out), `false` when
    * it could not wait: the loop then sleeps the backoff delay instead. Rejects to abort.
-   * `foreign`: the busy attempt reported a JVM holder (see {@link AttemptOutcome}).
+   * `foreign`: the busy attempt reported a JVM holder (see {@link AttemptOutcome}). `limit`: the
+   * longest the block may last whatever the holder's lease says (the deadline and the caps), in
+   * ms, for a block that learns a new bound while it waits.
    */
-  block?: (ms: number, foreign: boolean) => Promise<boolean>;
+  block?: (ms: number, foreign: boolean, limit: number) => Promise<boolean>;
   /** Longest single block in ms. @default Infinity */
   blockCap?: number;
   /** When the wait began (`Date.now()`), which its budget counts from. @default now */
@@ -188,9 +191,12 @@ export async function pollUntil<T>(
     const report = options.onWait;
     let ms: number | undefined;
     if (options.block) {
-      ms = blockBound(expiryBound(outcome), cap, options.blockCap ?? remaining);
+      const limit = options.blockCap ?? remaining;
+      ms = blockBound(expiryBound(outcome), cap, limit);
       report?.("waiting", 0, n + 1, ms);
-      if (!(await options.block(ms, outcome.foreign === true))) ms = undefined;
+      if (!(await options.block(ms, outcome.foreign === true, blockBound(-1, cap, limit)))) {
+        ms = undefined;
+      }
     }
     if (ms === undefined) {
       ms = backoffDelay(options.policy, n, outcome.pttl, cap);

@@ -13,7 +13,7 @@
 import type { LockContext } from "../context.js";
 import { LOCK_WAITER_SLOT_MS } from "../limits.js";
 import type { RequestCounter } from "../transport/index.js";
-import { type AttemptOutcome, pollUntil } from "./backoff.js";
+import { type AttemptOutcome, pollUntil, SLEEP_FLOOR_MS } from "./backoff.js";
 import type { Beside, JoinForeign, Round } from "./beside.js";
 import { type WakeHub, type WakeSlot, wakeHubOf } from "./wakes.js";
 
@@ -101,6 +101,12 @@ export interface HandOff<T> {
    * attempts is unanswered ({@link AttemptOutcome}'s `undoing`).
    */
   grant(payload: string, sentAt: number, sentMono: number, serverTime: number): T | undefined;
+  /**
+   * The server time in ms (Redis clock) at which the holder's lock expires, when `payload` is a
+   * notice that this waiter is now the first registered one (lua/lib/wake.lua, notify_first);
+   * `undefined` for any other payload. The wait is then back by that expiry, without a request.
+   */
+  notice?(payload: string): number | undefined;
   /**
    * Longest single wait for a wake-up, in ms: a waiter that asks for hand-offs registers for
    * longer (so that it keeps its place behind long holds), and comes back well before that
@@ -405,12 +411,26 @@ export async function waitFor<T>(
         policy: ctx.backoff,
         block: waker.polling
           ? undefined
-          : async (ms, foreign) => {
-              const { again, payload } = await waker.wait(ms, foreign);
-              if (payload && unanswered === 0) {
-                granted = spec.handOff?.grant(payload, sentAt, sentMono, serverTime);
+          : async (ms, foreign, limit) => {
+              const started = performance.now();
+              let until = started + ms;
+              for (;;) {
+                const left = Math.max(0, Math.ceil(until - performance.now()));
+                const { again, payload } = await waker.wait(left, foreign);
+                const at = payload ? spec.handOff?.notice?.(payload) : undefined;
+                if (at !== undefined && serverTime > 0) {
+                  // This waiter became the first: back by the new holder's expiry (dated on the
+                  // server clock like a hand-off: grantFromHandOff), not by what its last attempt
+                  // saw. The earliest that expiry can be here, on the monotonic clock.
+                  const expires = sentMono + (at - serverTime) + SLEEP_FLOOR_MS;
+                  until = Math.min(started + limit, Math.max(expires, performance.now()));
+                  continue;
+                }
+                if (payload && at === undefined && unanswered === 0) {
+                  granted = spec.handOff?.grant(payload, sentAt, sentMono, serverTime);
+                }
+                return again;
               }
-              return again;
             },
         blockCap: spec.handOff?.blockCap ?? LOCK_WAITER_SLOT_MS / 2,
         // Every sleep or block is reported as a `waiting` event before it starts (with its

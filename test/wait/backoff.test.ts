@@ -49,12 +49,12 @@ describe("backoff policy", () => {
 });
 
 describe("when a waiter comes back for the holder's expiry", () => {
-  it("the first at the expiry, the second a claim window after it, the others not then", () => {
+  it("the first at the expiry, each one behind it a claim window later per waiter ahead", () => {
     expect(expiryBound({ pttl: 1_500 })).toBe(1_500);
     expect(expiryBound({ pttl: 1_500, ahead: 0 })).toBe(1_500);
     expect(expiryBound({ pttl: 1_500, ahead: 1 })).toBe(1_500 + HAND_OFF_CLAIM_WINDOW_MS);
-    expect(expiryBound({ pttl: 1_500, ahead: 2 })).toBe(-1);
-    expect(expiryBound({ pttl: 1_500, ahead: 7 })).toBe(-1);
+    expect(expiryBound({ pttl: 1_500, ahead: 2 })).toBe(1_500 + 2 * HAND_OFF_CLAIM_WINDOW_MS);
+    expect(expiryBound({ pttl: 1_500, ahead: 7 })).toBe(1_500 + 7 * HAND_OFF_CLAIM_WINDOW_MS);
     // No TTL or unknown: nothing to come back for, whatever the place.
     expect(expiryBound({ pttl: -1, ahead: 1 })).toBe(-1);
     expect(expiryBound({ pttl: -2, ahead: 0 })).toBe(-2);

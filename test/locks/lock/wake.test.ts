@@ -427,8 +427,8 @@ describe("reentrant lock wake-ups", () => {
     expect((await attempt("o1", "hub:w1", "0", "0"))[0]).toBe(0);
     expect(await entries()).toEqual(["hub:w1"]);
     await expectOutlived();
-    // Subscribed, it asks for hand-offs: its bare entry goes, which empties the registry, so the
-    // entry that carries the grant makes a new one, which needs its TTL as well.
+    // Subscribed, it asks for hand-offs: the entry that carries the grant takes the bare entry's
+    // place (and lapse) in the registry, which keeps its TTL.
     expect((await attempt("o1", "hub:w1", "1", "1"))[0]).toBe(0);
     expect(await entries()).toEqual(["hub:w1|9000|o1"]);
     await expectOutlived();
@@ -474,8 +474,14 @@ describe("reentrant lock wake-ups", () => {
     // longest block, a third of its registration), behind every registration there.
     expect(await ahead("o2", "hub:w2", "0")).toBe(1);
     expect(await ahead("o3", "hub:w3", "0")).toBe(1);
-    expect(await ahead("o2", "hub:w2", "1")).toBe(2);
+    // Subscribed, each takes its first attempt's place: registration order is arrival order.
+    expect(await ahead("o2", "hub:w2", "1")).toBe(1);
     expect(await ahead("o3", "hub:w3", "1")).toBe(2);
+    expect((await raw.zRange(waitingKey(name), 0, -1)).map(String)).toEqual([
+      "hub:w1|9000|o1",
+      "hub:w2|9000|o2",
+      "hub:w3|9000|o3",
+    ]);
     // Keeping its place, a waiter reads its rank.
     expect(await ahead("o3", "hub:w3", "1")).toBe(2);
     expect(await ahead("o2", "hub:w2", "1")).toBe(1);
