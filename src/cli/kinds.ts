@@ -9,6 +9,14 @@
 import type { EdgeLock } from "../client.js";
 import type { Holder, Inspection } from "../inspect.js";
 import type { RedisLike } from "../transport/redis.js";
+import {
+  type QueuedWaiter,
+  type RegisteredWaiter,
+  readFairQueue,
+  readLockWaiters,
+  type Snapshot,
+  type Waiters,
+} from "./queues.js";
 
 /**
  * The kinds the CLI tells apart, named as the package's entries and the primitives' own
@@ -74,6 +82,8 @@ export interface CliRedis extends RedisLike {
   pttl(key: string): Promise<number>;
   del(key: string): Promise<number>;
   get(key: string): Promise<unknown>;
+  /** Read-only commands in one MULTI/EXEC: who waits on a lock (./queues.ts). */
+  snapshot: Snapshot;
   /** The client edgelock's scripts go through, when not this object itself. */
   scripts?: RedisLike;
 }
@@ -86,11 +96,14 @@ export class ForeignKeyError extends Error {
 /**
  * What the CLI prints for one name: the primitive's own inspection, its `kind` in the CLI's
  * vocabulary (the same, but for the marks). A permit-expirable semaphore's holders are permits,
- * not owners: each is `{ id, ttl }`.
+ * not owners: each is `{ id, ttl }`. `inspect` adds who waits: a fair lock's `queue`, and the
+ * registered waiters (`waiting`) of the other locks.
  */
 export type Found = Omit<Inspection, "kind" | "holders"> & {
   kind: Kind;
   holders: (Holder | { id: string; ttl: number })[];
+  queue?: Waiters<QueuedWaiter>;
+  waiting?: Waiters<RegisteredWaiter>;
 } & Record<string, unknown>;
 
 /** The completion record of an idempotency key (see `doneKey` in src/locks/idempotency/hold.ts). */
@@ -139,15 +152,22 @@ export async function detectKind(redis: CliRedis, name: string): Promise<Kind | 
   throw new ForeignKeyError(`"${name}" holds a Redis ${type}, which no edgelock primitive uses`);
 }
 
-/** Inspects `name` as `kind`, in one request (two for a webhook mark). */
+/**
+ * Inspects `name` as `kind`, in one request (two for a webhook mark); with `waiters`, a lock's
+ * waiters too, in one more request sent at the same time.
+ */
 export async function inspectAs(
   edgelock: EdgeLock,
   redis: CliRedis,
   name: string,
   kind: Kind,
+  waiters = false,
 ): Promise<Found> {
-  const seen = (await inspection(edgelock, redis, name, kind)) as Inspection &
-    Record<string, unknown>;
+  const [inspected, waiting] = await Promise.all([
+    inspection(edgelock, redis, name, kind),
+    waiters ? waitersOf(redis, name, kind) : {},
+  ]);
+  const seen = inspected as Inspection & Record<string, unknown>;
   const holders =
     kind === "permit-expirable-semaphore"
       ? (seen.holders as unknown as { id: string; ttl: number }[]).map(({ id, ttl }) => ({
@@ -155,7 +175,26 @@ export async function inspectAs(
           ttl,
         }))
       : seen.holders;
-  return { ...seen, kind, holders };
+  return { ...seen, kind, holders, ...waiting };
+}
+
+/** Who waits on `name` as `kind`: nothing for the kinds whose inspection counts its waiters. */
+async function waitersOf(
+  redis: CliRedis,
+  name: string,
+  kind: Kind,
+): Promise<Pick<Found, "queue" | "waiting">> {
+  switch (kind) {
+    case "fair-lock":
+      return { queue: await readFairQueue(redis.snapshot, name) };
+    case "lock":
+    case "fenced-lock":
+    case "read-write-lock":
+    case "cron-mark":
+      return { waiting: await readLockWaiters(redis.snapshot, name) };
+    default:
+      return {};
+  }
 }
 
 function inspection(

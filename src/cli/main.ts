@@ -37,8 +37,10 @@ import {
   MARK_KINDS,
   mayBe,
 } from "./kinds.js";
+import { MAX_LISTED_WAITERS } from "./queues.js";
 
 export type { CliRedis, Found, Kind } from "./kinds.js";
+export type { QueuedWaiter, RegisteredWaiter, Waiters } from "./queues.js";
 
 /** Where the CLI reads its configuration and writes its output (the process, or a test). */
 export interface CliIo {
@@ -68,7 +70,9 @@ const HELP = `${USAGE}
 Admin commands for edgelock (and Redisson) primitives in an Upstash Redis database.
 
   inspect <name>     what the name holds (its kind, read from its keys), its holders or
-                     permits or count, and its remaining TTL
+                     permits or count, its remaining TTL, and who waits: a fair lock's queue
+                     and the other locks' registered waiters, in the order they are served
+                     (the first ${MAX_LISTED_WAITERS}, and how many more)
   unlock <name>      delete the lock whoever holds it (Redisson's forceUnlock); the holder is
                      not told and keeps running unprotected, so it refuses without --yes.
                      Anything that is not a lock (a semaphore, a latch, a webhook mark) is
@@ -138,6 +142,33 @@ export async function connectUpstash(url: string, token: string): Promise<CliRed
     pttl: (key) => hinted(key, redis.pttl(key)),
     del: (key) => hinted(key, redis.del(key)),
     get: (key) => hinted(key, redis.get(key)),
+    snapshot: (reads) => {
+      const tx = redis.multi();
+      for (const read of reads) {
+        switch (read[0]) {
+          case "lrange":
+            tx.lrange(read[1], read[2], read[3]);
+            break;
+          case "llen":
+            tx.llen(read[1]);
+            break;
+          case "zrange-withscores":
+            tx.zrange(read[1], read[2], read[3], { withScores: true });
+            break;
+          case "zcard":
+            tx.zcard(read[1]);
+            break;
+          case "hgetall":
+            tx.hgetall(read[1]);
+            break;
+          case "time":
+            tx.time();
+            break;
+        }
+      }
+      const key = reads.find((r) => r[0] !== "time")?.[1] ?? "";
+      return hinted(key, tx.exec<unknown[]>());
+    },
   };
 }
 
@@ -212,7 +243,7 @@ export async function runCli(
         print({ name, kind: null, ttl: -2, holders: [] }, `"${name}" is free (nothing stored)`);
         return EXIT.ok;
       }
-      const seen = await inspectAs(edgelock, redis, name, as);
+      const seen = await inspectAs(edgelock, redis, name, as, true);
       print(seen, stored === null ? `"${name}" is free (nothing stored)` : describe(seen));
     } else if (command === "unlock") {
       const name = checkedName(arg);
@@ -439,11 +470,45 @@ function describe(f: Found): string {
     case "webhook-mark":
       return `${head}: ${details(f)}, ${ttl}${holderLines(f)}`;
     default: {
-      if (f.holders.length === 0) return `${head} is free`;
       const mode = typeof f.mode === "string" ? ` for ${f.mode}` : "";
-      return `${head} is locked${mode}, ${ttl}${holderLines(f)}`;
+      const state = f.holders.length === 0 ? "is free" : `is locked${mode}, ${ttl}`;
+      return `${head} ${state}${holderLines(f)}${waiterLines(f)}`;
     }
   }
+}
+
+/** Who waits, one line each in the order they are served, after a line with their count. */
+function waiterLines(f: Found): string {
+  const lines: string[] = [];
+  if (f.queue && f.queue.count > 0) {
+    lines.push(`queue: ${plural(f.queue.count, "owner")} waiting, served in this order`);
+    for (const [i, q] of f.queue.entries.entries()) {
+      const who = q.waiter === null ? "(a Redisson client)" : `waiter ${q.waiter}`;
+      lines.push(`${i + 1}. owner ${q.owner}  ${who}  ${lapses("place", q.ttl)}`);
+    }
+    lines.push(...more(f.queue));
+  }
+  if (f.waiting && f.waiting.count > 0) {
+    lines.push(`waiters: ${f.waiting.count} registered, woken in this order`);
+    for (const [i, w] of f.waiting.entries.entries()) {
+      const grant = w.owner === null ? "" : `  hand-off to owner ${w.owner} for ${w.leaseTime} ms`;
+      const raw = w.entry === undefined ? "" : `  (entry ${JSON.stringify(w.entry)})`;
+      lines.push(`${i + 1}. waiter ${w.waiter}${grant}  ${lapses("registration", w.ttl)}${raw}`);
+    }
+    lines.push(...more(f.waiting));
+  }
+  return lines.map((line) => `\n  ${line}`).join("");
+}
+
+function lapses(what: string, ttl: number | null): string {
+  if (ttl === null) return `${what}: no time recorded`;
+  if (ttl <= 0) return `${what} lapsed`;
+  return `${what} lapses in ${ttl} ms`;
+}
+
+function more(w: { count: number; entries: unknown[] }): string[] {
+  const rest = w.count - w.entries.length;
+  return rest > 0 ? [`(and ${rest} more)`] : [];
 }
 
 function holderLines(f: Found): string {

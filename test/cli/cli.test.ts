@@ -334,7 +334,13 @@ describe("every kind", () => {
       expect(text.stdout.startsWith(`"${name}"`)).toBe(true);
       expect(text.stdout.slice(name.length + 2)).toMatch(INSPECT_TEXT[kind]);
       const json = await cli(["inspect", name, "--json"]);
-      expect(JSON.parse(json.stdout)).toMatchObject({ kind, name });
+      const parsed = JSON.parse(json.stdout) as Found;
+      expect(parsed).toMatchObject({ kind, name });
+      // Who waits: the fair lock's queue, the other locks' registry (test/cli/queues.test.ts).
+      expect("queue" in parsed).toBe(kind === "fair-lock");
+      expect("waiting" in parsed).toBe(
+        ["lock", "fenced-lock", "read-write-lock", "cron-mark"].includes(kind),
+      );
       // Told the right kind, the same; told another, refused with 3.
       expect((await cli(["inspect", name, "--kind", kind])).code).toBe(0);
       // A count-down latch's keys are never another kind's, nor a lock's a latch's.
@@ -426,9 +432,11 @@ describe("every kind", () => {
       // A fair lock with a queued waiter; the others as set up.
       expect(shown).toEqual(KINDS.filter((k) => k !== "cron-mark" && k !== "webhook-mark").sort());
       const all = JSON.parse((await cli(["list", `${prefix}mix:*`, "--all", "--json"])).stdout) as {
-        entries: { kind: Kind }[];
+        entries: Found[];
       };
       expect(all.entries.map((e) => e.kind).sort()).toEqual([...KINDS].sort());
+      // One request per name: list leaves who waits to inspect.
+      for (const e of all.entries) expect(e.queue ?? e.waiting).toBeUndefined();
       const text = await cli(["list", `${prefix}mix:*`]);
       expect(text.stdout).toMatch(
         /mix:semaphore {2}semaphore {2}no expiry {2}2 of 3 permits available/,
