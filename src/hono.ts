@@ -51,7 +51,9 @@ export interface LockMiddlewareOptions<E extends Env = Env> {
   /**
    * Lock name (1–512 characters, no `{` or `}`), or a function of the context returning it,
    * e.g. `(c) => \`order:${c.req.param("id")}\``. Requests with the same name exclude each
-   * other. Required.
+   * other. A function's result that is no such name (`""`, a name with braces) is answered
+   * `400` with `{ "error": "invalid-key" }`, as `lockWebhook` answers it; an error the function
+   * throws goes to `app.onError`. Required.
    */
   key: string | ((c: Context<E>) => string | Promise<string>);
   /**
@@ -104,8 +106,9 @@ const OPTION_KEYS = [
  *   body Hono drops. With an execution context (Workers) the release is handed to
  *   `c.executionCtx.waitUntil`; elsewhere it is awaited (for a body: before the body ends).
  *   A failed release is reported as an `error` event; the lock then expires after its lease.
- * - Errors from acquiring (e.g. `TransportError`, or a `key` function returning a bad name)
- *   propagate to `app.onError`.
+ * - A `key` function returning no usable name: `400` with `{ "error": "invalid-key" }`, nothing
+ *   sent to Redis. Errors from acquiring (e.g. `TransportError`) and errors the `key` function
+ *   throws propagate to `app.onError`.
  * - Lease lost while the route ran (`onLeaseLost: "throw"`, the default): a
  *   {@link LeaseLostError} goes to `app.onError` instead of the route's answer, so Hono answers
  *   `500` unless the app maps it, e.g.
@@ -159,10 +162,15 @@ export function withLock<E extends Env = Env>(
   return createMiddleware<E & { Variables: LockVariables }>(async function edgelockLock(c, next) {
     const ctx = c as unknown as Context<E>;
     const edgelock = edgelockOf(ctx);
-    const key = checkName(
-      typeof keyOption === "function" ? await keyOption(ctx) : keyOption,
-      "key",
-    );
+    let key: string;
+    try {
+      key = checkName(typeof keyOption === "function" ? await keyOption(ctx) : keyOption, "key");
+    } catch (error) {
+      // A name built from the request (an empty route parameter) is the client's fault: the
+      // same 400 as lockWebhook's, not a 500. What the key function itself threw is the app's.
+      if (error instanceof TypeError || error instanceof RangeError) return invalidKey();
+      throw error;
+    }
     const result = await getLock(edgelock, key).tryAcquire({ waitTime, leaseTime, keepAlive });
     if (!result.lease) {
       const { holderTtl } = result;
@@ -198,6 +206,11 @@ export function withLock<E extends Env = Env>(
       );
     }
   });
+}
+
+/** The answer to a key that is no lock name: lockWebhook's `invalid-key`. */
+function invalidKey(): Response {
+  return Response.json({ error: "invalid-key" }, { status: 400 });
 }
 
 /**

@@ -465,7 +465,33 @@ describe("withLock middleware", () => {
     expect(String(errors[0])).not.toContain("wrong");
   });
 
-  it("reports a key function returning a bad name to app.onError", async () => {
+  it.each([
+    ["an empty name", ""],
+    ["a name with braces", "a{b}"],
+    ["a name over 512 characters", "k".repeat(513)],
+  ])(
+    "answers 400 invalid-key, as lockWebhook does, when the key function returns %s",
+    async (_, bad) => {
+      const rec = recordingEdgeLock();
+      const errors: unknown[] = [];
+      const app = new Hono();
+      app.onError((error, c) => {
+        errors.push(error);
+        return c.text("bad", 500);
+      });
+      const handler = vi.fn((c) => c.text("x"));
+      // An empty route parameter: `/orders//pay`.
+      app.get("/k/:id?", withLock({ edgelock: rec.edgelock, key: () => bad }), handler);
+      const res = await app.request("/k");
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({ error: "invalid-key" });
+      expect(errors).toEqual([]);
+      expect(handler).not.toHaveBeenCalled();
+      expect(rec.events).toHaveLength(0);
+    },
+  );
+
+  it("an error the key function throws goes to app.onError", async () => {
     const rec = recordingEdgeLock();
     const errors: unknown[] = [];
     const app = new Hono();
@@ -473,9 +499,19 @@ describe("withLock middleware", () => {
       errors.push(error);
       return c.text("bad", 500);
     });
-    app.get("/k", withLock({ edgelock: rec.edgelock, key: () => "a{b}" }), (c) => c.text("x"));
+    const thrown = new Error("session store down");
+    app.get(
+      "/k",
+      withLock({
+        edgelock: rec.edgelock,
+        key: () => {
+          throw thrown;
+        },
+      }),
+      (c) => c.text("x"),
+    );
     expect((await app.request("/k")).status).toBe(500);
-    expect(errors[0]).toBeInstanceOf(RangeError);
+    expect(errors).toEqual([thrown]);
     expect(rec.events).toHaveLength(0);
   });
 
