@@ -301,6 +301,8 @@ export interface CronContext {
 export interface SkippedInfo {
   /** The lock name. */
   name: string;
+  /** Why the run was skipped, as the `skip` event says: another run holds the lock. */
+  reason: "overlap";
   /** Seconds until the holder's lease runs out, rounded up, at least 1. */
   retryAfter: number;
   /** The holder's remaining lease in ms (PTTL: -1 when the key has no TTL, 0 when unknown). */
@@ -339,8 +341,9 @@ export interface LockCronOptions<A extends unknown[] = []> {
   waitUntil?: WaitUntil<A>;
   /**
    * Answer to a run skipped because another holds the lock. @default `200` with
-   * `{ "skipped": true, "reason": "locked", "name", "retryAfter" }`: a skip is a normal
-   * outcome, not a failure (Vercel does not retry cron runs either way)
+   * `{ "skipped": true, "reason": "overlap", "name", "retryAfter" }`: a skip is a normal
+   * outcome, not a failure (Vercel does not retry cron runs either way). `reason` is the `skip`
+   * event's; it used to be `"locked"`, which an `onSkip` returning that body keeps.
    */
   onSkip?: (request: Request, info: SkippedInfo, ...args: A) => Response | Promise<Response>;
   /**
@@ -448,8 +451,10 @@ export function lockCron<A extends unknown[] = []>(
         holderTtl,
       });
       const retryAfter = retryAfterSeconds(holderTtl);
-      if (onSkip) return onSkip(request, { name, retryAfter, holderTtl }, ...args);
-      return Response.json({ skipped: true, reason: "locked", name, retryAfter }, { status: 200 });
+      if (onSkip)
+        return onSkip(request, { name, reason: "overlap", retryAfter, holderTtl }, ...args);
+      // The event's word, so that a log search and the answer agree.
+      return Response.json({ skipped: true, reason: "overlap", name, retryAfter }, { status: 200 });
     }
     const lease = run.lease;
     return runGuarded({

@@ -711,7 +711,8 @@ describe("lockCron", () => {
     const second = await cron(cronRequest(path));
     expect(second.status).toBe(200);
     const body = (await second.json()) as Record<string, unknown>;
-    expect(body).toMatchObject({ skipped: true, reason: "locked", name: `cron:${path}` });
+    // The answer and the event give one reason.
+    expect(body).toMatchObject({ skipped: true, reason: "overlap", name: `cron:${path}` });
     expect(body.retryAfter).toBeGreaterThanOrEqual(1);
     const skip = skips(rec.events);
     expect(skip).toHaveLength(1);
@@ -861,7 +862,8 @@ describe("lockCron", () => {
         waitUntil: (p) => {
           tasks.push(p);
         },
-        onSkip: (_req, info) => new Response(`skipped ${info.name} ${info.retryAfter}`),
+        onSkip: (_req, info) =>
+          new Response(`skipped ${info.name} ${info.retryAfter} (${info.reason})`),
       },
       () => new Response("ran"),
     );
@@ -874,7 +876,7 @@ describe("lockCron", () => {
     const holder = await rec.edgelock.getLock(`${name}:b`).tryLock({ leaseTime: 5_000 });
     if (!holder) throw new Error("not acquired");
     const skipped = await cron(cronRequest("/api/cron?job=b"));
-    expect(await skipped.text()).toBe(`skipped ${name}:b 5`);
+    expect(await skipped.text()).toBe(`skipped ${name}:b 5 (overlap)`);
     await holder.release();
   });
 
