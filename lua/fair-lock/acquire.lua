@@ -131,7 +131,12 @@ elseif redis.call('exists', name) == 0 then
     -- Also clears what a Redisson script left of this owner's wait: it drops waiters from the
     -- queue and the ZSET, never from our registry.
     leave(owner)
-    return create()
+    local r = create()
+    if head then
+      -- It was first: the waiter now first learns when this hold expires.
+      fair_notify_first(clock_ms() + leaseMs)
+    end
+    return r
   end
 end
 
@@ -140,6 +145,10 @@ if e then
     -- The claim window was nobody's lease: the lease starts now and lasts exactly leaseMs, so
     -- a lease shorter than the window does not hold the lock for the rest of it.
     redis.call('pexpire', name, leaseMs)
+    -- That may end it sooner than the claim window the first waiter was told of.
+    if leaseMs < claimMs then
+      fair_notify_first(clock_ms() + leaseMs)
+    end
   else
     extend(leaseMs)
   end

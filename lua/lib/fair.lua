@@ -10,7 +10,8 @@
 -- Our waiter "<client>:<wait>" listens on its client's wake channel "edgelock_wake:{<name>}:<client>"
 -- (lib/channel.lua: a digest of the name for a name a REST path cannot carry). Redisson waiters in the same queue are woken on their channel instead, and
 -- take the lock with their own script.
--- Provides fair_wake_channel, leave, waiter_of, alive, first_live, queue_up, hand_off;
+-- Provides fair_wake_channel, leave, waiter_of, alive, first_live, queue_up, fair_notify_first,
+-- hand_off;
 -- includes lib/hold.lua (GRANT, EPOCH, and the clock with it) and lib/channel.lua.
 -- @include lib/hold.lua
 -- @include lib/channel.lua
@@ -105,6 +106,22 @@ local function queue_up(owner, waiter, now, lapses)
   end
 end
 
+-- The lock changed hands (handed to the first waiter, or taken while others queue) and now
+-- expires at `at` (server ms): tells our first queued waiter that it is first, with
+-- "<id>|@<at>", so that its wait is back by that expiry without a request (lib/wake.lua,
+-- notify_first, says why). When nobody hears that (its client is gone, or it polls: a poller
+-- comes back by its own backoff), the second is told to be back a claim window later, in case
+-- the first never comes. A Redisson waiter is not told: its queue timeout bounds its wait.
+-- Billed   LRANGE, HGET, PUBLISH (+ HGET, PUBLISH when nobody heard the first)
+local function fair_notify_first(at)
+  for i, owner in ipairs(redis.call('lrange', queue, 0, 1)) do
+    local id = waiter_of(owner)
+    if not id or redis.call('publish', fair_wake_channel(id), id .. '|@' .. (at + (i - 1) * claimMs)) > 0 then
+      return
+    end
+  end
+end
+
 -- The lock is free: give it to the first live waiter (`head` when the caller already found it with
 -- first_live). One of ours gets the lock for a claim window, marked with its waiter id (GRANT),
 -- and is sent "<waiter>|<epoch>": it holds the lock from then on, and makes the TTL its lease with
@@ -127,8 +144,11 @@ local function hand_off(head)
   -- (floor(epoch / 1000) + claimMs), not only from when its message arrived.
   local e = clock_us()
   redis.call('hset', name, head, 1, GRANT, waiter, EPOCH, e)
-  redis.call('pexpireat', name, clock_ms() + claimMs)
-  if redis.call('publish', fair_wake_channel(waiter), waiter .. '|' .. e) == 0 then
+  local at = clock_ms() + claimMs
+  redis.call('pexpireat', name, at)
+  if redis.call('publish', fair_wake_channel(waiter), waiter .. '|' .. e) > 0 then
+    fair_notify_first(at)
+  else
     -- Nobody heard it here (its client may be gone): the next live waiter is told to come back,
     -- and is then first, back when the claim window ends, rather than at its own bound.
     local next = first_live()

@@ -22,6 +22,7 @@ import {
   grantFromHandOff,
   type HoldSettings,
   leaseFor,
+  noticeOf,
 } from "../protocol.js";
 import { FairLockHolds, type FairLockInspection } from "./hold.js";
 
@@ -122,6 +123,7 @@ export class FairLock extends HashLock<FairLockInspection> {
             s.leaseTime >= HAND_OFF_CLAIM_WINDOW_MS
               ? grantFromHandOff(payload, sentAt, sentMono, serverTime, s.leaseTime)
               : undefined,
+          notice: noticeOf,
           blockCap: FAIR_SLOT_MS / 3,
         },
         exit: {

@@ -117,9 +117,14 @@ async function listen(name: string) {
   listeners.push(() => sub.destroy());
   const heard: string[] = [];
   await sub.pSubscribe(`edgelock_wake:{${name}}:*`, (message) => heard.push(String(message)));
+  const notice = (m: string) => m.includes("|@");
   return {
     heard,
-    to: (waiter: string) => heard.filter((m) => m.startsWith(`${waiter}|`)),
+    /** Hand-offs and wake-ups sent to `waiter`. */
+    to: (waiter: string) => heard.filter((m) => m.startsWith(`${waiter}|`) && !notice(m)),
+    /** The expiries (server ms) `waiter` was told of as the new first waiter (lib/fair.lua). */
+    notices: (waiter: string) =>
+      heard.filter((m) => m.startsWith(`${waiter}|@`)).map((m) => Number(m.split("|@")[1])),
   };
 }
 
@@ -161,6 +166,12 @@ describe("fair lock scripts", () => {
       expect(await f.queued()).toEqual(waiters.slice(i + 1));
       const next = waiters[i + 1];
       if (next) {
+        // The waiter now first is told when the claim window ends: its wait is back by then
+        // should the handed waiter never confirm. Nobody behind it is told.
+        await expect.poll(() => wakes.notices(next).length).toBe(1);
+        const expiry = Number(await raw.sendCommand(["PEXPIRETIME", f.name]));
+        expect(wakes.notices(next)).toEqual([expiry]);
+        for (const later of waiters.slice(i + 2)) expect(wakes.notices(later)).toEqual([]);
         // The next in line re-checks meanwhile: still busy, still first.
         expect(place(await f.acquire(next))).toEqual([0, 0]);
       }
@@ -172,7 +183,7 @@ describe("fair lock scripts", () => {
     }
     expect(await f.release(holder)).toBe(1);
     expect(await f.leftovers()).toEqual([]);
-    expect(wakes.heard).toHaveLength(waiters.length);
+    expect(wakes.heard).toHaveLength(2 * waiters.length - 1);
   });
 
   it("the hand-off publishes the waiter's id and the epoch it was handed over in", async () => {
