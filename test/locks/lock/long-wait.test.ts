@@ -8,10 +8,10 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { randomHex } from "../../../src/ids.js";
-import { type EdgeLock, HAND_OFF_CLAIM_WINDOW_MS } from "../../../src/index.js";
+import { type EdgeLock, HAND_OFF_CLAIM_WINDOW_MS, type Lease } from "../../../src/index.js";
 import { LOCK_HAND_OFF_SLOT_MS } from "../../../src/limits.js";
 import { fairLockAcquire, lockAcquire } from "../../../src/lua.gen.js";
-import { keyPrefix, useRawRedis } from "../../support/env.js";
+import { keyPrefix, startPrivateBridge, useRawRedis } from "../../support/env.js";
 import { recordingEdgeLock, replayKeys } from "../../support/locks.js";
 
 const prefix = keyPrefix();
@@ -69,7 +69,7 @@ const kinds = [
   },
 ] as const;
 
-describe.each(kinds)("long waits: $kind", ({ get, gone }) => {
+describe.each(kinds)("long waits: $kind", ({ kind, get, gone }) => {
   it("a hand-off long after the waiter's last attempt is held without another request, and expires no later than in Redis", async () => {
     const name = `${prefix}${get.name}-old-attempt-${Math.random()}`;
     const holder = recordingEdgeLock();
@@ -173,6 +173,60 @@ describe.each(kinds)("long waits: $kind", ({ get, gone }) => {
     // Busy attempt, subscription, registering attempt; the release handed it the lock.
     expect(b.requests("acquire")).toBe(3);
     expect(await next?.release()).toBe("released");
+  });
+
+  it("a chain of holders that never release: every waiter acquires, each soon after the lease before it runs out (Redisson's testLeaseTimeout)", async () => {
+    const name = `${prefix}${get.name}-chain-${Math.random()}`;
+    // Five clients arriving 100 ms apart, none releasing: each lease (600 ms) runs out, and the
+    // waiter then first must take the lock. Before the first waiter was told of each change of
+    // hands, the third and later waiters were not bounded by any lease: some never acquired.
+    const acquired: { client: number; at: number; lease: Lease }[] = [];
+    const calls: Promise<void>[] = [];
+    for (let client = 0; client < 5; client++) {
+      if (client > 0) await sleep(100);
+      const call = get(recordingEdgeLock().edgelock, name).tryLock({
+        waitTime: 8_000,
+        leaseTime: 600,
+      });
+      calls.push(
+        call.then((lease) => {
+          if (lease) acquired.push({ client, at: Date.now(), lease });
+        }),
+      );
+    }
+    await Promise.all(calls);
+    expect(acquired).toHaveLength(5);
+    if (kind === "fair lock") expect(acquired.map((a) => a.client)).toEqual([0, 1, 2, 3, 4]);
+    for (let i = 1; i < acquired.length; i++) {
+      // `expiresAt` is never after Redis's expiry, so this overstates the gap, never hides one.
+      const gap = (acquired[i]?.at ?? 0) - (acquired[i - 1]?.lease.expiresAt ?? 0);
+      expect(gap).toBeLessThan(700);
+    }
+  });
+
+  it("a holder that dies right after a hand-off: the waiter then first is back when its claim window ends", async () => {
+    const name = `${prefix}${get.name}-dies-handed-${Math.random()}`;
+    const holder = await get(recordingEdgeLock().edgelock, name).lock({ leaseTime: 20_000 });
+    // A reaches Redis through a bridge of its own, closed once A holds the lock: it can neither
+    // renew nor release, as if its isolate were gone.
+    const gone = await startPrivateBridge();
+    const a = recordingEdgeLock({}, gone.redis());
+    const first = get(a.edgelock, name).tryLock({ waitTime: 10_000, leaseTime: 1_500 });
+    await a.until((_e, all) => waits(all) === 2);
+    const b = recordingEdgeLock();
+    // B's busy attempt saw the holder's 20 s lease: without being told of A, it would be back
+    // at its block cap (20 s), past its budget.
+    const second = get(b.edgelock, name).tryLock({ waitTime: 6_000, leaseTime: 5_000 });
+    await b.until((_e, all) => waits(all) === 2);
+    expect(await holder.release()).toBe("released");
+    const handed = await first;
+    expect(handed).not.toBeNull();
+    await gone.close();
+    const expiry = await expiryOf(name);
+    const lease = await second;
+    expect(lease).not.toBeNull();
+    expect(Date.now() - expiry).toBeLessThan(700);
+    expect(await lease?.release()).toBe("released");
   });
 
   it("behind a first waiter whose client died, the next takes the lock a claim window after the holder's lease runs out unreleased, not at its own bound", async () => {

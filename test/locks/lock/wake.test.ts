@@ -5,6 +5,7 @@
  * non-fair; what changes is the cost and latency of a wait. The wait loop itself (polling where
  * subscribing is not possible, no spin): test/wait/loop.test.ts.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import { randomHex } from "../../../src/ids.js";
 import { lockAcquire, lockCancel, lockDecline, lockRelease } from "../../../src/lua.gen.js";
@@ -490,6 +491,31 @@ describe("reentrant lock wake-ups", () => {
     await raw.pExpire(name, 25_000);
     expect(await ahead("o4", "hub:w4", "1")).toBe(1);
     expect(await raw.zRank(waitingKey(name), "hub:w4|9000|o4")).toBe(3);
+    await raw.del([name, waitingKey(name)]);
+  });
+
+  it("scripts: a release hands the lock to the first live registration, never to one that lapsed ahead of it", async () => {
+    const name = `${prefix}lapsed-first`;
+    const sub = raw.duplicate();
+    await sub.connect();
+    const heard: string[] = [];
+    await sub.pSubscribe(`${wakeKey(name)}:*`, (m) => heard.push(String(m)));
+    expect((await scriptAcquire(name, "holder", ""))[0]).toBe(1);
+    // w1 registered first, for 50 ms only: its call is gone by the release; w2 is live.
+    expect((await scriptAcquire(name, "o1", "hub:w1", { slot: "50", registered: "1" }))[0]).toBe(0);
+    expect((await scriptAcquire(name, "o2", "hub:w2", { registered: "1" }))[0]).toBe(0);
+    expect((await raw.zRange(waitingKey(name), 0, -1)).map(String)).toEqual([
+      "hub:w1|9000|o1",
+      "hub:w2|9000|o2",
+    ]);
+    await sleep(100);
+    expect(await scriptRelease(name, "holder")).toBe(1);
+    expect(String(await raw.hGet(name, "edgelock:grant"))).toBe("hub:w2");
+    expect(String(await raw.hGet(name, "o2"))).toBe("1");
+    expect(await raw.hExists(name, "o1")).toBe(0);
+    await expect.poll(() => heard.filter((m) => m.startsWith("hub:w2|")).length).toBe(1);
+    expect(heard.filter((m) => m.startsWith("hub:w1"))).toEqual([]);
+    await sub.close();
     await raw.del([name, waitingKey(name)]);
   });
 
