@@ -1,0 +1,20 @@
+/**
+ * The committed seed set: per kind, seeds and run counts that `npm test`
+ * (test/explore/explore.test.ts) and `npm run explore` without `--minutes` replay. Small on
+ * purpose (a few minutes on 2 cores for all kinds); longer runs draw fresh seeds.
+ */
+import type { KindName } from "./kinds.js";
+
+/** One fixed exploration: fast-check's seed and how many runs it generates from it. */
+export interface SeedRun {
+  seed: number;
+  runs: number;
+}
+
+/** The fixed seeds of each kind. */
+export const SEEDS: Record<KindName, readonly SeedRun[]> = {
+  lock: [{ seed: 51_001, runs: 40 }],
+  "fair-lock": [{ seed: 51_002, runs: 20 }],
+  "fenced-lock": [{ seed: 51_003, runs: 20 }],
+  "write-lock": [{ seed: 51_004, runs: 20 }],
+};
