@@ -30,6 +30,25 @@ describe("lease timing", () => {
     expect(at - lease.expiresAt).toBeLessThan(EXPIRY_SLACK_MS);
   });
 
+  it("a wall clock stepped back while the lease runs: signal still aborts at the monotonic deadline", async () => {
+    // The one fake here, as below: this process's wall clock, stepped back by a minute once the
+    // lease is made. A lease timed on the wall clock alone would outlive Redis's lock by that.
+    const { edgelock } = recordingEdgeLock();
+    const lease = await edgelock.getLock(`${prefix}expiry-step`).lock({ leaseTime: 400 });
+    const deadline = performance.now() + (lease.expiresAt - Date.now());
+    const wall = Date.now.bind(Date);
+    const clock = vi.spyOn(Date, "now").mockImplementation(() => wall() - 60_000);
+    try {
+      const reason = await new Promise<unknown>((resolve) =>
+        lease.signal.addEventListener("abort", () => resolve(lease.signal.reason), { once: true }),
+      );
+      expect(reason).toBeInstanceOf(LeaseLostError);
+      expect(performance.now() - deadline).toBeLessThan(EXPIRY_SLACK_MS);
+    } finally {
+      clock.mockRestore();
+    }
+  });
+
   it("a wall clock stepped back while a renewal is on its way leaves expiresAt no later than Redis's expiry", async () => {
     // The one fake here: this process's wall clock, stepped back by an hour while the renewal
     // is on its way (as an NTP step would); the monotonic clock runs on.
