@@ -3,9 +3,9 @@
  * meaning when the generators change), then the committed seed set of every kind.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Acquire, type Command, Crash } from "./commands.js";
+import { Acquire, type Command, Crash, Heal, Net } from "./commands.js";
 import { type ExploreStats, explore, runSequence } from "./explore.js";
-import { KINDS, SPECS } from "./kinds.js";
+import { KINDS, type KindSpec, SPECS } from "./kinds.js";
 import { SEEDS } from "./seeds.js";
 import { type Session, startSession } from "./world.js";
 
@@ -48,6 +48,28 @@ describe("explorer: found sequences", () => {
       await runSequence(SPECS[kind], session, 4, holderCrashesBeforeThreeWaiters);
     }, 30_000);
   }
+});
+
+describe("explorer: its checkers see a broken lock", () => {
+  it("a lock that takes the lock from its holder (forceUnlock, then tryLock) is flagged", async () => {
+    const broken: KindSpec = {
+      ...SPECS.lock,
+      acquire: async (edgelock, name, options) => {
+        const lock = edgelock.getLock(name);
+        await lock.forceUnlock();
+        return lock.tryLock(options);
+      },
+    };
+    // c0's force-unlock, then its acquire, reach Redis before c1 starts.
+    const run = runSequence(broken, session, 2, [
+      new Acquire(0, 0, 600),
+      new Net("deliver", 0),
+      new Net("deliver", 0),
+      new Acquire(1, 0, 600),
+      new Heal(false),
+    ]);
+    await expect(run).rejects.toThrow(/both believed they held|Redis has no hold of its owner/);
+  }, 30_000);
 });
 
 describe("explorer: the committed seed set", () => {

@@ -110,8 +110,10 @@ export class ControlledNetwork {
   #changed = new Set<() => void>();
   /** Every decision taken, in order. */
   readonly events: NetworkEvent[] = [];
-  /** Requests received in all, and copies delivered after their first delivery. */
+  /** Requests received in all. */
   received = 0;
+  /** Requests received from each client (streams included). */
+  readonly receivedFrom: number[] = [];
 
   private constructor(bridgeUrl: string) {
     this.#bridgeUrl = bridgeUrl;
@@ -241,6 +243,23 @@ export class ControlledNetwork {
     }
   }
 
+  /**
+   * Resolves once `client` has sent more than `count` requests, or `done` settled, or after
+   * `limitMs`: a call's first request may leave after some work of its own (a script's digest
+   * computed on the first use), later than the network looks quiet.
+   */
+  async arrival(client: number, count: number, done: Promise<unknown>, limitMs: number) {
+    let over = false;
+    void done.finally(() => {
+      over = true;
+      this.#touch();
+    });
+    const until = performance.now() + limitMs;
+    while (!over && (this.receivedFrom[client] ?? 0) <= count && performance.now() < until) {
+      await this.#changedOrAfter(Math.max(1, until - performance.now()));
+    }
+  }
+
   /** Stops every proxy; held requests are dropped, streams cut. */
   async close(): Promise<void> {
     this.#closing.abort();
@@ -303,6 +322,7 @@ export class ControlledNetwork {
       if (typeof value === "string" && !HOP_BY_HOP.has(key)) headers[key] = value;
     }
     const path = req.url ?? "/";
+    this.receivedFrom[client] = (this.receivedFrom[client] ?? 0) + 1;
     this.#touch();
     if (port.crashed) {
       res.destroy();

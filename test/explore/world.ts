@@ -314,6 +314,10 @@ export class World {
 
   /** Lets the clients react to what just happened, before the next step looks. */
   async settleStep(): Promise<void> {
+    const begun = this.#begun.splice(0);
+    for (const { client, count, call } of begun) {
+      await this.network.arrival(client, count, call.promise, QUIET_LIMIT_MS);
+    }
     await this.network.quiet(QUIET_MS, QUIET_LIMIT_MS);
     this.steps++;
   }
@@ -558,6 +562,9 @@ export class World {
     return state;
   }
 
+  /** The calls started in the current step, whose first request the step waits for. */
+  #begun: { client: number; count: number; call: CallRecord }[] = [];
+
   #call(
     client: number,
     op: CallOp,
@@ -579,6 +586,7 @@ export class World {
       promise: Promise.resolve(),
     };
     this.calls.push(call);
+    this.#begun.push({ client, count: this.network.receivedFrom[client] ?? 0, call });
     return call;
   }
 
