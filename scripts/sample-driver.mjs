@@ -7,7 +7,8 @@
 // - Route handlers (`export const POST` / `GET`, Next.js style), a fetch handler or a Hono app
 //   (`export default`), a Node server (`serve(...)` printing `listening on <url>`) and other
 //   exported functions get the same call twice at once, then once more after both answered: a
-//   duplicate delivery while the first runs, and a redelivery after it.
+//   duplicate delivery while the first runs, and a redelivery after it. A `POST` route handler
+//   then gets a delivery whose id is empty (`{"id":""}`).
 // - The application's own functions the samples call (scripts/samples.d.ts) are defined here:
 //   each prints its call and works for WORK_MS, so that the two calls at once overlap.
 import { readFileSync } from "node:fs";
@@ -128,6 +129,12 @@ for (const method of ["POST", "GET"]) {
     () => mod[method](request(method, url)),
     describe,
   );
+}
+if (typeof mod.POST === "function") {
+  // A delivery whose id is empty: a webhook route must not take "" as one shared key.
+  const empty = request("POST", "http://localhost/api/route");
+  const answer = await describe(await mod.POST(new Request(empty, { body: '{"id":""}' })));
+  console.log(`POST /api/route with {"id":""}: ${answer}`);
 }
 if (typeof mod.default?.fetch === "function") {
   const { method, path } = route();

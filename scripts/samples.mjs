@@ -19,20 +19,29 @@ export const markdown = [
  * The ```ts blocks of one markdown file that are checked (not fenced ```ts nocheck), with the
  * line (1-based) of their first code line and `norun`: the reason given after `norun` in the
  * fence (```ts norun: a Worker with a Durable Object), for a sample that cannot run on its own.
+ * `outputs`: the text of each `<!-- output: ... -->` comment on the lines right after the block
+ * (hidden when rendered), which its run must print, so that what a sample claims is checked.
  */
 export function extract(file) {
   const lines = readFileSync(join(root, file), "utf8").split("\n");
   const blocks = [];
   let open;
+  let last;
   lines.forEach((line, i) => {
     const fence = /^(\s*)(`{3,}|~{3,})\s*([^`]*)$/.exec(line);
     if (!open) {
+      const output = /^\s*<!-- output: (.*) -->\s*$/.exec(line);
+      if (output && last) {
+        last.outputs.push(output[1]);
+        return;
+      }
+      last = undefined;
       if (!fence) return;
       const [lang = "", ...flags] = fence[3].trim().split(/\s+/);
       open = { fence: fence[2], indent: fence[1].length, lang, flags, start: i + 2, code: [] };
     } else if (fence?.[2].startsWith(open.fence) && fence[3].trim() === "") {
       if (["ts", "typescript"].includes(open.lang) && !open.flags.includes("nocheck")) {
-        const block = { file, line: open.start, code: open.code.join("\n") };
+        const block = { file, line: open.start, code: open.code.join("\n"), outputs: [] };
         const norun = open.flags.findIndex((f) => /^norun:?$/.test(f));
         if (norun >= 0) {
           const reason = open.flags.slice(norun + 1).join(" ");
@@ -42,6 +51,7 @@ export function extract(file) {
           block.norun = reason;
         }
         blocks.push(block);
+        last = block;
       }
       open = undefined;
     } else {

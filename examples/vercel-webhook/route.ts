@@ -23,7 +23,8 @@ export const POST = lockWebhook(
     // Receives a clone of the request: reading its body leaves the body for the handler.
     key: async (request) => {
       const event = (await request.json()) as Partial<WebhookEvent>;
-      return typeof event.id === "string" ? `webhook:${event.id}` : null; // null -> 400
+      // No id, or an empty one: null -> 400 missing-key (never one record shared by all).
+      return typeof event.id === "string" && event.id !== "" ? `webhook:${event.id}` : null;
     },
     // Stripe retries for up to 3 days; the record must outlive that (default: 7 days).
     completionTtl: 7 * 24 * 60 * 60 * 1000,
