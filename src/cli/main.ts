@@ -18,11 +18,8 @@
  */
 
 import { parseArgs } from "node:util";
-import { EdgeLock } from "../client.js";
-import { EdgeLockError } from "../errors.js";
-import { toTransportError } from "../transport/scrub.js";
 import {
-  type CliRedis,
+  type AdminRedis,
   deleteAs,
   detectKind,
   doneKey,
@@ -30,17 +27,23 @@ import {
   type Found,
   inspectAs,
   inUse,
+  isCandidate,
   KIND_LABEL,
   KINDS,
   type Kind,
   LOCK_KINDS,
   MARK_KINDS,
   mayBe,
-} from "./kinds.js";
-import { MAX_LISTED_WAITERS } from "./queues.js";
+} from "../admin/kinds.js";
+import { MAX_LISTED_WAITERS } from "../admin/queues.js";
+import { adminRedis } from "../admin/redis.js";
+import { EdgeLock } from "../client.js";
+import { EdgeLockError } from "../errors.js";
 
-export type { CliRedis, Found, Kind } from "./kinds.js";
-export type { QueuedWaiter, RegisteredWaiter, Waiters } from "./queues.js";
+/** The Redis client the CLI reads through (`connect` of {@link runCli} returns one). */
+export type CliRedis = AdminRedis;
+export type { Found, Kind } from "../admin/kinds.js";
+export type { QueuedWaiter, RegisteredWaiter, Waiters } from "../admin/queues.js";
 
 /** Where the CLI reads its configuration and writes its output (the process, or a test). */
 export interface CliIo {
@@ -126,50 +129,7 @@ export async function connectUpstash(url: string, token: string): Promise<CliRed
     retry: { retries: 2, backoff: (attempt) => 100 * 2 ** attempt },
     enableTelemetry: false,
   });
-  const hinted = <T>(key: string, promise: Promise<T>): Promise<T> =>
-    promise.catch((error: unknown) => {
-      throw toTransportError(error, key, []);
-    });
-  return {
-    // The scripts go through edgelock's runner, which classifies and scrubs their errors.
-    scripts: redis,
-    eval: (script, keys, args) => redis.eval(script, keys, args),
-    evalsha: (sha1, keys, args) => redis.evalsha(sha1, keys, args),
-    scan: (cursor, options) => hinted(options.match, redis.scan(cursor, options)),
-    type: (key) => hinted(key, redis.type(key)),
-    exists: (key) => hinted(key, redis.exists(key)),
-    hget: (key, field) => hinted(key, redis.hget(key, field)),
-    pttl: (key) => hinted(key, redis.pttl(key)),
-    del: (key) => hinted(key, redis.del(key)),
-    get: (key) => hinted(key, redis.get(key)),
-    snapshot: (reads) => {
-      const tx = redis.multi();
-      for (const read of reads) {
-        switch (read[0]) {
-          case "lrange":
-            tx.lrange(read[1], read[2], read[3]);
-            break;
-          case "llen":
-            tx.llen(read[1]);
-            break;
-          case "zrange-withscores":
-            tx.zrange(read[1], read[2], read[3], { withScores: true });
-            break;
-          case "zcard":
-            tx.zcard(read[1]);
-            break;
-          case "hgetall":
-            tx.hgetall(read[1]);
-            break;
-          case "time":
-            tx.time();
-            break;
-        }
-      }
-      const key = reads.find((r) => r[0] !== "time")?.[1] ?? "";
-      return hinted(key, tx.exec<unknown[]>());
-    },
-  };
+  return adminRedis(redis);
 }
 
 /**
@@ -446,16 +406,6 @@ function unwrapDone(key: string, prefix: string): string | undefined {
   if (!key.startsWith(open) || !key.endsWith("}")) return undefined;
   const name = key.slice(open.length, -1);
   return name.length > 0 && !/[{}]/.test(name) ? name : undefined;
-}
-
-function isCandidate(name: string): boolean {
-  return (
-    name.length > 0 &&
-    name.length <= 512 &&
-    !/[{}]/.test(name) &&
-    !name.startsWith("edgelock_") &&
-    !name.startsWith("redisson_")
-  );
 }
 
 /** The multi-line text of `inspect`. */

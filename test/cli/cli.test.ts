@@ -5,7 +5,7 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { KIND_LABEL, KINDS, type Kind } from "../../src/cli/kinds.js";
+import { KIND_LABEL, KINDS, type Kind } from "../../src/admin/kinds.js";
 import { type Found, runCli } from "../../src/cli/main.js";
 import type { LockInspection } from "../../src/index.js";
 import { keyPrefix, sharedBridge, useRawRedis } from "../support/env.js";

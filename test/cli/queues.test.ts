@@ -4,9 +4,9 @@
  * (`edgelock_waiting:{<name>}`), in text and `--json`, against the test bridge and Redis.
  */
 import { describe, expect, it } from "vitest";
+import { MAX_LISTED_WAITERS, parseRegistration } from "../../src/admin/queues.js";
 import type { Found } from "../../src/cli/main.js";
 import { runCli } from "../../src/cli/main.js";
-import { MAX_LISTED_WAITERS, parseRegistration } from "../../src/cli/queues.js";
 import type { Lease } from "../../src/index.js";
 import { keyPrefix, sharedBridge, usePrivateBridge, useRawRedis } from "../support/env.js";
 import { recordingEdgeLock } from "../support/locks.js";

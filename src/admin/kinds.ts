@@ -1,13 +1,22 @@
 /**
- * What kind of primitive a name holds, read from its Redis layout, for the `edgelock` CLI: each
- * kind leaves a recognisable key type or helper key (see each primitive's TSDoc for its keys).
- * Detection is a handful of read-only commands, sent together (one pipelined request with the
- * CLI's auto-pipelining client), then one read of the value for a hash or a string.
+ * What kind of primitive a name holds, read from its Redis layout, for the `edgelock` CLI and
+ * the lock console (`edgelock/console`): each kind leaves a recognisable key type or helper key
+ * (see each primitive's TSDoc for its keys). Detection is a handful of read-only commands, sent
+ * together (one pipelined request with an auto-pipelining client), then one read of the value
+ * for a hash or a string. Runtime-neutral: the console runs it in Workers. Each kind is read
+ * and deleted through its own entry (`getLock` of `edgelock/lock`, ...), over the core client.
  * @module
  */
 
-import type { EdgeLock } from "../client.js";
+import type { EdgeLockClient } from "../core.js";
 import type { Holder, Inspection } from "../inspect.js";
+import { getCountDownLatch } from "../locks/count-down-latch/entry.js";
+import { getFairLock } from "../locks/fair-lock/entry.js";
+import { getFencedLock } from "../locks/fenced-lock/entry.js";
+import { getLock } from "../locks/lock/entry.js";
+import { getPermitExpirableSemaphore } from "../locks/permit-expirable-semaphore/entry.js";
+import { getReadWriteLock } from "../locks/read-write-lock/entry.js";
+import { getSemaphore } from "../locks/semaphore/entry.js";
 import type { RedisLike } from "../transport/redis.js";
 import {
   type QueuedWaiter,
@@ -70,8 +79,11 @@ export function mayBe(stored: Kind, asked: Kind): boolean {
 /** Kinds `list` leaves out unless `--all`: the integrations' bookkeeping, not user locks. */
 export const MARK_KINDS: readonly Kind[] = ["cron-mark", "webhook-mark"];
 
-/** The part of an `@upstash/redis` client the CLI uses: edgelock's scripts plus a few reads. */
-export interface CliRedis extends RedisLike {
+/**
+ * What the CLI and the console read through: edgelock's scripts plus a few plain commands, made
+ * from an `@upstash/redis` client by `adminRedis` (./redis.ts).
+ */
+export interface AdminRedis extends RedisLike {
   scan(
     cursor: string | number,
     options: { match: string; count: number },
@@ -82,6 +94,8 @@ export interface CliRedis extends RedisLike {
   pttl(key: string): Promise<number>;
   del(key: string): Promise<number>;
   get(key: string): Promise<unknown>;
+  /** The values of `fields` of the HASH `key`, in that order (null for a missing one). */
+  hmget(key: string, fields: readonly string[]): Promise<unknown[]>;
   /** Read-only commands in one MULTI/EXEC: who waits on a lock (./queues.ts). */
   snapshot: Snapshot;
   /** The client edgelock's scripts go through, when not this object itself. */
@@ -94,7 +108,7 @@ export class ForeignKeyError extends Error {
 }
 
 /**
- * What the CLI prints for one name: the primitive's own inspection, its `kind` in the CLI's
+ * What the CLI prints (and the console shows) for one name: the primitive's own inspection, its `kind` in the CLI's
  * vocabulary (the same, but for the marks). A permit-expirable semaphore's holders are permits,
  * not owners: each is `{ id, ttl }`. `inspect` adds who waits: a fair lock's `queue`, and the
  * registered waiters (`waiting`) of the other locks.
@@ -118,7 +132,7 @@ const CRON_MARK = /#\d{10,}$/;
  * exactly the layout of a lock and of a semaphore: they are reported as such (and inspected
  * correctly as such). A Redisson semaphore never set through edgelock reads as a latch.
  */
-export async function detectKind(redis: CliRedis, name: string): Promise<Kind | null> {
+export async function detectKind(redis: AdminRedis, name: string): Promise<Kind | null> {
   const [type, token, queue, waiters, timeouts, permits, done] = await Promise.all([
     redis.type(name),
     redis.exists(`redisson_lock_token:{${name}}`),
@@ -157,8 +171,8 @@ export async function detectKind(redis: CliRedis, name: string): Promise<Kind | 
  * waiters too, in one more request sent at the same time.
  */
 export async function inspectAs(
-  edgelock: EdgeLock,
-  redis: CliRedis,
+  edgelock: EdgeLockClient,
+  redis: AdminRedis,
   name: string,
   kind: Kind,
   waiters = false,
@@ -180,7 +194,7 @@ export async function inspectAs(
 
 /** Who waits on `name` as `kind`: nothing for the kinds whose inspection counts its waiters. */
 async function waitersOf(
-  redis: CliRedis,
+  redis: AdminRedis,
   name: string,
   kind: Kind,
 ): Promise<Pick<Found, "queue" | "waiting">> {
@@ -198,27 +212,27 @@ async function waitersOf(
 }
 
 function inspection(
-  edgelock: EdgeLock,
-  redis: CliRedis,
+  edgelock: EdgeLockClient,
+  redis: AdminRedis,
   name: string,
   kind: Kind,
 ): Promise<Inspection> {
   switch (kind) {
     case "lock":
     case "cron-mark":
-      return edgelock.getLock(name).inspect();
+      return getLock(edgelock, name).inspect();
     case "fair-lock":
-      return edgelock.getFairLock(name).inspect();
+      return getFairLock(edgelock, name).inspect();
     case "fenced-lock":
-      return edgelock.getFencedLock(name).inspect();
+      return getFencedLock(edgelock, name).inspect();
     case "read-write-lock":
-      return edgelock.getReadWriteLock(name).inspect();
+      return getReadWriteLock(edgelock, name).inspect();
     case "semaphore":
-      return edgelock.getSemaphore(name).inspect();
+      return getSemaphore(edgelock, name).inspect();
     case "permit-expirable-semaphore":
-      return edgelock.getPermitExpirableSemaphore(name).inspect();
+      return getPermitExpirableSemaphore(edgelock, name).inspect();
     case "count-down-latch":
-      return edgelock.getCountDownLatch(name).inspect();
+      return getCountDownLatch(edgelock, name).inspect();
     case "webhook-mark":
       return redis
         .pttl(doneKey(name))
@@ -243,34 +257,49 @@ export function inUse(found: Found): boolean {
  * @returns true when something was deleted.
  */
 export async function deleteAs(
-  edgelock: EdgeLock,
-  redis: CliRedis,
+  edgelock: EdgeLockClient,
+  redis: AdminRedis,
   name: string,
   kind: Kind,
 ): Promise<boolean> {
   switch (kind) {
     case "lock":
     case "cron-mark":
-      return edgelock.getLock(name).forceUnlock();
+      return getLock(edgelock, name).forceUnlock();
     case "fair-lock":
-      return edgelock.getFairLock(name).forceUnlock();
+      return getFairLock(edgelock, name).forceUnlock();
     case "fenced-lock":
-      return edgelock.getFencedLock(name).forceUnlock();
+      return getFencedLock(edgelock, name).forceUnlock();
     case "read-write-lock": {
-      const rw = edgelock.getReadWriteLock(name);
+      const rw = getReadWriteLock(edgelock, name);
       const { mode } = await rw.inspect();
       if (mode === null) return false;
       return (mode === "read" ? rw.readLock() : rw.writeLock()).forceUnlock();
     }
     case "semaphore":
-      return edgelock.getSemaphore(name).delete();
+      return getSemaphore(edgelock, name).delete();
     case "permit-expirable-semaphore":
-      return edgelock.getPermitExpirableSemaphore(name).delete();
+      return getPermitExpirableSemaphore(edgelock, name).delete();
     case "count-down-latch":
-      return edgelock.getCountDownLatch(name).delete();
+      return getCountDownLatch(edgelock, name).delete();
     case "webhook-mark":
       return (await redis.del(doneKey(name))) > 0;
   }
+}
+
+/**
+ * True for a key that may be a primitive's name: a valid name (no `{`/`}`, which also leaves
+ * out Redisson's `redisson_*:{name}` and edgelock's `edgelock_*:{name}` helper keys) that is no
+ * helper key of either.
+ */
+export function isCandidate(name: string): boolean {
+  return (
+    name.length > 0 &&
+    name.length <= 512 &&
+    !/[{}]/.test(name) &&
+    !name.startsWith("edgelock_") &&
+    !name.startsWith("redisson_")
+  );
 }
 
 /** How the kinds read in text output. */

@@ -1,14 +1,16 @@
 /**
- * Who waits on a lock, for `edgelock inspect`: the fair lock's queue (Redisson's layout plus
- * edgelock's registry of its own queued owners, lua/lib/fair.lua) and the registry of waiters of
- * the locks kept in a HASH (lua/lib/wake.lua, lua/lib/reentrant.lua). Each is read in one
- * MULTI/EXEC with the server's clock, so the order and the times belong to one instant.
- * Everything read here was written by scripts that change over time, or by Redisson clients:
- * an entry that does not parse is shown as it is, never an error.
+ * Who waits on a primitive, for `edgelock inspect` and the lock console (`edgelock/console`):
+ * the fair lock's queue (Redisson's layout plus edgelock's registry of its own queued owners,
+ * lua/lib/fair.lua), the registry of waiters of the locks kept in a HASH and of the latch
+ * (lua/lib/wake.lua, lua/lib/reentrant.lua), and the semaphores' registry with the permits each
+ * waiter asked to be handed (lua/lib/permit-hand-off.lua). Each is read in one MULTI/EXEC with
+ * the server's clock, so the order and the times belong to one instant. Everything read here was
+ * written by scripts that change over time, or by Redisson clients: an entry that does not parse
+ * is shown as it is, never an error. Runtime-neutral: the console runs it in Workers.
  * @module
  */
 
-/** The read-only commands the CLI sends in one MULTI/EXEC (see `CliRedis.snapshot`). */
+/** The read-only commands sent in one MULTI/EXEC (see `AdminRedis.snapshot`). */
 export type SnapshotRead =
   | readonly ["lrange", string, number, number]
   | readonly ["llen", string]
@@ -20,7 +22,7 @@ export type SnapshotRead =
 /** Runs `reads` in one MULTI/EXEC; their replies, in order. */
 export type Snapshot = (reads: readonly SnapshotRead[]) => Promise<unknown[]>;
 
-/** Most waiters `inspect` lists of one name; it says how many more there are. */
+/** Most waiters `inspect` (and the console) lists of one name; it says how many more there are. */
 export const MAX_LISTED_WAITERS = 100;
 
 /** One owner in a fair lock's queue, in the order the lock goes to them. */
@@ -48,7 +50,7 @@ export interface RegisteredWaiter {
   leaseTime: number | null;
   /** Ms until its registration lapses unless it comes back; null when none is recorded. */
   ttl: number | null;
-  /** The entry as stored, when its format is not one this CLI knows. */
+  /** The entry as stored, when its format is not one known here. */
   entry?: string;
 }
 
@@ -137,6 +139,53 @@ export function parseRegistration(member: string, score: string, nowMs: number):
   return { waiter: member.split("|")[0] ?? "", owner: null, leaseTime: null, ttl, entry: member };
 }
 
+/** One registered waiter of a semaphore, in the order releases serve them. */
+export interface SemaphoreWaiter {
+  /** The edgelock wait (`<client>:<wait>`). */
+  waiter: string;
+  /**
+   * The permits a release hands it at once; null when it asked only to be woken (its client
+   * cannot hear a hand-off) or its grant is not in a format known here.
+   */
+  permits: number | null;
+  /** A permit-expirable semaphore's waiter: the lease in ms its handed permits get; else null. */
+  leaseTime: number | null;
+  /** Ms until its registration lapses unless it comes back; null when none is recorded. */
+  ttl: number | null;
+}
+
+/**
+ * The registered waiters of a semaphore (either kind), in the order releases serve them: the
+ * ZSET `edgelock_waiting:{<name>}` (scored by the server time in ms each registration lapses)
+ * and, beside it, the grants of those that asked for a hand-off, HASH
+ * `edgelock_waiting:{<name>}:grant`, waiter -> `<permits>|<request id>[|<lease ms>]`.
+ */
+export async function readSemaphoreWaiters(
+  snapshot: Snapshot,
+  name: string,
+  limit = MAX_LISTED_WAITERS,
+): Promise<Waiters<SemaphoreWaiter>> {
+  const [members, total, grants, time] = await snapshot([
+    ["zrange-withscores", `edgelock_waiting:{${name}}`, 0, limit - 1],
+    ["zcard", `edgelock_waiting:{${name}}`],
+    // Bounded by the ZSET: a release removes a waiter's grant with its registration.
+    ["hgetall", `edgelock_waiting:{${name}}:grant`],
+    ["time"],
+  ]);
+  const now = serverMs(time);
+  const asked = pairs(grants);
+  const entries = [...pairs(members)].map(([waiter, score]): SemaphoreWaiter => {
+    const grant = /^(\d+)\|[^|]+(?:\|(\d+))?$/.exec(asked.get(waiter) ?? "");
+    return {
+      waiter,
+      permits: grant ? Number(grant[1]) : null,
+      leaseTime: grant?.[2] === undefined ? null : Number(grant[2]),
+      ttl: until(score, now),
+    };
+  });
+  return { count: Number(total), entries };
+}
+
 /** The server time in ms from TIME's `[seconds, microseconds]` (NaN when unreadable). */
 function serverMs(time: unknown): number {
   const [s, us] = Array.isArray(time) ? time.map(Number) : [];
@@ -154,10 +203,16 @@ function strings(reply: unknown): string[] {
   return Array.isArray(reply) ? reply.map(String) : [];
 }
 
-/** A reply of pairs (HGETALL, ZRANGE WITHSCORES), flat `[k1, v1, k2, v2, ...]`, as a Map. */
+/**
+ * A reply of pairs (HGETALL, ZRANGE WITHSCORES) as a Map: flat `[k1, v1, k2, v2, ...]` as Redis
+ * sends it, or the object `@upstash/redis` makes of an HGETALL when it decodes replies.
+ */
 function pairs(reply: unknown): Map<string, string> {
   const map = new Map<string, string>();
-  if (!Array.isArray(reply)) return map;
-  for (let i = 0; i + 1 < reply.length; i += 2) map.set(String(reply[i]), String(reply[i + 1]));
+  if (Array.isArray(reply)) {
+    for (let i = 0; i + 1 < reply.length; i += 2) map.set(String(reply[i]), String(reply[i + 1]));
+  } else if (reply !== null && typeof reply === "object") {
+    for (const [k, v] of Object.entries(reply)) map.set(k, String(v));
+  }
   return map;
 }
