@@ -6,8 +6,10 @@
  * - the demo's webhook sequence on `/api/webhook` (Node) and `/api/webhook-edge` (Edge): 5
  *   concurrent deliveries of one event (1×200 + 4×409), then 2 redeliveries (200 duplicate),
  *   the work reaching the downstream service once;
- * - the cron route `/api/cron`: 401 without the secret, a run overlapping a running one skipped,
- *   the next run after it runs.
+ * - deliveries without a usable id (`{"id":""}`, `{}`, a body that is not JSON): 400 each, the
+ *   work never reached;
+ * - the cron route `/api/cron`: 401 without the secret, a run overlapping a running one skipped
+ *   (`reason: "overlap"`), the next run after it runs.
  *
  * The app installs its own dependencies (`npm ci` in examples/next when they are missing or not
  * at their pinned versions) plus this checkout's package packed with `npm pack`, as a user
@@ -221,13 +223,40 @@ async function webhook(base: string, path: string, downstream: Downstream): Prom
   }
 }
 
+/**
+ * Deliveries without a usable id on `path`: an empty id, no id, a body that is not JSON. Each
+ * gets 400 (`missing-key` or `invalid-key`), and none reaches the work.
+ */
+async function keyless(base: string, path: string, downstream: Downstream): Promise<Finding> {
+  const before = downstream.calls("/fulfil");
+  const deliver = async (body: string) => {
+    const response = await fetch(`${base}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body,
+    });
+    return `${response.status} ${((await response.json()) as { error?: string }).error}`;
+  };
+  const answers = await within(
+    SEQUENCE_TIMEOUT_MS,
+    path,
+    Promise.all([deliver('{"id":""}'), deliver("{}"), deliver("not json")]),
+  );
+  const expected = ["400 missing-key", "400 missing-key", "400 invalid-key"];
+  const reached = downstream.calls("/fulfil") - before;
+  return {
+    ok: answers.every((a, i) => a === expected[i]) && reached === 0,
+    result: `{"id":""}: ${answers[0]}; {}: ${answers[1]}; not JSON: ${answers[2]}; work run ${reached}×`,
+  };
+}
+
 /** The cron route: 401 without the secret, an overlapping run skipped, the next one runs. */
 async function cron(base: string, secret: string, downstream: Downstream): Promise<Finding> {
   const get = async (authorization?: string) => {
     const response = await fetch(`${base}/api/cron`, {
       headers: authorization ? { authorization } : {},
     });
-    const body = (await response.json()) as { rows?: number; skipped?: boolean };
+    const body = (await response.json()) as { rows?: number; skipped?: boolean; reason?: string };
     return { status: response.status, body };
   };
   const finished = deferred();
@@ -252,6 +281,7 @@ async function cron(base: string, secret: string, downstream: Downstream): Promi
           wrong.status === 401 &&
           overlapping.status === 200 &&
           overlapping.body.skipped === true &&
+          overlapping.body.reason === "overlap" &&
           done.status === 200 &&
           done.body.rows === 42 &&
           next.status === 200 &&
@@ -259,7 +289,7 @@ async function cron(base: string, secret: string, downstream: Downstream): Promi
           reports === 2;
         return {
           ok,
-          result: `no secret: ${unauthorized.status}, wrong: ${wrong.status}; overlapping run: ${overlapping.status}${overlapping.body.skipped ? " skipped" : ""}; first: ${done.status}; next: ${next.status}; jobs run: ${reports}`,
+          result: `no secret: ${unauthorized.status}, wrong: ${wrong.status}; overlapping run: ${overlapping.status}${overlapping.body.skipped ? ` skipped (${overlapping.body.reason})` : ""}; first: ${done.status}; next: ${next.status}; jobs run: ${reports}`,
         };
       })(),
     );
@@ -327,6 +357,10 @@ async function main(): Promise<number> {
         "webhook, Edge runtime (/api/webhook-edge)",
         () => webhook(base, "/api/webhook-edge", downstream),
       ],
+      [
+        "webhook without a usable id (/api/webhook)",
+        () => keyless(base, "/api/webhook", downstream),
+      ],
       ["cron (/api/cron)", () => cron(base, cronSecret, downstream)],
     ];
     for (const [what, body] of scenarios) {
@@ -355,7 +389,7 @@ async function main(): Promise<number> {
   for (const [what, ms] of times) console.log(`${what.padEnd(34)} ${(ms / 1000).toFixed(1)} s`);
   const failed = rows.filter(([, f]) => !f.ok).length;
   if (failed > 0 && server) console.log(`\nnext start output:\n${server.output()}`);
-  return rows.length === 3 && failed === 0 ? 0 : 1;
+  return rows.length === 4 && failed === 0 ? 0 : 1;
 }
 
 const started = performance.now();

@@ -15,10 +15,11 @@ interface WebhookEvent {
 export const POST = lockWebhook(
   {
     edgelock,
-    // Reads a clone of the request; a body that is not JSON makes this throw: 400.
+    // Reads a clone of the request; a body that is not JSON makes this throw: 400 invalid-key.
     key: async (request) => {
       const event = (await request.json()) as Partial<WebhookEvent>;
-      return typeof event.id === "string" ? `webhook:${event.id}` : null;
+      // No id, or an empty one ({"id":""}), is no key: 400 missing-key, not one shared record.
+      return typeof event.id === "string" && event.id !== "" ? `webhook:${event.id}` : null;
     },
   },
   async (request, { lease }) => {
