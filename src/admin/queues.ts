@@ -148,7 +148,10 @@ export interface SemaphoreWaiter {
    * cannot hear a hand-off) or its grant is not in a format known here.
    */
   permits: number | null;
-  /** A permit-expirable semaphore's waiter: the lease in ms its handed permits get; else null. */
+  /**
+   * A permit-expirable semaphore's waiter: the lease in ms handed permits start with (at most
+   * the claim window; the waiter then holds them for its own lease); else null.
+   */
   leaseTime: number | null;
   /** Ms until its registration lapses unless it comes back; null when none is recorded. */
   ttl: number | null;
