@@ -392,7 +392,8 @@ function send(
   const nonce = randomHex();
   c.header("cache-control", "no-store");
   c.header("x-frame-options", "DENY");
-  c.header("referrer-policy", "no-referrer");
+  // Not "no-referrer": a browser then sends `Origin: null` with the console's own form.
+  c.header("referrer-policy", "same-origin");
   c.header("x-content-type-options", "nosniff");
   c.header(
     "content-security-policy",

@@ -27,6 +27,7 @@ main{padding:16px 24px;display:grid;gap:12px;max-width:1200px}
 a{color:var(--accent)}code,.mono{font:12.5px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 section.name{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:12px 16px}
 section.name h2{font-size:15px;margin:0;display:flex;gap:10px;align-items:center;flex-wrap:wrap}
+section.name h2 code{font-size:14px;font-weight:600}.state{font-size:13px;font-weight:500}
 .chip{background:var(--chip);border-radius:999px;padding:1px 9px;font-size:12px;font-weight:500}
 .held{color:var(--held)}.free{color:var(--free)}.warn{color:var(--warn)}
 .spacer{flex:1}
@@ -159,7 +160,7 @@ function state(v: NameView): Html {
     case "permit-expirable-semaphore":
     case "count-down-latch":
     case "webhook-mark":
-      return h`<span class="state">${f.ttl === -1 ? "no expiry" : ttl}</span>`;
+      return h`<span class="state">${ttl}</span>`;
     default: {
       if (f.holders.length === 0) return h`<span class="free state">free</span>`;
       const mode = typeof f.mode === "string" ? ` for ${f.mode}` : "";
@@ -212,15 +213,19 @@ function holders(v: NameView): Html {
     });
     return h`<table class="holders"><thead><tr><th>permit</th><th>lease expires in</th></tr></thead><tbody>${rows}</tbody></table>`;
   }
+  // Only a fenced lock's holder has a fencing token.
+  const fenced = v.kind === "fenced-lock";
   const rows = f.holders.map((holder) => {
     const held = holder as { owner: string; holdCount?: number; side?: string };
     const side = held.side ? ` (${held.side})` : "";
     const ttl = f.ttl >= 0 ? ttlCell(f.ttl) : f.ttl === -1 ? "no expiry" : "gone";
+    const token = fenced ? h`<td class="num mono token">${v.token ?? "–"}</td>` : "";
     return h`<tr class="holder" data-owner="${held.owner}"><td><code>${held.owner}</code></td>
 <td class="num holds">${held.holdCount ?? "?"}${side}</td><td class="num">${ttl}</td>
-<td class="num mono epoch">${v.epoch ?? "–"}</td><td class="num mono token">${v.token ?? "–"}</td></tr>`;
+<td class="num mono epoch">${v.epoch ?? "–"}</td>${token}</tr>`;
   });
-  return h`<table class="holders"><thead><tr><th>owner</th><th>holds</th><th>expires in</th><th>epoch</th><th>fencing token</th></tr></thead><tbody>${rows}</tbody></table>`;
+  const tokenHead = fenced ? h`<th>fencing token</th>` : "";
+  return h`<table class="holders"><thead><tr><th>owner</th><th>holds</th><th>expires in</th><th>epoch</th>${tokenHead}</tr></thead><tbody>${rows}</tbody></table>`;
 }
 
 function waiters(v: NameView): Html {

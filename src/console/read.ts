@@ -105,10 +105,12 @@ export async function refresh(
 ): Promise<Refresh> {
   const started = Date.now();
   const found = scan ? await scanNames(reader.redis, scan, new Set(given)) : null;
-  // A scanned name's kind is known from the scan: it is not detected twice.
+  // A scanned name's kind is known from the scan: it is not detected twice. Scanned names are
+  // shown in name order, not in the keyspace's.
+  const scanned = [...(found?.names ?? [])].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   const work: [string, Kind | undefined][] = [
     ...given.map((name): [string, undefined] => [name, undefined]),
-    ...(found?.names ?? []),
+    ...scanned,
   ];
   const names: NameView[] = [];
   for (let i = 0; i < work.length; i += CONCURRENCY) {

@@ -243,6 +243,8 @@ describe("the page", () => {
     expect(status).toBe(200);
     expect(res.headers.get("cache-control")).toBe("no-store");
     expect(res.headers.get("x-frame-options")).toBe("DENY");
+    // "no-referrer" would make a browser send `Origin: null` with the console's own form.
+    expect(res.headers.get("referrer-policy")).toBe("same-origin");
     expect(res.headers.get("content-security-policy")).toMatch(
       /^default-src 'none'; style-src 'nonce-[0-9a-f]{32}'; script-src 'nonce-[0-9a-f]{32}'; form-action 'self'; frame-ancestors 'none'/,
     );
@@ -250,11 +252,16 @@ describe("the page", () => {
     expect(html).not.toContain("Free…");
     expect(html).toMatch(/<p class="scan" id="scan">Scanning <code>kinds:\*<\/code> .*complete/);
 
+    // Found by the scan, shown in name order.
+    const shown = [...html.matchAll(/<section class="name" data-name="([^"]+)"/g)].map((m) => m[1]);
+    expect(shown).toEqual(Object.values(names).sort());
+
     const lock = section(html, names.lock);
     expect(lock).toContain('data-kind="lock"');
     expect(lock).toContain(`data-owner="${leases[names.lock]?.owner}"`);
     expect(lock).toMatch(/<td class="num holds">2<\/td>/);
     expect(lock).toContain(`<td class="num mono epoch">${leases[names.lock]?.epoch}</td>`);
+    expect(lock).not.toContain("fencing token");
     expect(lock).toMatch(/Registered waiters, served in this order: 1/);
     expect(lock).toMatch(/hand-off to owner <code>worker-us-\d+:[0-9a-f]+<\/code> for 10 s/);
 
