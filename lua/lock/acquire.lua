@@ -14,7 +14,8 @@
 -- ARGV[1]  leaseTime in ms (the lock's TTL becomes at least this; it is never shortened)
 -- ARGV[2]  owner field "<clientId>:<taskId>"
 -- ARGV[3]  replay window in ms
--- ARGV[4]  request id (32 hex characters; becomes the lease id)
+-- ARGV[4]  request id (32 hex characters; becomes the lease id); the attempts of one waiting
+--          call share its last 8, which tell a hold a copy of an earlier one made as the call's
 -- ARGV[5]  waiter id of a call that blocks for a wake-up between attempts ('' = none)
 -- ARGV[6]  with a waiter id: how long its registration lasts, in ms
 -- ARGV[7]  '1': a release may hand the lock to this waiter (lib/wake.lua, hand_off_one), which
@@ -107,6 +108,16 @@ local s = hold_state()
 if s.by == id then
   -- A copy of the acquire that created this incarnation: the hold is its record.
   return {1, s.count or 0, tonumber(s.epoch) or 0}
+end
+if waiter ~= '' and s.count == 1 and s.by and string.sub(s.by, 25) == string.sub(id, 25) then
+  -- The attempts of one waiting call end their ids with the same 8 hex digits: this
+  -- incarnation was created by a copy of one of this call's earlier attempts, which arrived
+  -- after that attempt was answered busy and took the lock once it was free. The hold is this
+  -- call's, once: re-entering it would leave a hold nobody releases.
+  hold_unregister()
+  extend(leaseMs)
+  replay_set(id, 'A' .. s.epoch)
+  return {1, 1, tonumber(s.epoch) or 0}
 end
 local c = completed()
 if c then

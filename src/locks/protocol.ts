@@ -92,6 +92,12 @@ export interface HoldSettings {
    * (locks/definite.ts, runAttempt). Set by {@link holdSettings} for the calls that wait.
    */
   attemptUntil: number | undefined;
+  /**
+   * 8 hex digits that every attempt of one waiting call ends its request id with, so that a hold
+   * a late copy of one of the call's earlier attempts made is known as the call's own
+   * (lua/lock/acquire.lua). Set by the wait ({@link acquire}); absent for a single attempt.
+   */
+  tag?: string;
 }
 
 /** Until when the attempts of a call waiting `waitTime` ms from now resend (HoldSettings). */
@@ -265,7 +271,8 @@ class HoldWait implements WaitSpec<Grant>, WaiterExit, ForeignChannel, HandOff<G
   ) {
     this.#ctx = ctx;
     this.#protocol = protocol;
-    this.#s = s;
+    // A settings object of the wait's own: its attempts share a request id tag.
+    this.#s = { ...s, tag: randomHex(4) };
     this.name = protocol.name;
     this.wakeKey = protocol.wakeKey;
     this.waitTime = waitTime;

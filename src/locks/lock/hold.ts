@@ -75,7 +75,7 @@ export abstract class LockScriptHolds<I extends Inspection> extends HashHolds<I>
     handOff = false,
     registered = true,
   ): Promise<AttemptReply> {
-    const id = randomHex();
+    const id = s.tag === undefined ? randomHex() : randomHex(12) + s.tag;
     const sentAt = Date.now();
     const sentMono = performance.now();
     let undoing: Promise<boolean> | undefined;

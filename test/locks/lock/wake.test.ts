@@ -494,6 +494,31 @@ describe("reentrant lock wake-ups", () => {
     await raw.del([name, waitingKey(name)]);
   });
 
+  it("scripts: a late copy of a waiting call's busy attempt that takes the freed lock makes the call's next attempt hold it once, not twice", async () => {
+    const name = `${prefix}late-busy-copy`;
+    const acquireWith = (owner: string, id: string, waiter: string) =>
+      raw.eval(lockAcquire.source, {
+        keys: [name, ...replayKeys(name), waitingKey(name), wakeKey(name)],
+        arguments: ["9000", owner, "30000", id, waiter, "30000", "1", "1"],
+      }) as Promise<number[]>;
+    // The attempts of one waiting call share the last 8 hex digits of their ids.
+    const tag = "0badcafe";
+    const busy = randomHex(12) + tag;
+    expect((await scriptAcquire(name, "holder", ""))[0]).toBe(1);
+    expect((await acquireWith("w-owner", busy, "hub:w1"))[0]).toBe(0);
+    // The holder's lease runs out; then a copy of the busy attempt arrives and takes the lock.
+    await raw.del(name);
+    expect((await acquireWith("w-owner", busy, "hub:w1"))[0]).toBe(1);
+    // The call's next attempt finds the hold that copy made: it is the call's, held once.
+    const next = await acquireWith("w-owner", randomHex(12) + tag, "hub:w1");
+    expect(next.slice(0, 2)).toEqual([1, 1]);
+    expect(String(await raw.hGet(name, "w-owner"))).toBe("1");
+    // Another call of the same owner (another tag) re-enters, as Redisson's re-entry does.
+    const other = await acquireWith("w-owner", randomHex(), "hub:w2");
+    expect(other.slice(0, 2)).toEqual([1, 2]);
+    await raw.del([name, waitingKey(name)]);
+  });
+
   it("scripts: a release hands the lock to the first live registration, never to one that lapsed ahead of it", async () => {
     const name = `${prefix}lapsed-first`;
     const sub = raw.duplicate();
