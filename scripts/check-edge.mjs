@@ -12,6 +12,7 @@ const entries = {
   "edgelock/vercel": "src/vercel.ts",
   "edgelock/cloudflare": "worker/cloudflare.ts",
   "edgelock/otel": "src/otel.ts",
+  "edgelock/console": "src/console/index.ts",
   ...Object.fromEntries(
     [
       "lock",

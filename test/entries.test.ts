@@ -270,3 +270,39 @@ describe("each entry bundles only its own kind's scripts, and none EdgeLock", ()
     expect(shipped.some((f) => f.endsWith("src/client.ts"))).toBe(false);
   });
 });
+
+describe("edgelock/console", () => {
+  it("bundles for workerd: no Node built-in, no EdgeLock, every kind's scripts", async () => {
+    const result = await build({
+      entryPoints: [join(root, "src", "console", "index.ts")],
+      external: ["cloudflare:*", "@upstash/redis/*", "hono", "hono/*"],
+      bundle: true,
+      write: false,
+      format: "esm",
+      platform: "neutral",
+      conditions: ["workerd", "worker"],
+      metafile: true,
+      logLevel: "silent",
+    });
+    const output = Object.values(result.metafile.outputs)[0];
+    const shipped = Object.entries(output?.inputs ?? {})
+      .filter(([, v]) => v.bytesInOutput > 0)
+      .map(([file]) => file);
+    expect(output?.imports.filter((i) => i.external).map((i) => i.path)).toEqual(["hono"]);
+    expect(shipped.some((f) => f.endsWith("src/client.ts"))).toBe(false);
+    expect(shipped.some((f) => f.includes("src/cli/"))).toBe(false);
+    const kinds = shipped
+      .map((file) => /src\/lua\/([a-z-]+)\.gen\.ts$/.exec(file)?.[1])
+      .filter((k): k is string => k !== undefined)
+      .sort();
+    expect(kinds).toEqual([
+      "count-down-latch",
+      "fair-lock",
+      "fenced-lock",
+      "lock",
+      "permit-expirable-semaphore",
+      "read-write-lock",
+      "semaphore",
+    ]);
+  });
+});

@@ -47,10 +47,12 @@ export interface ConsoleScanOptions {
   /** Most SCAN calls per refresh, integer in [1, 100]. @default 10 */
   maxCalls?: number;
   /**
-   * Most names the scan adds to the page per refresh, integer in [0, 200]; each costs about 20
-   * billed commands to read (docs/operations.md, "The lock console"). @default 25
+   * Most keys the scan reads per refresh, integer in [0, 200]: each key it returns that is no
+   * helper key (told by its name, for free) has its kind detected (7 or 8 billed commands) and,
+   * when it holds a primitive, is shown (up to 23 in all; docs/operations.md, "The lock
+   * console"). @default 25
    */
-  maxNames?: number;
+  maxKeys?: number;
 }
 
 /** What `onAudit` is told once a name was freed. */
@@ -124,7 +126,7 @@ const OPTION_KEYS = [
   "identify",
   "origins",
 ];
-const SCAN_KEYS = ["match", "count", "maxCalls", "maxNames"];
+const SCAN_KEYS = ["match", "count", "maxCalls", "maxKeys"];
 /** Most `names` a console is given: each is read on every refresh. */
 export const MAX_CONSOLE_NAMES = 100;
 /** How long a dry run's form stays valid, in seconds. */
@@ -147,10 +149,12 @@ const FORM_SECONDS = 600;
  * cached, not framed by other sites, and carry a Content-Security-Policy that allows only the
  * page's own inline style and script.
  *
- * A refresh costs, in billed commands, about 20 per name shown (detection 7 or 8, the
- * primitive's inspection 5 to 8, who waits 5 to 7 in one MULTI/EXEC, its epoch 1) plus one per
- * SCAN call: at most `maxCalls + 8 × (names scanned but left out) + 24 × (names shown)`. The
- * page says what the last one cost.
+ * A refresh costs, in billed commands (as Redis counts them: a script's calls, a transaction's
+ * MULTI and EXEC included), 18 to 23 per name shown (its kind's detection 7 or 8, its
+ * inspection 4 to 10, who waits 5 to 7 in one MULTI/EXEC, a lock's epoch 1), 7 per name given
+ * where nothing is stored, 7 or 8 per key the scan reads that holds no primitive, and 1 per
+ * SCAN call: at most `scan.maxCalls + 23 × (names.length + scan.maxKeys)`, 585 with the
+ * defaults and no `names`. The page says what the last one cost.
  *
  * @example
  * ```ts
@@ -551,7 +555,7 @@ function checkScan(value: unknown): ScanBounds | null {
     match: o.match ?? "*",
     count: bounded(o.count, "count", 1, 1000, 100),
     maxCalls: bounded(o.maxCalls, "maxCalls", 1, 100, 10),
-    maxNames: bounded(o.maxNames, "maxNames", 0, 200, 25),
+    maxKeys: bounded(o.maxKeys, "maxKeys", 0, 200, 25),
   };
 }
 

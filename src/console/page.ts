@@ -117,18 +117,18 @@ ${scanLine(refresh.scan)}</header>
 
 function scanLine(scan: ScanReport | null): Html {
   if (!scan) return h`<p class="scan" id="scan">Not scanning: only the names given are shown.</p>`;
-  const bounds = `at most ${scan.maxCalls} SCAN call${plural(scan.maxCalls)} of COUNT ${scan.count}, ${scan.maxNames} name${plural(scan.maxNames)}`;
+  const bounds = `at most ${scan.maxCalls} SCAN call${plural(scan.maxCalls)} of COUNT ${scan.count}, ${scan.maxKeys} key${plural(scan.maxKeys)} read`;
   let how: Html;
   if (scan.error !== null) how = h`<span class="warn">failed: ${scan.error}</span>`;
   else if (scan.complete) how = h`complete`;
-  else if (scan.stoppedBy === "names")
-    how = h`<span class="warn">stopped at ${scan.maxNames} names: more may match</span>`;
+  else if (scan.stoppedBy === "keys")
+    how = h`<span class="warn">stopped at ${scan.maxKeys} keys read: more may match</span>`;
   else how = h`<span class="warn">stopped after ${scan.calls} calls: more keys may match</span>`;
   const left = [
     scan.marks ? `${scan.marks} cron mark${plural(scan.marks)}` : "",
     scan.foreign ? `${scan.foreign} key${plural(scan.foreign)} of no primitive` : "",
   ].filter(Boolean);
-  return h`<p class="scan" id="scan">Scanning <code>${scan.match}</code> (${bounds}): ${scan.calls} call${plural(scan.calls)}, ${scan.keys} key${plural(scan.keys)} seen, ${how}${left.length ? `; left out: ${left.join(", ")}` : ""}.</p>`;
+  return h`<p class="scan" id="scan">Scanning <code>${scan.match}</code> (${bounds}): ${scan.calls} call${plural(scan.calls)}, ${scan.keys} key${plural(scan.keys)} seen, ${scan.read} read, ${how}${left.length ? `; left out: ${left.join(", ")}` : ""}.</p>`;
 }
 
 /** One name: its kind, state, holders and waiters; with `freeLink`, the way to free it. */

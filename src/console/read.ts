@@ -31,8 +31,8 @@ export interface ScanBounds {
   count: number;
   /** Most SCAN calls per refresh. */
   maxCalls: number;
-  /** Most names found by the scan that a refresh reads. */
-  maxNames: number;
+  /** Most keys the scan reads (detects the kind of) per refresh. */
+  maxKeys: number;
 }
 
 /** How far the scan of one refresh went. */
@@ -41,10 +41,12 @@ export interface ScanReport extends ScanBounds {
   calls: number;
   /** Keys the calls returned. */
   keys: number;
+  /** Keys read: their kind detected (7 or 8 billed commands each). */
+  read: number;
   /** True when the whole keyspace was walked (the cursor came back to 0). */
   complete: boolean;
-  /** What stopped it before the end: the call bound or the name bound. */
-  stoppedBy: "calls" | "names" | null;
+  /** What stopped it before the end: the bound on calls or on keys read. */
+  stoppedBy: "calls" | "keys" | null;
   /** Keys that matched but hold no edgelock primitive (another type, a non-count string). */
   foreign: number;
   /** Marks left out: the cron guard's per-run locks (`<name>#<time>`). */
@@ -126,10 +128,10 @@ export async function refresh(
 }
 
 /**
- * Walks the keyspace with SCAN for up to `maxNames` candidate names (leaving out the names
- * already given, helper keys and the cron guard's marks, which it detects and counts), within
- * `maxCalls` calls. Detects each candidate's kind on the way, so that a key no primitive uses
- * takes no place among the names.
+ * Walks the keyspace with SCAN within `maxCalls` calls, reading (detecting the kind of) at most
+ * `maxKeys` of the keys it returns: names already given and helper keys (told by their name)
+ * are left out unread; a key that holds no primitive, and the cron guard's marks, are read and
+ * counted but not shown.
  */
 async function scanNames(
   redis: AdminRedis,
@@ -140,6 +142,7 @@ async function scanNames(
     ...bounds,
     calls: 0,
     keys: 0,
+    read: 0,
     complete: false,
     stoppedBy: null,
     foreign: 0,
@@ -148,13 +151,13 @@ async function scanNames(
   };
   const names: [string, Kind][] = [];
   const seen = new Set<string>();
-  if (bounds.maxNames === 0) {
-    report.stoppedBy = "names";
-    return { names, report };
-  }
   let cursor = "0";
   try {
     while (report.calls < bounds.maxCalls) {
+      if (report.read === bounds.maxKeys) {
+        report.stoppedBy = "keys";
+        return { names, report };
+      }
       const [next, keys] = await redis.scan(cursor, { match: bounds.match, count: bounds.count });
       report.calls++;
       report.keys += keys.length;
@@ -164,18 +167,21 @@ async function scanNames(
         // SCAN may return a key twice.
         .filter((key) => isCandidate(key) && !given.has(key) && !seen.has(key));
       for (const key of candidates) seen.add(key);
-      for (let i = 0; i < candidates.length; i += CONCURRENCY) {
-        const batch = candidates.slice(i, i + CONCURRENCY);
+      const room = bounds.maxKeys - report.read;
+      const reading = candidates.slice(0, room);
+      for (let i = 0; i < reading.length; i += CONCURRENCY) {
+        const batch = reading.slice(i, i + CONCURRENCY);
         const kinds = await Promise.all(batch.map((key) => kindOf(redis, key)));
+        report.read += batch.length;
         for (const [j, kind] of kinds.entries()) {
           if (kind === "foreign") report.foreign++;
           else if (kind !== null && MARK_KINDS.includes(kind)) report.marks++;
           else if (kind !== null) names.push([batch[j] ?? "", kind]);
-          if (names.length === bounds.maxNames) {
-            report.stoppedBy = "names";
-            return { names, report };
-          }
         }
+      }
+      if (candidates.length > room) {
+        report.stoppedBy = "keys";
+        return { names, report };
       }
       if (cursor === "0") {
         report.complete = true;

@@ -176,7 +176,7 @@ describe("the console in Chromium", () => {
       "Count: 3",
     );
     expect(await page.locator("#scan").innerText()).toMatch(
-      /^Scanning \* \(at most 10 SCAN calls of COUNT 100, 25 names\): 1 call, \d+ keys seen, complete\.$/,
+      /^Scanning \* \(at most 10 SCAN calls of COUNT 100, 25 keys read\): 1 call, \d+ keys seen, 7 read, complete\.$/,
     );
     expect(await page.locator("#cost").innerText()).toMatch(
       /^Last refresh: \d+ billed commands, \d+ ms, 7 names \(0 given, 7 found by the scan\)/,

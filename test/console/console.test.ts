@@ -139,12 +139,12 @@ describe("lockConsole refuses bad options when it is made, before any request", 
       /`scan.count` must be an integer in \[1, 1000\]/,
     ],
     ["scan.maxCalls 101", { ...base, scan: { maxCalls: 101 } }, RangeError, /`scan.maxCalls`/],
-    ["scan.maxNames 1.5", { ...base, scan: { maxNames: 1.5 } }, RangeError, /`scan.maxNames`/],
+    ["scan.maxKeys 1.5", { ...base, scan: { maxKeys: 1.5 } }, RangeError, /`scan.maxKeys`/],
     [
-      "scan.maxNames a string",
-      { ...base, scan: { maxNames: "5" } },
+      "scan.maxKeys a string",
+      { ...base, scan: { maxKeys: "5" } },
       TypeError,
-      /`scan.maxNames` must be a number/,
+      /`scan.maxKeys` must be a number/,
     ],
     ["scan.match empty", { ...base, scan: { match: "" } }, TypeError, /`scan.match`/],
     ["scan true", { ...base, scan: true }, TypeError, /options must be an object/],
@@ -374,7 +374,7 @@ describe("the page", () => {
 });
 
 describe("the scan", () => {
-  it("stops at maxNames names, leaving out helper keys, cron marks and keys of no primitive", async () => {
+  it("reads at most maxKeys keys, leaving out helper keys, cron marks and keys of no primitive", async () => {
     const e = edgelock();
     for (const n of [1, 2, 3]) await e.getLock(`scan:lock:${n}`).tryLock({ leaseTime: 30_000 });
     const raw = stack.client();
@@ -387,13 +387,20 @@ describe("the scan", () => {
     expect(shown).toEqual(["scan:lock:1", "scan:lock:2", "scan:lock:3"]);
     expect(all.html).toMatch(/complete; left out: 1 cron mark, 1 key of no primitive\./);
 
-    const two = await page(mounted({ scan: { match: "scan:lock:*", maxNames: 2 } }));
+    const two = await page(mounted({ scan: { match: "scan:lock:*", maxKeys: 2 } }));
     expect([...two.html.matchAll(/data-name="/g)]).toHaveLength(2);
-    expect(two.html).toContain("stopped at 2 names: more may match");
+    expect(two.html).toContain('2 read, <span class="warn">stopped at 2 keys read: more may match');
 
-    const none = await page(mounted({ scan: { match: "scan:*", maxNames: 0 } }));
+    // A key of no primitive takes its place among the keys read: the bound is on the bill.
+    const one = await page(mounted({ scan: { match: "scan:text*", maxKeys: 1 } }));
+    expect([...one.html.matchAll(/data-name="/g)]).toHaveLength(0);
+    expect(one.html).toContain("1 read, complete; left out: 1 key of no primitive.");
+
+    const none = await page(mounted({ scan: { match: "scan:*", maxKeys: 0 } }));
     expect([...none.html.matchAll(/data-name="/g)]).toHaveLength(0);
-    expect(none.html).toContain('0 calls, 0 keys seen, <span class="warn">stopped at 0 names');
+    expect(none.html).toContain(
+      '0 calls, 0 keys seen, 0 read, <span class="warn">stopped at 0 keys read',
+    );
   });
 
   it("stops after maxCalls SCAN calls and says more keys may match", async () => {
@@ -403,7 +410,7 @@ describe("the scan", () => {
     await e.getLock("calls:lock").tryLock({ leaseTime: 30_000 });
     const { html } = await page(mounted({ scan: { match: "nomatch:*", count: 1, maxCalls: 3 } }));
     expect(html).toContain(
-      '3 calls, 0 keys seen, <span class="warn">stopped after 3 calls: more keys may match',
+      '3 calls, 0 keys seen, 0 read, <span class="warn">stopped after 3 calls: more keys may match',
     );
     // A name that is not given and not found is not read: three SCANs are the whole bill.
     expect(billedOf(html)).toBe(3);
@@ -430,8 +437,10 @@ describe("what a refresh costs", () => {
       expect([...html.matchAll(/<section class="name"/g)]).toHaveLength(8);
       expect(html).toContain("1 given, 7 found by the scan");
       expect(billedOf(html)).toBe(bill.total);
-      // The documented bound: maxCalls + 24 per name shown (docs/operations.md).
-      expect(bill.total).toBeLessThanOrEqual(10 + 24 * 8);
+      // The documented bound: 1 per SCAN call, 23 per name given or key read.
+      const [, calls, read] = /(\d+) calls?, \d+ keys seen, (\d+) read/.exec(html) ?? [];
+      expect(Number(read)).toBe(7);
+      expect(bill.total).toBeLessThanOrEqual(Number(calls) + 23 * (1 + Number(read)));
       console.log(
         `a refresh of 1 absent name and 7 of every kind: ${bill.total} billed`,
         bill.commands,
