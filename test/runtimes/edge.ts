@@ -9,11 +9,15 @@
  *   the lock and not by timing.
  * - `POST /api/wake`: a waiter subscribed over Server-Sent Events (`redis.subscribe()` on the
  *   runtime's streaming fetch) woken by a release; answers what it measured.
+ * - `POST /api/hold`: takes a lock for 30 s and answers its owner; `GET /api/locks`: the lock
+ *   console (`edgelock/console`) showing that lock to a request with `x-ops: yes`.
  */
 
 import { Redis } from "@upstash/redis";
 import { EdgeLock, type LockEvent } from "edgelock";
+import { lockConsole } from "edgelock/console";
 import { lockWebhook } from "edgelock/vercel";
+import { Hono } from "hono";
 
 declare const SMOKE: { url: string; token: string; prefix: string };
 declare const EdgeRuntime: string | undefined;
@@ -85,6 +89,23 @@ async function wake(): Promise<Response> {
   return Response.json(result);
 }
 
+const held = `${SMOKE.prefix}edge-console`;
+const consoleApp = new Hono();
+consoleApp.route(
+  "/api/locks",
+  lockConsole({
+    redis: new Redis({ url: SMOKE.url, token: SMOKE.token }),
+    authorize: (request) => request.headers.get("x-ops") === "yes",
+    names: [held],
+    scan: false,
+  }),
+);
+
+async function hold(): Promise<Response> {
+  const lease = await client().getLock(held).tryLock({ leaseTime: 30_000 });
+  return Response.json({ owner: lease?.owner ?? null });
+}
+
 async function handle(request: Request): Promise<Response> {
   const path = new URL(request.url).pathname;
   const response =
@@ -92,7 +113,11 @@ async function handle(request: Request): Promise<Response> {
       ? await postWebhook(request)
       : path === "/api/wake"
         ? await wake()
-        : new Response("not found", { status: 404 });
+        : path === "/api/hold"
+          ? await hold()
+          : path === "/api/locks"
+            ? await consoleApp.fetch(request)
+            : new Response("not found", { status: 404 });
   const headers = new Headers(response.headers);
   headers.set("x-runtime", typeof EdgeRuntime === "string" ? EdgeRuntime : "unknown");
   return new Response(response.body, { status: response.status, headers });

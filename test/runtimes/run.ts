@@ -190,7 +190,7 @@ function jsrDrift(): string | undefined {
 /**
  * `test/runtimes/edge.ts` inside an EdgeRuntime: the demo's webhook sequence against
  * `lockWebhook` (5 concurrent deliveries: 1×200 + 4×409; then 2 redeliveries: 200 duplicate),
- * and a subscribed waiter woken by a release.
+ * a subscribed waiter woken by a release, and the lock console showing a held lock.
  */
 async function edge(env: NodeJS.ProcessEnv): Promise<{ code: number; output: string }> {
   const bundle = await build({
@@ -285,6 +285,20 @@ async function edge(env: NodeJS.ProcessEnv): Promise<{ code: number; output: str
         wokenMs < 3_000 &&
         strategies.join(",") === "subscribe",
       `lock: a waiter subscribed over SSE, woken ${wokenMs} ms after the release (wait strategies: ${strategies.join(",") || "none"})`,
+    );
+
+    const { owner } = (await post<{ owner: string | null }>("/api/hold")).body;
+    const page = (headers: Record<string, string>) =>
+      runtime.dispatchFetch("http://127.0.0.1/api/locks", { headers });
+    const refused = await page({});
+    const shown = await page({ "x-ops": "yes" });
+    const html = await shown.text();
+    report(
+      refused.status === 403 &&
+        shown.status === 200 &&
+        owner !== null &&
+        html.includes(`data-owner="${owner}"`),
+      `lock console (edgelock/console): ${refused.status} without authorization, ${shown.status} with the holder${owner !== null && html.includes(owner) ? "" : " MISSING"}`,
     );
   } catch (error) {
     report(false, error instanceof Error ? error.message : String(error));

@@ -13,7 +13,9 @@
 import { env, exit } from "node:process";
 import { Redis } from "@upstash/redis";
 import { EdgeLock, type EdgeLockOptions, type LockEvent, RedLock } from "edgelock";
+import { lockConsole } from "edgelock/console";
 import { lockWebhook } from "edgelock/vercel";
+import { Hono } from "hono";
 
 const url = env.UPSTASH_REDIS_REST_URL;
 const token = env.UPSTASH_REDIS_REST_TOKEN;
@@ -351,6 +353,43 @@ check("webhook (edgelock/vercel): 5 at once, then 2 redeliveries", async () => {
   );
   equal(missing.status, 400, "a delivery without an id");
   return "1x200 + 4x409, 2x200 duplicate, 400 without an id";
+});
+
+check("lock console (edgelock/console): a holder and its waiter on the page", async () => {
+  const name = `${prefix}console`;
+  const lease = await recorder().edgelock.getLock(name).tryLock({ leaseTime: 30_000 });
+  assert(lease, "the lock was not acquired");
+  const waiter = recorder();
+  const stop = new AbortController();
+  const waiting = waiter.edgelock
+    .getLock(name)
+    .tryLock({ waitTime: 15_000, leaseTime: 5_000, signal: stop.signal })
+    .catch(() => null);
+  await waiter.subscribed(name);
+  const app = new Hono();
+  app.route(
+    "/locks",
+    lockConsole({
+      redis: new Redis({ url: url as string, token: token as string }),
+      authorize: (request) => request.headers.get("x-ops") === "yes",
+      names: [name],
+      scan: false,
+    }),
+  );
+  try {
+    equal((await app.request("/locks")).status, 403, "a request authorize refuses");
+    const page = await app.request("/locks", { headers: { "x-ops": "yes" } });
+    const html = await page.text();
+    equal(page.status, 200, "the page");
+    assert(html.includes(`data-owner="${lease.owner}"`), "the holder is not on the page");
+    equal(html.match(/<li class="waiter"/g)?.length, 1, "waiters on the page");
+    const billed = /Last refresh: <b>(\d+)<\/b>/.exec(html)?.[1];
+    return `403, then 200 with the holder and 1 waiter, ${billed} billed commands`;
+  } finally {
+    stop.abort();
+    await waiting;
+    await lease.release();
+  }
 });
 
 let failed = 0;
