@@ -37,11 +37,15 @@ export function renewHold(
   leaseTime: number,
   by: "call" | "timer",
   timeout?: number,
-  script: { script: LuaScript; keys: string[] } = { script: lockRenew, keys: [name] },
+  script: { script: LuaScript; keys: string[]; args?: (string | number)[] } = {
+    script: lockRenew,
+    keys: [name],
+  },
 ): Promise<boolean> {
   return reportRenew(ctx, name, by, async (counter) => {
+    const args = [leaseTime, owner, ...(script.args ?? [])];
     const [renewed] = await ctx.runner.run(
-      { script: script.script, name, keys: script.keys, args: [leaseTime, owner], timeout },
+      { script: script.script, name, keys: script.keys, args, timeout },
       (r) => asIntegers(r, 1),
       counter,
     );

@@ -13,6 +13,7 @@ import { HAND_OFF_CLAIM_WINDOW_MS } from "../../limits.js";
 import {
   fairLockAcquire,
   fairLockCancel,
+  fairLockConfirm,
   fairLockForceUnlock,
   fairLockRelease,
 } from "../../lua/fair-lock.gen.js";
@@ -23,7 +24,7 @@ import {
   type ScriptCall,
 } from "../../transport/index.js";
 import { runAttempt } from "../definite.js";
-import { HashHolds } from "../hash-holds.js";
+import { HashHolds, renewHold } from "../hash-holds.js";
 import { decodeHolders, type LockHolder } from "../lock/inspect.js";
 import {
   type AttemptReply,
@@ -162,6 +163,25 @@ export class FairLockHolds extends HashHolds<FairLockInspection> {
   }
 
   /** The holder and its hold count in one read-only request (lua/lock/holders.lua). */
+  /**
+   * Renews through lua/fair-lock/confirm.lua: the renewal that confirms a hand-off also tells the
+   * waiter then first that the lock now lasts the whole lease, so that it is not back at the
+   * claim window's end for nothing.
+   */
+  override renew(
+    owner: string,
+    leaseTime: number,
+    by: "call" | "timer",
+    timeout?: number,
+  ): Promise<boolean> {
+    const n = this.name;
+    return renewHold(this.ctx, n, owner, leaseTime, by, timeout, {
+      script: fairLockConfirm,
+      keys: [n, fairKeys.queue(n), fairKeys.slots(n), fairKeys.waiters(n), keys.channel(n)],
+      args: [HAND_OFF_CLAIM_WINDOW_MS],
+    });
+  }
+
   async inspect(): Promise<FairLockInspection> {
     const { ttl, holders } = await this.readHolders([], decodeHolders);
     return { kind: "fair-lock", name: this.name, locked: ttl !== -2, ttl, holders };

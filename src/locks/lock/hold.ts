@@ -19,6 +19,7 @@ import {
 import {
   lockAcquire,
   lockCancel,
+  lockConfirm,
   lockDecline,
   lockForceUnlock,
   lockRelease,
@@ -26,7 +27,7 @@ import {
 import type { LuaScript } from "../../lua/script.js";
 import { asIntegers, type RequestCounter, type ScriptCall } from "../../transport/index.js";
 import { runAttempt } from "../definite.js";
-import { HashHolds } from "../hash-holds.js";
+import { HashHolds, renewHold } from "../hash-holds.js";
 import {
   type AttemptReply,
   type HoldRef,
@@ -194,6 +195,23 @@ export class LockHolds extends LockScriptHolds<LockInspection> {
    */
   override get handsOff(): boolean {
     return true;
+  }
+
+  /**
+   * Renews through lua/lock/confirm.lua: the renewal that confirms a hand-off also tells the
+   * waiter then first that the lock now lasts the whole lease, so that it is not back at the
+   * claim window's end for nothing.
+   */
+  override renew(
+    owner: string,
+    leaseTime: number,
+    by: "call" | "timer",
+    timeout?: number,
+  ): Promise<boolean> {
+    return renewHold(this.ctx, this.name, owner, leaseTime, by, timeout, {
+      script: lockConfirm,
+      keys: [this.name, ...this.wakeKeys()],
+    });
   }
 
   /** A waiter asking for hand-offs keeps its place longer ({@link LOCK_HAND_OFF_SLOT_MS}). */
