@@ -175,6 +175,30 @@ describe.each(kinds)("long waits: $kind", ({ kind, get, gone }) => {
     expect(await next?.release()).toBe("released");
   });
 
+  it("behind a handed-over hold that outlasts the claim window, the waiter then first sends nothing until it is handed the lock", async () => {
+    const name = `${prefix}${get.name}-confirmed-${Math.random()}`;
+    const holder = await get(recordingEdgeLock().edgelock, name).lock({ leaseTime: 20_000 });
+    const a = recordingEdgeLock();
+    const first = get(a.edgelock, name).tryLock({ waitTime: 20_000, leaseTime: 10_000 });
+    await a.until((_e, all) => waits(all) === 2);
+    const b = recordingEdgeLock();
+    const second = get(b.edgelock, name).tryLock({ waitTime: 20_000, leaseTime: 10_000 });
+    await b.until((_e, all) => waits(all) === 2);
+    expect(await holder.release()).toBe("released");
+    const lease = await first;
+    expect(lease).not.toBeNull();
+    // B was told the claim window's end; A's renewal that confirms its lease tells B again.
+    await a.until((e) => e.type === "renew" && e.renewed);
+    await sleep(HAND_OFF_CLAIM_WINDOW_MS);
+    expect(await lease?.release()).toBe("released");
+    const next = await second;
+    expect(next).not.toBeNull();
+    // Busy attempt, subscription, registering attempt: back for nothing at the window's end
+    // would have been a fourth.
+    expect(b.requests("acquire")).toBe(3);
+    expect(await next?.release()).toBe("released");
+  });
+
   it("a chain of holders that never release: every waiter acquires, each soon after the lease before it runs out (Redisson's testLeaseTimeout)", async () => {
     const name = `${prefix}${get.name}-chain-${Math.random()}`;
     // Five clients arriving 100 ms apart, none releasing: each lease (600 ms) runs out, and the
