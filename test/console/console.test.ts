@@ -387,6 +387,24 @@ describe("the scan", () => {
     expect(shown).toEqual(["scan:lock:1", "scan:lock:2", "scan:lock:3"]);
     expect(all.html).toMatch(/complete; left out: 1 cron mark, 1 key of no primitive\./);
 
+    // A name given is shown once, where it is given.
+    const given = await page(mounted({ names: ["scan:lock:2"], scan: { match: "scan:*" } }));
+    const order = [...given.html.matchAll(/data-name="([^"]+)"/g)].map((m) => m[1]);
+    expect(order).toEqual(["scan:lock:2", "scan:lock:1", "scan:lock:3"]);
+
+    // SCAN may return a key again (while Redis rehashes): it is read and shown once.
+    const real = stack.client();
+    const again: UpstashAdminClient = Object.assign(Object.create(real) as Redis, {
+      scan: async (cursor: string | number, options: { match: string; count: number }) => {
+        // The first page twice: its cursor is taken for "0" once more.
+        const [next, keys] = await real.scan(cursor === "again" ? 0 : cursor, options);
+        return [String(cursor) === "0" ? "again" : next, keys] as [string, string[]];
+      },
+    });
+    const twice = await page(mounted({ redis: again, scan: { match: "scan:lock:*" } }));
+    expect(twice.html).toMatch(/2 calls, 6 keys seen, 3 read, complete/);
+    expect([...twice.html.matchAll(/data-name="/g)]).toHaveLength(3);
+
     const two = await page(mounted({ scan: { match: "scan:lock:*", maxKeys: 2 } }));
     expect([...two.html.matchAll(/data-name="/g)]).toHaveLength(2);
     expect(two.html).toContain('2 read, <span class="warn">stopped at 2 keys read: more may match');
@@ -503,8 +521,15 @@ describe("freeing a name", () => {
     const dry = await app.request("/locks/free?name=ro:lock");
     expect(dry.status).toBe(403);
     expect(await dry.text()).toContain('id="read-only"');
-    const res = await post(app, { name: "ro:lock", kind: "lock", confirm: "ro:lock", csrf: "x" });
+    // Even with a form that would pass everywhere else: a token and its cookie, same origin.
+    const token = "a".repeat(64);
+    const res = await post(
+      app,
+      { name: "ro:lock", kind: "lock", confirm: "ro:lock", csrf: token },
+      { cookie: `edgelock-csrf=${token}` },
+    );
     expect(res.status).toBe(403);
+    expect(await res.text()).toContain('id="read-only"');
     expect(await isLocked("ro:lock")).toBe(true);
   });
 
