@@ -142,8 +142,9 @@ const FORM_SECONDS = 600;
  * - `GET /free?name=<name>` (with `writable`): the dry run, what freeing the name will do, with
  *   the form that does it;
  * - `POST /free` (with `writable`): frees the name when the name typed matches, the form is the
- *   dry run's own (a token in the form equal to the cookie set with it, for 10 minutes, cleared once used) and the request
- *   comes from the console's own origin (`Origin`, `Sec-Fetch-Site`); then tells `onAudit`.
+ *   dry run's own (its token equals the cookie set with it: 10 minutes, cleared once used) and
+ *   the request comes from the console's own origin (`Origin`, `Sec-Fetch-Site`); then tells
+ *   `onAudit`.
  *
  * Every request is first put to `authorize` (`403` unless it answers `true`). Answers are not
  * cached, not framed by other sites, and carry a Content-Security-Policy that allows only the
