@@ -92,9 +92,15 @@ export interface LockConsoleOptions<E extends Env = Env> {
    * Cloudflare Access. Required: a console without it is refused when it is made.
    */
   authorize: (request: Request, c: Context<E>) => boolean | Promise<boolean>;
-  /** Names always shown, in this order (1–512 characters each, no `{` or `}`; at most 100). @default [] */
+  /**
+   * Names always shown first, in this order (1–512 characters each, no `{` or `}`; at most
+   * 100). @default []
+   */
   names?: readonly string[];
-  /** The scan of each refresh, or `false` for none (only `names` are shown). @default {} (the defaults of {@link ConsoleScanOptions}) */
+  /**
+   * The scan of each refresh, or `false` for none (only `names` are shown).
+   * @default {} (the defaults of {@link ConsoleScanOptions})
+   */
   scan?: ConsoleScanOptions | false;
   /**
    * True to offer freeing names (a dry run, then a POST that needs the name typed again).
