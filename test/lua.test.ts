@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { compact, expand, localNames, pruneUnused, renameLocals } from "../lua/gen.mjs";
+import { HAND_OFF_CLAIM_WINDOW_MS } from "../src/limits.js";
 import * as scripts from "../src/lua.gen.js";
 import { sentSource, splitBilled } from "../src/transport/billed.js";
 import { sha1Of } from "../src/transport/sha1.js";
@@ -353,5 +354,12 @@ describe("cancel script ordering", () => {
     expect(reply).toEqual([-1, 0, 0]);
     expect(await raw.exists(name)).toBe(0);
     await raw.del(replayKeys(name));
+  });
+});
+
+describe("constants the scripts share with the client", () => {
+  it("lib/wake.lua's claim window is HAND_OFF_CLAIM_WINDOW_MS", async () => {
+    const source = await readFile(new URL("../lua/lib/wake.lua", import.meta.url), "utf8");
+    expect(source).toContain(`local CLAIM_WINDOW_MS = ${HAND_OFF_CLAIM_WINDOW_MS}\n`);
   });
 });

@@ -15,6 +15,10 @@
 -- @include lib/clock.lua
 -- @include lib/channel.lua
 
+-- The claim window of a hand-off in ms: HAND_OFF_CLAIM_WINDOW_MS (src/limits.ts; test/lua.test.ts
+-- checks that they agree), for the scripts that are not passed it.
+local CLAIM_WINDOW_MS = 2000
+
 -- The channel waiter `id` listens on ("edgelock_wake:{" is 15 characters).
 local function wake_channel(id)
   return wake_channel_of(string.sub(wake, 16, -2), id)
@@ -118,7 +122,8 @@ local function waiting_pop(head, last)
   return grant
 end
 
--- The first live registration, and whether it is the last one; nil when none is left (the
+-- The first live registration, whether it is the last one, and the second (nil: none); nil when
+-- none is left (the
 -- registry and its mark are then gone). The ZSET is ordered by lapse, so the first is live
 -- exactly when none lapsed; otherwise the lapsed ones (their calls are gone) are dropped first.
 -- Billed   ZRANGE (+ TIME when someone is registered; + ZREMRANGEBYSCORE, ZRANGE, maybe DEL
@@ -135,7 +140,7 @@ local function waiting_head()
   if not r[1] then
     return nil
   end
-  return r[1], r[3] == nil
+  return r[1], r[3] == nil, r[3]
 end
 
 -- Wakes up to `n` live waiters in registration order (earliest lapse first), each with a
@@ -161,29 +166,32 @@ local function wake_one()
   wake_up_to(1)
 end
 
--- The lock changed hands (a release handed it over, or an attempt took it while waiters were
--- registered) and now expires at `at` (server ms): tells the first registration that asked for
--- hand-offs that it is first, with "<id>|@<at>", so that its wait is back by that expiry without
--- a request of its own (src/locks/protocol.ts, noticeOf). Without it the waiter that became first
--- was bounded by what its last attempt saw (an older holder's expiry and its rank then), and a
--- holder that died after the change stalled the lock until that bound: seconds, or its block cap.
--- A registration nobody hears is dropped (its client is gone, or its stream ended: a live wait
--- then attempts once it subscribes again, and registers anew), and the next one is told. A first
--- registration that asked for no hand-off is not told: it is a wait's first attempt, and that wait
--- attempts again once it has subscribed, which tells it the expiry.
--- Billed   ZRANGE, PUBLISH (+ ZREM, ZRANGE, PUBLISH per registration nobody heard; + TIME when
---          the clock was not read yet; + what waiting_head drops of lapsed registrations)
+-- The lock changed hands (a release handed it over, an attempt took it while waiters were
+-- registered, or a renewal confirmed a hand-off) and now expires at `at` (server ms): tells the
+-- first registration that asked for hand-offs that it is first, with "<id>|@<at>", so that its
+-- wait is back by that expiry without a request of its own (src/locks/protocol.ts, noticeOf).
+-- Without it the waiter that became first was bounded by what its last attempt saw (an older
+-- holder's expiry and its rank then), and a holder that died after the change stalled the lock
+-- until that bound: seconds, or its block cap. A first registration nobody hears keeps its place:
+-- its client may be gone, or only between two streams (hosts end long responses every few
+-- seconds), and such a wait attempts once it has subscribed again, which finds it first. So the
+-- second is told to be back a claim window later, when a live first waiter would have taken the
+-- lock. A first registration that asked for no hand-off is not told: it is a wait's first
+-- attempt, and that wait attempts again once it has subscribed, which tells it the expiry.
+-- Billed   ZRANGE, PUBLISH (+ PUBLISH when nobody heard the first; + TIME when the clock was not
+--          read yet; + what waiting_head drops of lapsed registrations)
 local function notify_first(at)
-  while true do
-    local entry = waiting_head()
-    if not entry then
-      return
-    end
-    local head = lock_entry_grant(entry)
-    if not head or redis.call('publish', wake_channel(head), head .. '|@' .. at) > 0 then
-      return
-    end
-    redis.call('zrem', waiting, entry)
+  local entry, _, second = waiting_head()
+  if not entry then
+    return
+  end
+  local head = lock_entry_grant(entry)
+  if not head or redis.call('publish', wake_channel(head), head .. '|@' .. at) > 0 then
+    return
+  end
+  second = second and lock_entry_grant(second)
+  if second then
+    redis.call('publish', wake_channel(second), second .. '|@' .. (at + CLAIM_WINDOW_MS))
   end
 end
 
