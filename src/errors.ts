@@ -16,7 +16,8 @@ export type EdgeLockErrorCode =
   | "OVER_RELEASE"
   | "PERMIT_NOT_HELD"
   | "CONFIGURATION"
-  | "TRANSPORT";
+  | "TRANSPORT"
+  | "SERVICE_LIMIT";
 
 /** Base class of every edgelock runtime error. Branch on `code`, not on the class name. */
 export abstract class EdgeLockError extends Error {
@@ -62,7 +63,10 @@ export class LockNotHeldError extends EdgeLockError {
 
 /**
  * A lease is no longer held: `lease.renew()` found the owner field gone, or a keep-alive
- * renewal did. Also the reason `lease.signal` aborts with when the lease is lost.
+ * renewal did. Also the reason `lease.signal` aborts with when the lease is lost, and when nobody
+ * renews it any more: the `LeaseKeeper` gave up at `maxHoldTime`, or the service refused a
+ * keep-alive renewal with a {@link ServiceLimitError} (then in `cause`, and the lock runs out at
+ * the lease's expiry unless released before).
  *
  * `withLock` (and the Hono, Vercel and cron wrappers) reject with it after their function
  * settled when the lease was lost meanwhile (the function may have run unprotected: Redisson's
@@ -72,7 +76,7 @@ export class LockNotHeldError extends EdgeLockError {
 export class LeaseLostError extends EdgeLockError {
   override readonly name = "LeaseLostError";
   readonly code = "LEASE_LOST" as const;
-  /** `"lost"`: found no longer held; `"released"`: this lease was released by its holder. */
+  /** `"lost"`: found no longer held, or no longer renewed; `"released"`: released by its holder. */
   readonly reason: "lost" | "released";
   /**
    * Set when a guarded function ran while the lease was lost: `"returned"` (its value is
@@ -82,20 +86,33 @@ export class LeaseLostError extends EdgeLockError {
   /** What the guarded function returned, when `outcome` is `"returned"`; else undefined. */
   readonly result: unknown;
 
+  /**
+   * `settled`: how a guarded function ended (see `outcome`), or `{ refused }`: the service
+   * limit that stopped the lease's renewals (its `cause`).
+   */
   constructor(
     lockName: string,
     reason: "lost" | "released" = "lost",
-    settled?: { outcome: "returned"; result: unknown } | { outcome: "threw"; error: unknown },
+    settled?:
+      | { outcome: "returned"; result: unknown }
+      | { outcome: "threw"; error: unknown }
+      | { refused: ServiceLimitError },
   ) {
     super(
       reason === "released"
         ? `lease on lock "${lockName}" was released`
-        : `lease on lock "${lockName}" was lost: it expired or another owner took the lock`,
+        : settled && "refused" in settled
+          ? `lease on lock "${lockName}" is no longer renewed: the service refused its renewal (${LIMIT_MEANING[settled.refused.limit]}); treat it as lost, it runs out at its expiry`
+          : `lease on lock "${lockName}" was lost: it expired or another owner took the lock`,
       lockName,
-      settled && "error" in settled ? { cause: settled.error } : undefined,
+      settled && "error" in settled
+        ? { cause: settled.error }
+        : settled && "refused" in settled
+          ? { cause: settled.refused }
+          : undefined,
     );
     this.reason = reason;
-    this.outcome = settled?.outcome;
+    this.outcome = settled && "outcome" in settled ? settled.outcome : undefined;
     this.result = settled && "result" in settled ? settled.result : undefined;
   }
 }
@@ -198,26 +215,104 @@ export class ConfigurationError extends EdgeLockError {
 
 /**
  * The HTTP request or Redis failed. `ambiguous` is true when the command may have been applied
- * (network failure, 5xx, malformed reply); edgelock's scripts are idempotent, so an ambiguous
- * acquire is cancelled in the background. A release or count change resends its request until
- * Redis answers (`definiteWithin`) and is ambiguous only past that bound; it is then resent in
- * the background (a `settle` event says how it ended), and repeating the same lease's or permit
- * handle's `release()` is safe.
+ * (network failure, 5xx, malformed reply, no answer in time); edgelock's scripts are idempotent,
+ * so an ambiguous acquire is cancelled in the background. A release or count change resends its
+ * request until Redis answers (`definiteWithin`) and is ambiguous only past that bound; it is
+ * then resent in the background (a `settle` event says how it ended), and repeating the same
+ * lease's or permit handle's `release()` is safe. An HTTP answer other than 2xx keeps its
+ * status (`status`) and the server's error text (in the message). A 4xx is definite: nothing
+ * was applied; a 408, 425 or 429 ("not now") is sent once more first, any other 4xx (a wrong URL
+ * path's 404, a bad token's 401) fails at once. A limit of the service is the subclass
+ * {@link ServiceLimitError}.
  * `cause` is a scrubbed copy of the client error (the original embeds the whole command).
  */
 export class TransportError extends EdgeLockError {
-  override readonly name = "TransportError";
-  readonly code = "TRANSPORT" as const;
+  override readonly name: "TransportError" | "ServiceLimitError" = "TransportError";
+  readonly code: "TRANSPORT" | "SERVICE_LIMIT" = "TRANSPORT";
   /** True when the command may have reached Redis and been applied. */
   readonly ambiguous: boolean;
+  /**
+   * HTTP status of the REST API's answer when it was not 2xx (e.g. 400, 401, 404, 429, 500);
+   * `undefined` when no answer came (network failure, time limit), when it was a 2xx with a
+   * bad body, or when the client does not report statuses (a client that is not
+   * `@upstash/redis`'s own, or one wrapped in a Proxy).
+   */
+  readonly status: number | undefined;
 
   constructor(
     lockName: string,
     message: string,
     ambiguous: boolean,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; status?: number | undefined },
   ) {
     super(message, lockName, options);
     this.ambiguous = ambiguous;
+    this.status = options?.status;
+  }
+}
+
+/**
+ * Which limit of the service (Upstash) refused a request, from its error text:
+ * - `"requests"`: the plan's request budget is used up (`ERR max requests limit exceeded`, the
+ *   monthly count or a pay-as-you-go budget; `ERR max daily request limit exceeded` on older free
+ *   plans);
+ * - `"connections"`: too many requests or connections at once (`ERR max concurrent connections
+ *   exceeded`);
+ * - `"request-size"`: one request is larger than the plan allows (`ERR max request size
+ *   exceeded`);
+ * - `"record-size"`: one value is larger than the plan allows (`ERR max single record size
+ *   exceeded`);
+ * - `"key-size"`: one key is longer than the plan allows (`ERR max key size exceeded`);
+ * - `"storage"`: the database holds as much data as its plan allows (`ERR DB capacity quota
+ *   exceeded`): writes are refused, reads and deletes still work.
+ */
+export type ServiceLimit =
+  | "requests"
+  | "connections"
+  | "request-size"
+  | "record-size"
+  | "key-size"
+  | "storage";
+
+/** What each limit means, in the words of the messages. */
+const LIMIT_MEANING: Record<ServiceLimit, string> = {
+  requests: "the database's request budget is used up",
+  connections: "too many requests to the database at once",
+  "request-size": "the request is larger than the database allows",
+  "record-size": "a value is larger than the database allows",
+  "key-size": "a key is longer than the database allows",
+  storage: "the database is full: its data size quota is reached",
+};
+
+/**
+ * The service refused a request because one of its limits is reached (see {@link ServiceLimit}):
+ * nothing was applied (`ambiguous` is always false), and edgelock does not resend it, since
+ * resending into a limit only adds load. A keep-alive renewal refused this way stops renewing
+ * its lease and aborts `lease.signal` with a {@link LeaseLostError} whose `cause` is this error.
+ * Raise the limit (plan, budget, quota) or lower the load; see docs/operations.md.
+ */
+export class ServiceLimitError extends TransportError {
+  override readonly name = "ServiceLimitError" as const;
+  override readonly code = "SERVICE_LIMIT" as const;
+  /** Which limit was reached. */
+  readonly limit: ServiceLimit;
+  /** The service's own error text, URLs cut out (e.g. `ERR max requests limit exceeded`). */
+  readonly reply: string;
+
+  /** `reply`: the service's error text (scrubbed); `status`: the HTTP status it came with. */
+  constructor(
+    resource: string,
+    limit: ServiceLimit,
+    reply: string,
+    options?: { cause?: unknown; status?: number | undefined },
+  ) {
+    super(
+      resource,
+      `Redis request for "${resource}" refused by a limit of the service: ${LIMIT_MEANING[limit]} (${reply}); nothing was applied, and it is not resent`,
+      false,
+      options,
+    );
+    this.limit = limit;
+    this.reply = reply;
   }
 }

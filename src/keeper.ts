@@ -4,6 +4,7 @@
  * namespace bound to `LeaseKeeper` fits {@link LeaseKeeperBinding} as it is.
  * @module
  */
+import type { ServiceLimit } from "./errors.js";
 
 /** What the keeper needs to renew one lease until release, loss or `maxHoldTime`. */
 export interface KeeperRegistration {
@@ -42,10 +43,16 @@ export interface KeeperReply {
  * - `"renewing"`: registered; its alarm renews the lease every `leaseTime / 3`;
  * - `"lost"`: a renewal found the owner no longer holding the lock; renewals stopped;
  * - `"max-hold"`: `maxHoldTime` ran out; renewals stopped, the lock expires within `leaseTime`;
+ * - `"refused"`: a limit of the service refused a renewal (`limit`, and its text in `error`);
+ *   renewals stopped, the lock expires within `leaseTime`;
  * - `"unknown"`: not registered (never, unregistered, or forgotten a while after it ended).
  */
 export interface KeeperStatus {
-  state: "renewing" | "lost" | "max-hold" | "unknown";
+  state: "renewing" | "lost" | "max-hold" | "refused" | "unknown";
+  /** `"refused"` only: which limit of the service refused the renewal. */
+  limit?: ServiceLimit;
+  /** `"refused"` only: the service's error text (scrubbed). */
+  error?: string;
   /**
    * `"renewing"` only, once the keeper renewed the lease: conservative expiry of the lock
    * (epoch ms), measured from when its last successful renewal was sent.

@@ -4,7 +4,9 @@
  * acquire); the object's alarm renews every due lease in one Redis request (Redisson's
  * LockRenewalScheduler batch) every `leaseTime / 3`, and forgets a lease when it is released
  * (`unregister`), found lost (the renewal script saw the owner gone) or `maxHoldTime` after its
- * registration, so a crashed owner's lock is free again within `maxHoldTime + leaseTime`.
+ * registration, so a crashed owner's lock is free again within `maxHoldTime + leaseTime`, or
+ * when a limit of the service refuses its renewal (`ServiceLimitError`: resending into it only
+ * adds load; `status(id)` then says `"refused"` with the limit, and the lease's signal aborts).
  *
  * Durable Object facts this relies on: alarms are at-least-once and retried only when the handler
  * throws (6 times at most), so the handler catches everything and re-arms itself; state lives in
@@ -16,6 +18,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { Redis } from "@upstash/redis/cloudflare";
 import { EdgeLockClient } from "../src/core.js";
+import { type ServiceLimit, ServiceLimitError } from "../src/errors.js";
 import type {
   KeeperLeaseKind,
   KeeperRegistration,
@@ -77,8 +80,11 @@ interface Entry {
 
 /** A lease the keeper stopped renewing for a reason the holder must hear, under `ended:<id>`. */
 interface Tombstone {
-  state: "lost" | "max-hold";
+  state: "lost" | "max-hold" | "refused";
   purgeAt: number;
+  /** `"refused"`: the limit of the service, and its text. */
+  limit?: ServiceLimit;
+  error?: string;
 }
 
 const LEASE = "lease:";
@@ -161,7 +167,11 @@ export class LeaseKeeper extends DurableObject<LeaseKeeperEnv> {
       return status;
     }
     const ended = await storage.get<Tombstone>(ENDED + id);
-    return { state: ended ? ended.state : "unknown" };
+    if (!ended) return { state: "unknown" };
+    const status: KeeperStatus = { state: ended.state };
+    if (ended.limit !== undefined) status.limit = ended.limit;
+    if (ended.error !== undefined) status.error = ended.error;
+    return status;
   }
 
   /**
@@ -245,20 +255,30 @@ export class LeaseKeeper extends DurableObject<LeaseKeeperEnv> {
     );
   }
 
-  /** Runs one renewal request for `batch` and records its outcome per lease. */
+  /**
+   * Runs one renewal request for `batch` and records its outcome per lease: a limit of the
+   * service ends every lease of the batch (resending into it only adds load).
+   */
   async #record(batch: Entry[], sentAt: number, renew: () => Promise<boolean[]>): Promise<void> {
     let renewed: boolean[] | undefined;
+    let refused: ServiceLimitError | undefined;
     try {
       renewed = await renew();
-    } catch {
+    } catch (error) {
       renewed = undefined;
+      if (error instanceof ServiceLimitError) refused = error;
     }
     const storage = this.ctx.storage;
     for (const [i, sent] of batch.entries()) {
       // Re-read: an unregister may have landed while the request was in flight.
       const entry = await storage.get<Entry>(LEASE + sent.id);
       if (!entry) continue;
-      if (renewed === undefined) {
+      if (refused) {
+        await this.#end(entry.id, "refused", entry.leaseTime, {
+          limit: refused.limit,
+          error: refused.reply,
+        });
+      } else if (renewed === undefined) {
         entry.failures += 1;
         entry.nextRenewAt = Date.now() + retryDelay(entry.leaseTime);
         await storage.put(LEASE + entry.id, entry);
@@ -273,10 +293,15 @@ export class LeaseKeeper extends DurableObject<LeaseKeeperEnv> {
     }
   }
 
-  async #end(id: string, state: Tombstone["state"], leaseTime: number): Promise<void> {
+  async #end(
+    id: string,
+    state: Tombstone["state"],
+    leaseTime: number,
+    refused?: { limit: ServiceLimit; error: string },
+  ): Promise<void> {
     const storage = this.ctx.storage;
     const purgeAt = Date.now() + Math.max(KEEPER_TOMBSTONE_MS, leaseTime);
-    await storage.put(ENDED + id, { state, purgeAt } satisfies Tombstone);
+    await storage.put(ENDED + id, { state, purgeAt, ...refused } satisfies Tombstone);
     await storage.delete(LEASE + id);
   }
 

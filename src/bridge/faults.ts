@@ -5,6 +5,35 @@
  */
 
 /**
+ * A limit of the service the bridge can answer with, as Upstash does when it is reached:
+ * `"requests"` (the plan's request budget), `"connections"` (concurrent connections),
+ * `"request-size"`, `"record-size"` (one value), `"key-size"`, `"storage"` (the data size quota).
+ */
+export type FaultLimit =
+  | "requests"
+  | "connections"
+  | "request-size"
+  | "record-size"
+  | "key-size"
+  | "storage";
+
+/**
+ * The service's error text for each limit (Upstash docs, redis/troubleshooting/*; the request
+ * budget's as the service words it, with its counts and page).
+ */
+export const LIMIT_REPLIES: Readonly<Record<FaultLimit, string>> = {
+  requests:
+    "ERR max requests limit exceeded. Limit: 500000, Usage: 500000. See https://upstash.com/docs/redis/troubleshooting/max_requests_limit for details",
+  connections: "ERR max concurrent connections exceeded",
+  "request-size": "ERR max request size exceeded",
+  "record-size": "ERR max single record size exceeded",
+  "key-size": "ERR max key size exceeded",
+  storage: "ERR DB capacity quota exceeded",
+};
+
+const LIMITS = Object.keys(LIMIT_REPLIES) as FaultLimit[];
+
+/**
  * One fault rule. Rules are checked in order for each data request; the first rule that matches,
  * is not spent and wins its random draw decides the request's fate.
  */
@@ -21,11 +50,24 @@ export interface FaultRule {
    *   retries (re-sending a request that was already applied, for `"lose"`);
    * - `"503"`: answer HTTP 503 with a JSON error (the client does not retry);
    * - `"hang"`: never answer; the socket is destroyed after {@link FaultRule.hangMs}, or when
-   *   the bridge closes.
+   *   the bridge closes;
+   * - `"status"`: answer HTTP {@link FaultRule.status} with `{"error":"bridge fault: ..."}`
+   *   (e.g. 429, 404, 502);
+   * - `"limit"`: answer as the service does when {@link FaultRule.limit} is reached: HTTP 400
+   *   (or {@link FaultRule.status}) with the service's error text, e.g.
+   *   `{"error":"ERR max requests limit exceeded. Limit: 500000, Usage: 500000. See … for details"}`;
+   *   with `action: "fail"` only (the service refuses such a request before running it).
    *
    * Default: `"close"` for `"lose"`, `"503"` for `"fail"`.
    */
-  mode?: "close" | "503" | "hang";
+  mode?: "close" | "503" | "hang" | "status" | "limit";
+  /**
+   * For mode `"status"` (required): the HTTP status answered, an integer in [400, 599]. For mode
+   * `"limit"`: the status its text comes with. Default: `400`.
+   */
+  status?: number;
+  /** For mode `"limit"` (required): which limit of the service is reached. */
+  limit?: FaultLimit;
   /**
    * Only requests containing a command with this name (compared lower-cased, e.g. `"evalsha"`,
    * `"eval"`, `"ping"`), or running the script with this SHA1 (40 hex characters: an EVALSHA of
@@ -73,9 +115,13 @@ export interface FaultDecision {
   /** Whether Redis sees the request. */
   action: "fail" | "lose";
   /** How the client is answered. */
-  mode: "close" | "503" | "hang";
+  mode: "close" | "503" | "hang" | "status" | "limit";
   /** For `"hang"`: milliseconds until the socket is destroyed, `undefined` for never. */
   hangMs: number | undefined;
+  /** For `"status"` and `"limit"`: the HTTP status answered. */
+  status: number | undefined;
+  /** For `"limit"`: the limit whose text is answered. */
+  limit: FaultLimit | undefined;
 }
 
 /**
@@ -126,16 +172,39 @@ export function parseFaultConfig(input: unknown): FaultConfig {
 
 function parseRule(input: unknown, where: string): FaultRule {
   if (!isRecord(input)) throw new TypeError(`${where} must be an object`);
-  const { action, mode, match, times, rate, hangMs } = input;
+  const { action, mode, match, times, rate, hangMs, status, limit } = input;
   if (action !== "fail" && action !== "lose") {
     throw new TypeError(`${where}.action must be "fail" or "lose"`);
   }
   const rule: FaultRule = { action };
   if (mode !== undefined) {
-    if (mode !== "close" && mode !== "503" && mode !== "hang") {
-      throw new TypeError(`${where}.mode must be "close", "503" or "hang"`);
+    if (!MODES.includes(mode as NonNullable<FaultRule["mode"]>)) {
+      throw new TypeError(`${where}.mode must be "close", "503", "hang", "status" or "limit"`);
     }
-    rule.mode = mode;
+    rule.mode = mode as NonNullable<FaultRule["mode"]>;
+  }
+  if (status !== undefined) {
+    if (typeof status !== "number" || !Number.isInteger(status) || status < 400 || status > 599) {
+      throw new TypeError(`${where}.status must be an integer in [400, 599]`);
+    }
+    if (rule.mode !== "status" && rule.mode !== "limit") {
+      throw new TypeError(`${where}.status goes with mode "status" or "limit"`);
+    }
+    rule.status = status;
+  } else if (rule.mode === "status") {
+    throw new TypeError(`${where}.status is required with mode "status"`);
+  }
+  if (limit !== undefined) {
+    if (!LIMITS.includes(limit as FaultLimit)) {
+      throw new TypeError(`${where}.limit must be one of ${LIMITS.join(", ")}`);
+    }
+    if (rule.mode !== "limit") throw new TypeError(`${where}.limit goes with mode "limit"`);
+    rule.limit = limit as FaultLimit;
+  } else if (rule.mode === "limit") {
+    throw new TypeError(`${where}.limit is required with mode "limit"`);
+  }
+  if (rule.mode === "limit" && action !== "fail") {
+    throw new TypeError(`${where}: mode "limit" goes with action "fail" (nothing is applied)`);
   }
   if (match !== undefined) {
     if (typeof match !== "string" || match === "") {
@@ -154,6 +223,14 @@ function parseRule(input: unknown, where: string): FaultRule {
   if (hangMs !== undefined) rule.hangMs = nonNegative(hangMs, `${where}.hangMs`);
   return rule;
 }
+
+const MODES: readonly NonNullable<FaultRule["mode"]>[] = [
+  "close",
+  "503",
+  "hang",
+  "status",
+  "limit",
+];
 
 function nonNegative(value: unknown, name: string): number {
   if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
@@ -236,10 +313,13 @@ export class FaultInjector {
       if (rate < 1 && this.#random() >= rate) continue;
       this.#used[index] = used + 1;
       this.#injected += 1;
+      const mode = rule.mode ?? (rule.action === "lose" ? "close" : "503");
       return {
         action: rule.action,
-        mode: rule.mode ?? (rule.action === "lose" ? "close" : "503"),
+        mode,
         hangMs: rule.hangMs,
+        status: mode === "limit" ? (rule.status ?? 400) : rule.status,
+        limit: rule.limit,
       };
     }
     return undefined;

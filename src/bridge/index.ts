@@ -31,7 +31,7 @@ import type { BridgeStats } from "./stats.js";
 import { StatsRecorder } from "./stats.js";
 
 export type { BlockingMode } from "./commands.js";
-export type { FaultConfig, FaultRule } from "./faults.js";
+export type { FaultConfig, FaultLimit, FaultRule } from "./faults.js";
 export type { RequestLogEntry } from "./log.js";
 export { DEFAULT_MAX_SUBSCRIPTIONS } from "./pubsub.js";
 export type { BlockingPoolStats } from "./redis.js";

@@ -11,6 +11,7 @@ import type { HttpBindings } from "@hono/node-server";
 import type { Context } from "hono";
 import { Hono } from "hono";
 import { streamSSE } from "hono/streaming";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
 import {
   type BlockingMode,
   commandName,
@@ -22,7 +23,7 @@ import {
 } from "./commands.js";
 import { isErrorReply, toJsonReply, toReplyEntry } from "./encode.js";
 import type { FaultDecision, FaultInjector } from "./faults.js";
-import { parseFaultConfig } from "./faults.js";
+import { LIMIT_REPLIES, parseFaultConfig } from "./faults.js";
 import type { RequestLogEntry } from "./log.js";
 import { type SubscriptionKind, SubscriptionLimitError, type Subscriptions } from "./pubsub.js";
 import type { Backend } from "./redis.js";
@@ -401,13 +402,24 @@ async function execute(
 }
 
 /**
- * Answers (or does not answer) a faulted request: 503 with a JSON error, a destroyed socket, or
- * silence until the socket closes (after `hangMs`, on client abort, or when the bridge closes).
+ * Answers (or does not answer) a faulted request: 503 or another status with a JSON error, the
+ * service's error text of a limit, a destroyed socket, or silence until the socket closes (after
+ * `hangMs`, on client abort, or when the bridge closes).
  */
 function deliverFault(c: BridgeContext, fault: FaultDecision, what: string): Promise<Response> {
   const unsent = () => new Response(null, { status: 503 });
   if (fault.mode === "503") {
     return Promise.resolve(c.json({ error: `bridge fault: ${what}` }, 503));
+  }
+  if (fault.mode === "limit" && fault.limit !== undefined) {
+    return Promise.resolve(
+      c.json({ error: LIMIT_REPLIES[fault.limit] }, (fault.status ?? 400) as ContentfulStatusCode),
+    );
+  }
+  if (fault.mode === "status" && fault.status !== undefined) {
+    return Promise.resolve(
+      c.json({ error: `bridge fault: ${what}` }, fault.status as ContentfulStatusCode),
+    );
   }
   const socket = c.env.incoming.socket;
   if (fault.mode === "close" || socket.destroyed) {

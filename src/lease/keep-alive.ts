@@ -4,7 +4,7 @@
  * polling the keeper so its lease's signal learns of a loss).
  * @module
  */
-import { TransportError } from "../errors.js";
+import { ServiceLimitError, TransportError } from "../errors.js";
 import {
   DEFAULT_KEEPER_INSTANCE,
   type KeeperRegistration,
@@ -40,6 +40,10 @@ export interface KeeperKeepAlive {
  *   RPC, no Redis request) and its `signal` aborts when the keeper found the lease lost, gave up
  *   at `maxHoldTime`, or no longer knows it.
  *
+ * Either stops renewing when the service refuses a renewal with a `ServiceLimitError` (its
+ * request budget spent, …): the lease's `signal` then aborts at once with a `LeaseLostError`
+ * whose `cause` is that error, and the lock runs out at the lease's expiry unless released.
+ *
  * Default: `"timer"` in watchdog mode (`leaseTime` omitted), `"none"` with a fixed lease.
  */
 export type KeepAlive = "none" | "timer" | KeeperKeepAlive;
@@ -58,8 +62,11 @@ export interface KeptLease {
   renewByTimer(): Promise<boolean>;
   /** Someone else (the keeper) confirmed that the lock runs at least until `expiresAt`. */
   confirm(expiresAt: number): void;
-  /** Nobody keeps the lease alive any more: abort its signal. */
-  markLost(): void;
+  /**
+   * Nobody keeps the lease alive any more: abort its signal. `refused`: the service limit that
+   * refused its renewal, when that is why.
+   */
+  markLost(refused?: ServiceLimitError): void;
   /** Reports a failure in the background. */
   backgroundError(operation: "renew" | "keeper", error: unknown): void;
 }
@@ -89,6 +96,11 @@ function startTimer(lease: KeptLease): StopKeepAlive {
         (renewed) => (renewed ? renewalPeriod(lease.leaseTime) : undefined),
         (error: unknown) => {
           lease.backgroundError("renew", error);
+          // Resending into a limit of the service only adds load: stop, and tell the holder.
+          if (error instanceof ServiceLimitError) {
+            lease.markLost(error);
+            return undefined;
+          }
           return retryDelay(lease.leaseTime);
         },
       ),
@@ -132,8 +144,13 @@ async function startKeeper(
       stub.status(lease.id).then(
         (status) => {
           if (status.state !== "renewing") {
-            // Lost, given up at maxHoldTime, or no longer known: nobody keeps this lease alive.
-            lease.markLost();
+            // Lost, given up at maxHoldTime, refused by a limit of the service, or no longer
+            // known: nobody keeps this lease alive.
+            lease.markLost(
+              status.state === "refused" && status.limit !== undefined
+                ? new ServiceLimitError(lease.name, status.limit, status.error ?? "")
+                : undefined,
+            );
             return undefined;
           }
           if (typeof status.expiresAt === "number") lease.confirm(status.expiresAt);

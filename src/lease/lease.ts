@@ -4,7 +4,7 @@
  * keep-alive.ts, the serialized form in lease-json.ts.
  * @module
  */
-import { LeaseLostError } from "../errors.js";
+import { LeaseLostError, ServiceLimitError } from "../errors.js";
 import type { LeaseKeeperBinding } from "../keeper.js";
 import { checkMs } from "../validate.js";
 import type { HostKind, LeaseKind, SerializedLease } from "./json.js";
@@ -105,6 +105,8 @@ export class Lease {
   #controller: AbortController | undefined;
   /** How the lease ended (released, or found lost); `undefined` while it has not. */
   #endedAs: LeaseLostError["reason"] | undefined;
+  /** The service limit that refused a keep-alive renewal, when that is why it ended. */
+  #refused: ServiceLimitError | undefined;
   #release: Promise<ReleaseResult> | undefined;
   #stopKeepAlive: StopKeepAlive | undefined;
   /** Fires at `expiresAt`: a lease nobody renewed in time is lost, whatever the network did. */
@@ -256,7 +258,7 @@ export class Lease {
       leaseTime: this.leaseTime,
       renewByTimer: () => this.#renewOnce(this.leaseTime, "timer"),
       confirm: (expiresAt) => this.#extendTo(expiresAt),
-      markLost: () => this.markLost(),
+      markLost: (refused) => this.markLost(refused),
       backgroundError: (operation, error) => this.#host.backgroundError(this, operation, error),
     };
     this.#stopKeepAlive = await startKeepAlive(kept, keepAlive, defaultKeeper);
@@ -277,6 +279,11 @@ export class Lease {
       this.#renewOnce(this.leaseTime, "timer", Math.max(1, Math.floor(left / 2))).catch(
         (error: unknown) => {
           this.#host.backgroundError(this, "renew", error);
+          // Resending into a limit of the service only adds load: nobody renews it any more.
+          if (error instanceof ServiceLimitError) {
+            this.markLost(error);
+            return;
+          }
           const rest = deadline - Date.now();
           if (rest > 0) later(attempt, Math.max(1, Math.floor(rest / 3)));
         },
@@ -285,9 +292,13 @@ export class Lease {
     later(attempt, Math.max(0, Math.floor(((deadline - Date.now()) * 2) / 3)));
   }
 
-  /** Internal: marks the lease lost (aborts `signal`) and stops its keep-alive. */
-  markLost(): void {
+  /**
+   * Internal: marks the lease lost (aborts `signal`) and stops its keep-alive. `refused`: the
+   * service limit that refused its renewal, the signal's reason's `cause`.
+   */
+  markLost(refused?: ServiceLimitError): void {
     if (this.ended) return;
+    this.#refused = refused;
     this.#end("lost");
     this.#host.lost(this);
     this.#stop().catch(() => {});
@@ -369,7 +380,8 @@ export class Lease {
   }
 
   #reason(how: LeaseLostError["reason"]): LeaseLostError {
-    return new LeaseLostError(this.name, how);
+    const refused = how === "lost" ? this.#refused : undefined;
+    return new LeaseLostError(this.name, how, refused && { refused });
   }
 }
 

@@ -25,6 +25,7 @@ import { type EdgeLockError, TransportError } from "../errors.js";
 import { cost, type DefiniteOperation } from "../events.js";
 import { MIN_REQUEST_TIMEOUT_MS } from "../limits.js";
 import type { RequestCounter, ScriptCall } from "../transport/index.js";
+import { afterSends, isUnanswered } from "../transport/scrub.js";
 import { type BackoffPolicy, backoffDelay, SLEEP_FLOOR_MS } from "../wait/backoff.js";
 
 /** Backoff between two sends of one request: from 50 ms, doubling, at most 1 s (jittered). */
@@ -82,17 +83,22 @@ export async function runDefinite<T>(
   counter: RequestCounter,
 ): Promise<T> {
   const started = Date.now();
+  const requests = counter.requests;
   const send = sender(ctx, call, decode, counter);
   const first = await sendUntil(ctx, send, started + ctx.definiteWithin, 0, 0);
   if (first.ok) return first.value;
   const error = first.error;
   if (!isAmbiguous(error)) throw error;
   resendInBackground(ctx, operation, call.name, send, counter, started, first.sends, error);
-  throw new TransportError(
-    call.name,
-    `${error.message} (sent ${first.sends} time(s) within definiteWithin, ${ctx.definiteWithin} ms; still resending in the background, see the settle event)`,
-    true,
-    { cause: error.cause },
+  throw afterSends(
+    error,
+    {
+      sends: first.sends,
+      requests: counter.requests - requests,
+      ms: Date.now() - started,
+      requestTimeout: ctx.runner.requestTimeout,
+    },
+    `definiteWithin (${ctx.definiteWithin} ms) has passed; still resending in the background, see the settle event`,
   );
 }
 
@@ -122,6 +128,7 @@ export async function runAttempt<T>(
   isGrant?: (value: T) => boolean,
 ): Promise<T> {
   const started = Date.now();
+  const requests = counter.requests;
   const deadline = Math.min(
     started + Math.floor(ctx.replayWindow / 2),
     Math.max(until ?? 0, started + ctx.runner.requestTimeout),
@@ -141,11 +148,15 @@ export async function runAttempt<T>(
   if (!isAmbiguous(error)) throw error;
   undo?.();
   if (sends < 2) throw error;
-  throw new TransportError(
-    call.name,
-    `${error.message} (sent ${sends} times in ${Date.now() - started} ms; cancelled in the background)`,
-    true,
-    { cause: error.cause },
+  throw afterSends(
+    error,
+    {
+      sends,
+      requests: counter.requests - requests,
+      ms: Date.now() - started,
+      requestTimeout: ctx.runner.requestTimeout,
+    },
+    "cancelled in the background",
   );
 }
 
@@ -277,7 +288,11 @@ class Copies<T> {
 
   #failed(error: unknown, copy: number): void {
     this.#inFlight -= 1;
-    this.#last = error;
+    // A send that timed out says less than the failure another send got (an HTTP answer's
+    // status and text, a network error's code): that one is what the call reports.
+    if (this.#last === undefined || !isUnanswered(error) || isUnanswered(this.#last)) {
+      this.#last = error;
+    }
     if (!isAmbiguous(error)) this.#finish({ ok: false, error, sends: this.#n });
     else if (!this.#done) {
       // The pause is cut short so that a last copy still goes out before the deadline.

@@ -12,6 +12,8 @@ export {
   LeaseLostError,
   LockNotHeldError,
   LockTimeoutError,
+  type ServiceLimit,
+  ServiceLimitError,
   TransportError,
 } from "../errors.js";
 export type { LockEvent, LockEventListener } from "../events.js";

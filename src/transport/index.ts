@@ -161,16 +161,18 @@ export class ScriptRunner {
    * Runs a script and decodes its reply with `decode` (which returns `undefined` for a reply of
    * the wrong shape). Makes one HTTP request when Redis has the script cached; otherwise two for
    * the first script, and one (a direct EVAL) for each other script this runner has not run yet.
-   * Resends once after an HTTP 5xx. After a network error, an `@upstash/redis` client's own
-   * retries (count and backoff) are made here, while the time limit allows the next one (see
-   * retries.ts); each attempt is added to `counter`. The whole call settles within
+   * Resends once after an HTTP 5xx, 408, 425 or 429 (never after a limit of the service). After
+   * a network error, an `@upstash/redis` client's own retries (count and backoff) are made here,
+   * while the time limit allows the next one (see retries.ts); each attempt is added to `counter`. The whole call settles within
    * `requestTimeout` (or `timeout`, else `call.timeout`, when shorter) whatever the network does.
    * `alarm` rings while the call is unanswered (see {@link Alarm}), on the call's own timer.
    * @throws signal.reason when `signal` aborts first (the request may still apply).
-   * @throws {TransportError} on HTTP/Redis failure, on a reply of the wrong shape, or when the
-   * time limit passes first (`ambiguous`: the request may still apply). A call whose every
-   * attempt failed before connecting (ECONNREFUSED, ENOTFOUND, …) is definite (nothing was
-   * sent) and names the code.
+   * @throws {ServiceLimitError} when a limit of the service refused it (definite).
+   * @throws {TransportError} on HTTP/Redis failure (with the answer's `status` and text), on a
+   * reply of the wrong shape, or when the time limit passes first (`ambiguous`: the request may
+   * still apply). A 4xx is definite (nothing was applied). A call whose every attempt
+   * failed before connecting (ECONNREFUSED, ENOTFOUND, …) is definite (nothing was sent) and
+   * names the code.
    */
   async run<T>(
     call: ScriptCall,
@@ -192,15 +194,21 @@ export class ScriptRunner {
     );
     // One deadline for every request of the call (NOSCRIPT fallback, resend after a 5xx): its
     // reason is the error the call rejects with when time runs out.
-    const deadline = new Deadline(limit, () => timedOut(name, limit), signal, alarm);
+    const deadline = new Deadline(
+      limit,
+      () => timedOut(name, limit, this.requestTimeout),
+      signal,
+      alarm,
+    );
     try {
       let sent: unknown;
       try {
         sent = await this.#send(call, counter, deadline);
       } catch (error) {
         if (deadline.ended || !isHttpFailure(error)) throw error;
-        // An HTTP 5xx (which @upstash/redis never retries) may or may not have been applied;
-        // every script is replay-safe, so one resend with the same arguments is harmless.
+        // An HTTP 5xx (which @upstash/redis never retries) may or may not have been applied, and
+        // a 408, 425 or 429 was not: every script is replay-safe, so one resend with the same
+        // arguments is harmless.
         await deadline.sleep(RESEND_DELAY_MS);
         sent = await this.#send(call, counter, deadline);
       }

@@ -64,8 +64,9 @@ export function detachRetries(redis: RedisLike): DetachedClient | undefined {
     }
     const Root = (proto as { constructor?: unknown } | null)?.constructor;
     if (typeof Root !== "function") return undefined;
-    const single = Object.create(client) as { retry: RetryPolicy };
+    const single = Object.create(client) as { retry: RetryPolicy; request: unknown };
     single.retry = { attempts: 0, backoff: () => 0 };
+    single.request = withStatus(client.request as (req: unknown) => Promise<unknown>);
     const view = new (Root as new (client: unknown, opts: unknown) => UpstashShape & RedisLike)(
       single,
       shape.opts,
@@ -88,6 +89,63 @@ function isOwnMethod(redis: RedisLike, key: "eval" | "evalsha"): boolean {
   if (typeof seen !== "function") return false;
   if (Object.getOwnPropertyDescriptor(redis, key)?.value === seen) return true;
   return Function.prototype.toString.call(seen).includes("withAutoPipeline");
+}
+
+/**
+ * The client's `request` with the HTTP status of an answer other than 2xx kept on the error it
+ * throws (`status`, read by {@link statusOf}): the client's `UpstashError` holds only the body's
+ * `error` text, so a 404 from a wrong URL and a 500 read alike. The client calls the global
+ * `fetch` before its first `await`, so `fetch` is wrapped for that synchronous stretch only and
+ * put back before any other code can run. Where the global cannot be replaced, or a client
+ * awaits before it fetches, the error goes without a status, as before.
+ */
+function withStatus(request: (req: unknown) => Promise<unknown>) {
+  return function (this: unknown, req: unknown): Promise<unknown> {
+    const scope = globalThis as { fetch: typeof fetch };
+    const original = scope.fetch;
+    let status: number | undefined;
+    let wrapped = false;
+    try {
+      scope.fetch = (input, init) => {
+        const answer = Reflect.apply(original, globalThis, [input, init]) as Promise<Response>;
+        // Registered before the client's own await: it runs first.
+        answer.then(
+          (response) => {
+            status = response.status;
+          },
+          () => {},
+        );
+        return answer;
+      };
+      wrapped = true;
+    } catch {
+      // A read-only global: no status.
+    }
+    let sent: Promise<unknown>;
+    try {
+      sent = request.call(this, req);
+    } finally {
+      if (wrapped) scope.fetch = original;
+    }
+    return sent.catch((error: unknown) => {
+      if (status !== undefined && (status < 200 || status > 299) && error instanceof Error) {
+        (error as Error & { status?: number }).status = status;
+      }
+      throw error;
+    });
+  };
+}
+
+/**
+ * The HTTP status a client error carries (see {@link withStatus}; a subscription stream's
+ * refusal carries its own), when it is one: an integer in [100, 599].
+ */
+export function statusOf(error: unknown): number | undefined {
+  if (typeof error !== "object" || error === null) return undefined;
+  const status = (error as { status?: unknown }).status;
+  return typeof status === "number" && Number.isInteger(status) && status >= 100 && status <= 599
+    ? status
+    : undefined;
 }
 
 /** Error codes of a request that failed before its connection was made: nothing was sent. */

@@ -4,8 +4,13 @@
  * text, an owner id, a request id, a URL or a credential.
  * @module
  */
-import { ConfigurationError, TransportError } from "../errors.js";
-import { causeCode } from "./retries.js";
+import {
+  ConfigurationError,
+  type ServiceLimit,
+  ServiceLimitError,
+  TransportError,
+} from "../errors.js";
+import { causeCode, statusOf } from "./retries.js";
 
 const MAX_MESSAGE = 200;
 // A Redis error reply starts with an upper-case code ("ERR", "NOSCRIPT", "WRONGTYPE", "BUSY"...):
@@ -27,13 +32,43 @@ export function isNoScriptError(error: unknown): boolean {
 }
 
 /**
- * True for an HTTP-level failure that the client did not retry: an `UpstashError` that is not a
- * Redis error reply nor an auth failure (a 5xx body such as `{"error":"service unavailable"}`).
- * Network errors are excluded: `@upstash/redis` has already retried those.
+ * The service's limits, by the start of its error text (Upstash docs, redis/troubleshooting):
+ * the text goes on (`. Limit: 500000, Usage: 500000. See <url> for details`).
+ */
+const LIMITS: readonly (readonly [RegExp, ServiceLimit])[] = [
+  [/^ERR max (?:daily )?requests? limit exceeded/i, "requests"],
+  [/^ERR max concurrent connections exceeded/i, "connections"],
+  [/^ERR max request size exceeded/i, "request-size"],
+  [/^ERR max single record size exceeded/i, "record-size"],
+  [/^ERR max key size exceeded/i, "key-size"],
+  [/^ERR DB capacity quota exceeded/i, "storage"],
+];
+
+/** The limit a client error's text names, if any (`Command failed: ` of a pipeline cut off). */
+function serviceLimitOf(message: string): ServiceLimit | undefined {
+  const text = message.replace(/^Command failed: /, "");
+  return LIMITS.find(([pattern]) => pattern.test(text))?.[1];
+}
+
+/**
+ * 4xx statuses that mean "not now" rather than "not this request" (RFC 9110 408, RFC 8470 425,
+ * RFC 6585 429): nothing was applied, and the request may be sent again.
+ */
+const RETRYABLE_4XX = new Set([408, 425, 429]);
+
+/**
+ * True for an HTTP-level failure that the client did not retry and that may pass when sent
+ * again: an answer with a 5xx status, or 408, 425 or 429; for a client that does not report
+ * statuses, an `UpstashError` that is not a Redis error reply nor an auth failure (a 5xx body
+ * such as `{"error":"service unavailable"}`). Never a limit of the service: resending into it
+ * only adds load. Network errors are excluded: `@upstash/redis` has already retried those.
  */
 export function isHttpFailure(error: unknown): boolean {
+  if (!(error instanceof Error) || !error.name.startsWith("Upstash")) return false;
+  if (serviceLimitOf(error.message) !== undefined) return false;
+  const status = statusOf(error);
+  if (status !== undefined) return status >= 500 || RETRYABLE_4XX.has(status);
   return (
-    error instanceof Error &&
     error.name === "UpstashError" &&
     !REDIS_ERROR_REPLY.test(error.message) &&
     !AUTH_FAILURE.test(error.message) &&
@@ -78,13 +113,56 @@ export function missingCredentials(redis: unknown, name: string): ConfigurationE
   );
 }
 
-/** A call that got no answer within its time limit: it may still be applied. */
-export function timedOut(name: string, ms: number): TransportError {
-  return new TransportError(
+/** The errors of calls that got no answer at all (see {@link timedOut}). */
+const unanswered = new WeakSet<TransportError>();
+
+/** True for the error of a call that got no answer within its time limit. */
+export function isUnanswered(error: unknown): boolean {
+  return error instanceof TransportError && unanswered.has(error);
+}
+
+/**
+ * A call that got no answer within its time limit, `ms`: it may still be applied. `requestTimeout`
+ * is the runner's: a shorter `ms` is this send's own (what was left of its call's time, or a
+ * keep-alive renewal's limit).
+ */
+export function timedOut(name: string, ms: number, requestTimeout = ms): TransportError {
+  const within =
+    ms < requestTimeout
+      ? `within ${ms} ms (the time this send had; requestTimeout ${requestTimeout} ms)`
+      : `within ${ms} ms (requestTimeout)`;
+  const error = new TransportError(
     name,
-    `Redis request for "${name}" got no answer within ${ms} ms (requestTimeout); it may still be applied`,
+    `Redis request for "${name}" got no answer ${within}; it may still be applied`,
     true,
   );
+  unanswered.add(error);
+  return error;
+}
+
+/**
+ * The error a call that sent its request `sends` times (`requests` HTTP requests in all) over `ms`
+ * ms ends with when the last send failed with `error`: the server's own failure with those
+ * counts, or, when no send got an answer, one message with the counts and the configured
+ * `requestTimeout` (a send's time-out alone would show only what was left of the call's time).
+ * `then` says what happens next (e.g. `cancelled in the background`). Keeps `ambiguous`, the
+ * status and the cause.
+ */
+export function afterSends(
+  error: TransportError,
+  counts: { sends: number; requests: number; ms: number; requestTimeout: number },
+  then: string,
+): TransportError {
+  const { sends, requests, ms, requestTimeout } = counts;
+  const all = requests > sends ? `, ${requests} HTTP requests in all` : "";
+  const sent = `sent ${sends} time${sends === 1 ? "" : "s"} in ${ms} ms${all}`;
+  const message = unanswered.has(error)
+    ? `Redis request for "${error.resource}" got no answer: ${sent}, each waiting at most requestTimeout (${requestTimeout} ms); it may still be applied; ${then}`
+    : `${error.message} (${sent}; ${then})`;
+  return new TransportError(error.resource, message, error.ambiguous, {
+    cause: error.cause,
+    status: error.status,
+  });
 }
 
 /** What common network error codes mean, for messages that keep the code but not the address. */
@@ -115,8 +193,11 @@ function describeCause(error: Error): string {
  * text, owner id, request id, URL or credential. `secrets` are the arguments of the failed
  * command; they are cut out wherever they appear. Network failures keep their cause's code
  * (`ECONNREFUSED`, `ENOTFOUND`, …), also as `code` on the scrubbed cause; auth failures are
- * definite and say which variables to check. `notSent`: no attempt of the command reached the
- * network (every one failed to connect), so the error is definite.
+ * definite and say which variables to check. An answer other than 2xx keeps its status
+ * (`status`, when the client reported it) and the server's error text; a 4xx is definite
+ * (nothing was applied; the runner resends a 408, 425 or 429 once before it gets here). A limit of the service is a definite
+ * {@link ServiceLimitError}. `notSent`: no attempt of the command reached the network (every one
+ * failed to connect), so the error is definite.
  */
 export function toTransportError(
   error: unknown,
@@ -132,20 +213,39 @@ export function toTransportError(
   const cause = error instanceof Error ? describeCause(error) : "";
   if (cause && !message.includes(cause)) message = `${message} (${cause})`;
   message = scrubText(message, secrets);
-  const auth = kind === "UpstashError" && AUTH_FAILURE.test(message);
-  const badUrl = BAD_URL.test(message);
-  const refused = kind === "UpstashError" && REDIS_ERROR_REPLY.test(message);
-  const notSent = options.notSent === true;
-  const ambiguous = !(auth || badUrl || refused || notSent);
+  const status = statusOf(error);
   const scrubbed: Error & { code?: string } = new Error(message);
   scrubbed.name = kind;
   const code = causeCode(error);
   if (code !== undefined) scrubbed.code = code;
-  let text = `Redis request for "${name}" failed: ${message || kind}`;
-  if (auth) text += ` (HTTP 401/403: check the REST token, UPSTASH_REDIS_REST_TOKEN)`;
-  if (badUrl) text += ` (no usable REST URL: ${ENV_HINT})`;
-  if (notSent) text += "; nothing was sent";
-  return new TransportError(name, text, ambiguous, { cause: scrubbed });
+  const answered = kind.startsWith("Upstash");
+  const limit = answered ? serviceLimitOf(message) : undefined;
+  if (limit !== undefined) {
+    return new ServiceLimitError(name, limit, message.replace(/^Command failed: /, ""), {
+      cause: scrubbed,
+      status,
+    });
+  }
+  const auth =
+    status === 401 || status === 403 || (kind === "UpstashError" && AUTH_FAILURE.test(message));
+  const badUrl = BAD_URL.test(message) || status === 404 || status === 405;
+  // Every 4xx was answered without running the request (408, 425 and 429 included: those are
+  // resent once by the runner, and are definite when they come again).
+  const refused =
+    (kind === "UpstashError" && REDIS_ERROR_REPLY.test(message)) ||
+    (status !== undefined && status >= 400 && status < 500);
+  const notSent = options.notSent === true;
+  const ambiguous = !(auth || badUrl || refused || notSent);
+  let out = `Redis request for "${name}" failed: `;
+  // An auth failure's hint names its statuses already.
+  if (status !== undefined && !auth) out += `HTTP ${status}: ${message}`;
+  else out += message || kind;
+  if (auth) out += " (HTTP 401/403: check the REST token, UPSTASH_REDIS_REST_TOKEN)";
+  else if (status === 404 || status === 405) {
+    out += " (check the REST URL and its path, UPSTASH_REDIS_REST_URL)";
+  } else if (badUrl) out += ` (no usable REST URL: ${ENV_HINT})`;
+  if (notSent) out += "; nothing was sent";
+  return new TransportError(name, out, ambiguous, { cause: scrubbed, status });
 }
 
 /** Cuts URLs (they may carry `?_token=`) and the command's arguments out of a message. */

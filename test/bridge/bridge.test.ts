@@ -19,7 +19,12 @@ import {
   test,
   vi,
 } from "vitest";
-import { seededRandom } from "../../src/bridge/faults.js";
+import {
+  type FaultLimit,
+  LIMIT_REPLIES,
+  parseFaultConfig,
+  seededRandom,
+} from "../../src/bridge/faults.js";
 import {
   type Bridge,
   DEFAULT_BLOCKING_CONNECTIONS,
@@ -578,6 +583,78 @@ describe("faults", () => {
     });
     bridge.bridge.resetStats();
     expect(bridge.bridge.stats().requests).toBe(0);
+  });
+
+  const limits = Object.keys(LIMIT_REPLIES) as FaultLimit[];
+
+  test.each(limits)(
+    "limit %s answers the service's text with 400 on every route, without touching Redis",
+    async (limit) => {
+      bridge.bridge.setFaults({ rules: [{ action: "fail", mode: "limit", limit }] });
+      const k = key(`limit-${limit}`);
+      const refused = { status: 400, body: { error: LIMIT_REPLIES[limit] } };
+      expect(await post("/", ["SET", k, "v"], { endpoint: bridge })).toEqual(refused);
+      expect(await post("/pipeline", [["SET", k, "v"]], { endpoint: bridge })).toEqual(refused);
+      expect(await post("/multi-exec", [["SET", k, "v"]], { endpoint: bridge })).toEqual(refused);
+      expect(await raw.exists(k)).toBe(0);
+      expect(bridge.bridge.stats().faultsInjected).toBe(3);
+    },
+  );
+
+  test("the service's texts: the request budget's with its counts and page", () => {
+    expect(LIMIT_REPLIES).toEqual({
+      requests:
+        "ERR max requests limit exceeded. Limit: 500000, Usage: 500000. See https://upstash.com/docs/redis/troubleshooting/max_requests_limit for details",
+      connections: "ERR max concurrent connections exceeded",
+      "request-size": "ERR max request size exceeded",
+      "record-size": "ERR max single record size exceeded",
+      "key-size": "ERR max key size exceeded",
+      storage: "ERR DB capacity quota exceeded",
+    });
+  });
+
+  test("a limit comes with the rule's status when it names one", async () => {
+    bridge.bridge.setFaults({
+      rules: [{ action: "fail", mode: "limit", limit: "connections", status: 503 }],
+    });
+    expect(await post("/", ["PING"], { endpoint: bridge })).toEqual({
+      status: 503,
+      body: { error: "ERR max concurrent connections exceeded" },
+    });
+  });
+
+  test("status answers the rule's status: before Redis with fail, after it with lose", async () => {
+    bridge.bridge.setFaults({ rules: [{ action: "fail", mode: "status", status: 429 }] });
+    const k = key("status");
+    expect(await post("/", ["INCR", k], { endpoint: bridge })).toEqual({
+      status: 429,
+      body: { error: "bridge fault: injected failure" },
+    });
+    expect(await raw.exists(k)).toBe(0);
+    bridge.bridge.setFaults({ rules: [{ action: "lose", mode: "status", status: 502 }] });
+    expect(await post("/", ["INCR", k], { endpoint: bridge })).toEqual({
+      status: 502,
+      body: { error: "bridge fault: response lost" },
+    });
+    expect(await rawGet(k)).toBe("1");
+  });
+
+  test.each([
+    [
+      { action: "fail", mode: "teapot" },
+      /mode must be "close", "503", "hang", "status" or "limit"/,
+    ],
+    [{ action: "fail", mode: "status" }, /status is required with mode "status"/],
+    [{ action: "fail", mode: "status", status: 200 }, /status must be an integer in \[400, 599\]/],
+    [{ action: "fail", mode: "status", status: 4.5e2 + 0.5 }, /status must be an integer/],
+    [{ action: "fail", status: 429 }, /status goes with mode "status" or "limit"/],
+    [{ action: "fail", mode: "limit" }, /limit is required with mode "limit"/],
+    [{ action: "fail", mode: "limit", limit: "bandwidth" }, /limit must be one of requests, /],
+    [{ action: "fail", limit: "requests" }, /limit goes with mode "limit"/],
+    [{ action: "lose", mode: "limit", limit: "requests" }, /mode "limit" goes with action "fail"/],
+  ])("refuses the rule %j", (rule, message) => {
+    expect(() => parseFaultConfig({ rules: [rule] })).toThrow(TypeError);
+    expect(() => parseFaultConfig({ rules: [rule] })).toThrow(message);
   });
 
   test("faults from the start option apply immediately", async () => {

@@ -1,14 +1,17 @@
 /**
  * Transport errors say what went wrong: the cause's code for network failures, a definite error
- * with a hint for a bad token, the variables to set for a client with no URL or token, and a
- * malformed reply detected; never a URL, token, owner or request id.
+ * with a hint for a bad token, the variables to set for a client with no URL or token, an HTTP
+ * answer's status and text as they were (a 4xx other than 408, 425 and 429 definite at once),
+ * how many sends a request got, and a malformed reply detected; never a URL, token, owner or
+ * request id.
  */
 import { createServer } from "node:net";
 import { Redis } from "@upstash/redis";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { ConfigurationError, EdgeLock, TransportError } from "../../src/index.js";
 import { keyPrefix, startPrivateBridge, usePrivateBridge, useRawRedis } from "../support/env.js";
 import { recordingEdgeLock } from "../support/locks.js";
+import { startRedisServer } from "../support/redis-server.js";
 
 const prefix = keyPrefix();
 const raw = useRawRedis();
@@ -240,5 +243,175 @@ describe("transport errors", () => {
     expect(plain.message).toMatch(/unexpected reply from script lock\/acquire/);
     expect(plain.ambiguous).toBe(true);
     expect(await raw.exists(name)).toBe(0);
+  });
+});
+
+describe("HTTP answers as they were", () => {
+  /** A recording EdgeLock on the private bridge, its scripts cached and the stats reset. */
+  async function warmed(options: Parameters<typeof recordingEdgeLock>[0] = {}) {
+    const rec = recordingEdgeLock(options, bridge.redis());
+    await (await rec.edgelock.getLock(`${prefix}warm`).tryLock({ leaseTime: 1_000 }))?.release();
+    rec.events.length = 0;
+    bridge.bridge.resetStats();
+    return rec;
+  }
+
+  afterEach(() => {
+    bridge.bridge.clearFaults();
+  });
+
+  it("a URL with a wrong path: 404 at once, its text and a hint, definite, one request", async () => {
+    const redis = new Redis({ url: `${bridge.url}/v2`, token: bridge.token });
+    const rec = recordingEdgeLock({}, redis);
+    const name = `${prefix}wrong-path`;
+    const started = performance.now();
+    const error = await failure(rec.edgelock.getLock(name).tryLock());
+    expect(performance.now() - started).toBeLessThan(500);
+    expect(error).toMatchObject({ status: 404, ambiguous: false });
+    expect(error.message).toBe(
+      `Redis request for "${name}" failed: HTTP 404: bridge: no such endpoint (check the REST URL and its path, UPSTASH_REDIS_REST_URL)`,
+    );
+    expect(rec.requests()).toBe(1);
+    expect(rec.background).toEqual([]);
+  });
+
+  it("a Redis stopped behind the bridge: 500 with its text, for an acquire and a release", async () => {
+    const server = await startRedisServer();
+    const own = await startPrivateBridge(undefined, { redisUrl: server.url });
+    try {
+      const rec = recordingEdgeLock({ requestTimeout: 300 }, own.redis());
+      const lease = await rec.edgelock.getLock(`${prefix}stopped-held`).tryLock();
+      if (!lease) throw new Error("not acquired");
+      await server.stop();
+      const acquire = await failure(rec.edgelock.getLock(`${prefix}stopped`).tryLock());
+      expect(acquire).toMatchObject({ status: 500, ambiguous: true });
+      // The server's answer, not the time-out of the last send that the call's end cut short.
+      expect(acquire.message).toMatch(
+        /^Redis request for "[^"]+" failed: HTTP 500: bridge: redis unavailable \(sent [2-9] times in \d+ ms, \d+ HTTP requests in all; cancelled in the background\)$/,
+      );
+      const release = await failure(lease.release());
+      expect(release).toMatchObject({ status: 500, ambiguous: true });
+      expect(release.message).toMatch(
+        /failed: HTTP 500: bridge: redis unavailable \(sent \d+ times in \d+ ms, \d+ HTTP requests in all; definiteWithin \(900 ms\) has passed; still resending in the background, see the settle event\)$/,
+      );
+    } finally {
+      await own.close();
+      await server.stop();
+    }
+  });
+
+  it("a send with no answer says requestTimeout, not what was left of a call's time", async () => {
+    const rec = await warmed({ requestTimeout: 300 });
+    const lease = await rec.edgelock.getLock(`${prefix}renew-hung`).tryLock({ leaseTime: 5_000 });
+    if (!lease) throw new Error("not acquired");
+    bridge.bridge.setFaults({ rules: [{ action: "fail", mode: "hang", match: "evalsha" }] });
+    const error = await failure(lease.renew());
+    expect(error.message).toBe(
+      `Redis request for "${lease.name}" got no answer within 300 ms (requestTimeout); it may still be applied`,
+    );
+    expect(error).toMatchObject({ ambiguous: true, status: undefined });
+    bridge.bridge.clearFaults();
+    expect(await lease.release()).toBe("released");
+  });
+
+  it("a send with a shorter limit of its own (a keep-alive renewal's) says both", async () => {
+    const rec = await warmed({ requestTimeout: 1_000, watchdogTimeout: 900 });
+    const lease = await rec.edgelock.getLock(`${prefix}renewal-hung`).lock();
+    bridge.bridge.setFaults({ rules: [{ action: "fail", mode: "hang", match: "evalsha" }] });
+    const failed = await rec.until((e) => e.type === "error");
+    // A keep-alive renewal is abandoned at a sixth of the lease: 150 ms.
+    expect(failed.type === "error" && failed.error.message).toBe(
+      `Redis request for "${lease.name}" got no answer within 150 ms (the time this send had; requestTimeout 1000 ms); it may still be applied`,
+    );
+    bridge.bridge.clearFaults();
+    expect(await lease.release()).toBe("released");
+  });
+
+  it.each([429, 408, 425])(
+    "%s (not now): sent once more; answered then, it is a grant",
+    async (status) => {
+      const rec = await warmed();
+      bridge.bridge.setFaults({
+        rules: [{ action: "fail", mode: "status", status, times: 1, match: "evalsha" }],
+      });
+      const lease = await rec.edgelock.getLock(`${prefix}retry-${status}`).tryLock();
+      expect(lease).not.toBeNull();
+      expect(bridge.bridge.stats().requests).toBe(2);
+      await lease?.release();
+    },
+  );
+
+  it("429 every time: definite (nothing was applied) with its status, after one resend", async () => {
+    const rec = await warmed();
+    const name = `${prefix}throttled`;
+    bridge.bridge.setFaults({
+      rules: [{ action: "fail", mode: "status", status: 429, match: "evalsha" }],
+    });
+    const error = await failure(rec.edgelock.getLock(name).tryLock());
+    expect(error).toMatchObject({ status: 429, ambiguous: false });
+    expect(error.message).toBe(
+      `Redis request for "${name}" failed: HTTP 429: bridge fault: injected failure`,
+    );
+    expect(bridge.bridge.stats().requests).toBe(2);
+    expect(rec.background).toEqual([]);
+  });
+
+  it.each([
+    [400, ""],
+    [405, " (check the REST URL and its path, UPSTASH_REDIS_REST_URL)"],
+    [413, ""],
+    [418, ""],
+  ])("%s: definite at once, its status and text, one request", async (status, hint) => {
+    const rec = await warmed();
+    const name = `${prefix}definite-${status}`;
+    bridge.bridge.setFaults({ rules: [{ action: "fail", mode: "status", status }] });
+    const error = await failure(rec.edgelock.getLock(name).tryLock());
+    expect(error).toMatchObject({ status, ambiguous: false });
+    expect(error.message).toBe(
+      `Redis request for "${name}" failed: HTTP ${status}: bridge fault: injected failure${hint}`,
+    );
+    expect(bridge.bridge.stats().requests).toBe(1);
+    expect(rec.background).toEqual([]);
+  });
+
+  it("401 keeps its status beside the token hint", async () => {
+    const rec = recordingEdgeLock({}, new Redis({ url: bridge.url, token: "wrong" }));
+    const error = await failure(rec.edgelock.getLock(`${prefix}401`).tryLock());
+    expect(error).toMatchObject({ status: 401, ambiguous: false });
+    expect(error.message).toMatch(
+      /failed: Unauthorized \(HTTP 401\/403: check the REST token, UPSTASH_REDIS_REST_TOKEN\)$/,
+    );
+  });
+
+  it("a 5xx after Redis applied the request: ambiguous, resent, its status kept", async () => {
+    const rec = await warmed({ requestTimeout: 300 });
+    const name = `${prefix}lost-502`;
+    bridge.bridge.setFaults({
+      rules: [{ action: "lose", mode: "status", status: 502, match: "evalsha" }],
+    });
+    const error = await failure(rec.edgelock.getLock(name).tryLock({ leaseTime: 5_000 }));
+    expect(error).toMatchObject({ status: 502, ambiguous: true });
+    expect(error.message).toMatch(
+      /failed: HTTP 502: bridge fault: response lost \(sent [2-9] times/,
+    );
+    expect(bridge.bridge.stats().requests).toBeGreaterThan(2);
+    bridge.bridge.clearFaults();
+    await Promise.all(rec.background);
+    expect(await raw.exists(name)).toBe(0);
+  });
+
+  it("a client that does not report statuses (wrapped) still gets the server's text", async () => {
+    const wrapped = new Proxy(new Redis({ url: `${bridge.url}/v2`, token: bridge.token }), {
+      get(target, key) {
+        const value: unknown = Reflect.get(target, key, target);
+        if (key !== "eval" && key !== "evalsha") return value;
+        const fn = value as (...args: unknown[]) => unknown;
+        return (...args: unknown[]) => fn.apply(target, args);
+      },
+    });
+    const rec = recordingEdgeLock({ requestTimeout: 300 }, wrapped);
+    const error = await failure(rec.edgelock.getLock(`${prefix}wrapped-404`).tryLock());
+    expect(error.status).toBeUndefined();
+    expect(error.message).toMatch(/failed: bridge: no such endpoint/);
   });
 });

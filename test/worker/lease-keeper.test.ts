@@ -4,8 +4,15 @@
  * renewals, at-least-once alarms and a release racing an in-flight renewal.
  */
 import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { Redis } from "@upstash/redis/cloudflare";
 import { describe, expect, it } from "vitest";
-import { type Lease, LeaseLostError, TransportError } from "../../src/index.js";
+import {
+  EdgeLock,
+  type Lease,
+  LeaseLostError,
+  ServiceLimitError,
+  TransportError,
+} from "../../src/index.js";
 import { LeaseKeeper } from "../../worker/lease-keeper.js";
 import {
   elapse,
@@ -18,6 +25,7 @@ import {
   parkAlarm,
   recordingEdgeLock,
   useKeeperInstance,
+  workerBridge,
   workerBridgeControl,
 } from "./support.js";
 
@@ -235,6 +243,77 @@ describe("failures", () => {
     // ...until the holder, knowing the lease gone, told it to stop.
     expect((await keeperStatus(instance.name, lease.id)).state).toBe("unknown");
     expect(await lease.release()).toBe("expired");
+  });
+
+  it("stops on a limit of the service: every lease of the batch `refused`, one request, the holders' signals abort with it", async () => {
+    const held = await Promise.all([hold(3_000), hold(3_000)]);
+    await untilDue(3_000);
+    await workerBridgeControl.resetStats();
+    await workerBridgeControl.setFaults({
+      rules: [{ action: "fail", mode: "limit", limit: "requests", match: "evalsha" }],
+    });
+    expect(await runDurableObjectAlarm(keeperStub(instance.name))).toBe(true);
+    // One request for the batch, not resent, and no retry scheduled for either lease.
+    expect((await workerBridgeControl.stats()).requests).toBe(1);
+    for (const { lease } of held) {
+      expect(await keeperStatus(instance.name, lease.id)).toEqual({
+        state: "refused",
+        limit: "requests",
+        error: expect.stringMatching(
+          /^ERR max requests limit exceeded\. Limit: 500000, Usage: 500000\. See <url> for details$/,
+        ),
+      });
+    }
+    expect(await keeperKeys(instance.name)).toEqual(
+      held.map(({ lease }) => `ended:${lease.id}`).sort(),
+    );
+    // Only the tombstones' purge is left to wake the keeper for.
+    expect((await keeperAlarm(instance.name)) ?? 0).toBeGreaterThan(Date.now() + 30_000);
+    for (const { lease, lock } of held) {
+      // The holder's next poll of the keeper (every leaseTime / 3) learns it.
+      const reason = await aborted(lease.signal);
+      expect(reason).toBeInstanceOf(LeaseLostError);
+      expect((reason as LeaseLostError).cause).toBeInstanceOf(ServiceLimitError);
+      expect((reason as LeaseLostError).cause).toMatchObject({ limit: "requests" });
+      expect((reason as Error).message).toMatch(/is no longer renewed: the service refused/);
+      // Nobody renews it, and it runs until its expiry.
+      expect(await lock.isHeldBy(lease.owner)).toBe(true);
+    }
+    await workerBridgeControl.clearFaults();
+    for (const { lease } of held) expect(await lease.release()).toBe("released");
+  });
+
+  it("stops a read hold's own renewal on a limit as well", async () => {
+    const rec = recordingEdgeLock({ watchdogTimeout: 3_000 });
+    const rw = rec.edgelock.getReadWriteLock(`${prefix}${crypto.randomUUID()}`);
+    const lease = await rw
+      .readLock()
+      .lock({ keepAlive: { maxHoldTime: 60_000, instance: instance.name } });
+    await untilDue(3_000);
+    await workerBridgeControl.resetStats();
+    await workerBridgeControl.setFaults({
+      rules: [{ action: "fail", mode: "limit", limit: "connections", match: "evalsha" }],
+    });
+    expect(await runDurableObjectAlarm(keeperStub(instance.name))).toBe(true);
+    expect((await workerBridgeControl.stats()).requests).toBe(1);
+    expect(await keeperStatus(instance.name, lease.id)).toEqual({
+      state: "refused",
+      limit: "connections",
+      error: "ERR max concurrent connections exceeded",
+    });
+    await workerBridgeControl.clearFaults();
+    expect(await lease.release()).toBe("released");
+  });
+
+  it("a client in workerd reports an HTTP answer's status (the Cloudflare entry of @upstash/redis)", async () => {
+    const redis = new Redis({ url: `${workerBridge.url}/v2`, token: workerBridge.token });
+    const error = await new EdgeLock({ redis })
+      .getLock(`${prefix}wrong-path`)
+      .tryLock()
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TransportError);
+    expect(error).toMatchObject({ status: 404, ambiguous: false });
+    expect((error as Error).message).toMatch(/failed: HTTP 404: bridge: no such endpoint/);
   });
 
   it("refuses a lease it cannot keep; the acquire gives the lock back", async () => {

@@ -9,6 +9,8 @@ export {
   LeaseLostError,
   LockNotHeldError,
   LockTimeoutError,
+  type ServiceLimit,
+  ServiceLimitError,
   TransportError,
 } from "../../errors.js";
 export type { KeepAlive, Lease, ReleaseResult } from "../../lease/lease.js";

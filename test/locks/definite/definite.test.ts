@@ -338,7 +338,9 @@ describe("the background resend", () => {
     const started = Date.now();
     const error = await second.release().catch((e: unknown) => e);
     expect(error).toMatchObject({ code: "TRANSPORT", ambiguous: true });
-    expect((error as Error).message).toMatch(/definiteWithin, 200 ms; still resending/);
+    expect((error as Error).message).toMatch(
+      /definiteWithin \(200 ms\) has passed; still resending/,
+    );
     // Thrown once definiteWithin (plus the last copy's own limit) had passed.
     expect(Date.now() - started).toBeLessThan(200 + REQUEST_TIMEOUT + 1_500);
     expect(settled(rec.events)).toEqual([]);
