@@ -140,6 +140,8 @@ class Waker {
   readonly #beside: Beside | undefined;
   /** No subscription from now on (tried, failed, or not wanted). */
   #polling: boolean;
+  /** The last {@link wait} subscribed (again). */
+  #joined = false;
 
   constructor(
     ctx: LockContext,
@@ -194,10 +196,12 @@ class Waker {
    * @returns `{ again: true, payload? }` to attempt at once (woken, timed out, just subscribed,
    * subscribed again after its stream ended, or the stream ended too soon to subscribe again: a
    * wake-up may have gone with it), `{ again: false }` when the caller must sleep its backoff
-   * instead (polling).
+   * instead (polling). `behind`: other waiters are ahead of this one in a kind whose releases
+   * hand over in order, so after subscribing again it waits on rather than attempting.
    * @throws signal.reason when aborted.
    */
-  async wait(ms: number, foreign = false): Promise<Round> {
+  async wait(ms: number, foreign = false, behind = false): Promise<Round> {
+    this.#joined = false;
     if (this.#polling || this.#prefix === undefined) return { again: false };
     const started = Date.now();
     if (this.#beside) {
@@ -228,6 +232,7 @@ class Waker {
       }
       this.#slot = joined;
       this.#emit("subscribe");
+      this.#joined = true;
       return { again: true };
     }
     const outcome = await this.#slot.next(ms, this.#signal);
@@ -244,7 +249,14 @@ class Waker {
       this.#poll("lost");
       return { again: true };
     }
-    return this.wait(Math.max(0, ms - (Date.now() - started)), foreign);
+    const round = await this.wait(Math.max(0, ms - (Date.now() - started)), foreign);
+    if (!behind || !this.#joined) return round;
+    // Subscribed again behind other waiters of a kind that hands over in order: a release in the
+    // gap handed the lock to the first of them, not to this wait, and kept this registration in
+    // its place; what the gap may have taken is a notice that this wait became first, whose
+    // bound its own (a claim window per waiter ahead of the holder's expiry) still covers. So it
+    // waits on, rather than attempting: a request less per stream end.
+    return this.wait(Math.max(0, ms - (Date.now() - started)), foreign, behind);
   }
 
   /**
@@ -377,6 +389,9 @@ export async function waitFor<T>(
   // A hand-off the last wait received: the next "attempt" takes it without a request.
   let granted: T | undefined;
   let serverTime = first?.serverTime ?? 0;
+  // Registered waiters ahead of this one, of a kind that hands over in order (0: first, or not
+  // such a kind); a notice that it became first sets it to 0.
+  let ahead = spec.handOff ? (first?.ahead ?? 0) : 0;
   let settled = false;
   try {
     const result = await pollUntil(
@@ -403,6 +418,7 @@ export async function waitFor<T>(
         track(outcome);
         registered = "acquired" in outcome ? "" : waiter;
         serverTime = "acquired" in outcome ? 0 : (outcome.serverTime ?? 0);
+        ahead = "acquired" in outcome || !spec.handOff ? 0 : (outcome.ahead ?? 0);
         return outcome;
       },
       {
@@ -416,8 +432,9 @@ export async function waitFor<T>(
               let until = started + ms;
               for (;;) {
                 const left = Math.max(0, Math.ceil(until - performance.now()));
-                const { again, payload } = await waker.wait(left, foreign);
+                const { again, payload } = await waker.wait(left, foreign, ahead > 0);
                 const at = payload ? spec.handOff?.notice?.(payload) : undefined;
+                if (at !== undefined) ahead = 0;
                 if (at !== undefined && serverTime > 0) {
                   // This waiter became the first: back by the new holder's expiry (dated on the
                   // server clock like a hand-off: grantFromHandOff), not by what its last attempt

@@ -199,6 +199,38 @@ describe.each(kinds)("long waits: $kind", ({ kind, get, gone }) => {
     expect(await next?.release()).toBe("released");
   });
 
+  it("a waiter behind another whose stream ends subscribes again and waits on without an attempt; it is still handed the lock in turn", async () => {
+    const name = `${prefix}${get.name}-stream-behind-${Math.random()}`;
+    const holder = await get(recordingEdgeLock().edgelock, name).lock({ leaseTime: 20_000 });
+    const a = recordingEdgeLock();
+    const first = get(a.edgelock, name).tryLock({ waitTime: 20_000, leaseTime: 10_000 });
+    await a.until((_e, all) => waits(all) === 2);
+    // B's requests go through a bridge of its own, whose streams the test ends.
+    const own = await startPrivateBridge();
+    try {
+      const b = recordingEdgeLock({}, own.redis());
+      const second = get(b.edgelock, name).tryLock({ waitTime: 20_000, leaseTime: 10_000 });
+      await b.until((_e, all) => waits(all) === 2);
+      // Past the second after its confirmation within which an ended stream turns a wait to
+      // polling.
+      await sleep(1_200);
+      own.bridge.dropSubscriptions();
+      await b.until((_e, all) => all.filter((e) => e.type === "wait-strategy").length === 2);
+      expect(await holder.release()).toBe("released");
+      const lease = await first;
+      expect(lease).not.toBeNull();
+      expect(await lease?.release()).toBe("released");
+      const next = await second;
+      expect(next).not.toBeNull();
+      // Busy attempt, subscription, registering attempt, the second subscription: no attempt
+      // after it (it was behind A), and the hand-off needed none.
+      expect(b.requests("acquire")).toBe(4);
+      expect(await next?.release()).toBe("released");
+    } finally {
+      await own.close();
+    }
+  });
+
   it("a chain of holders that never release: every waiter acquires, each soon after the lease before it runs out (Redisson's testLeaseTimeout)", async () => {
     const name = `${prefix}${get.name}-chain-${Math.random()}`;
     // Five clients arriving 100 ms apart, none releasing: each lease (600 ms) runs out, and the
