@@ -232,9 +232,9 @@ export class TransportError extends EdgeLockError {
   /** True when the command may have reached Redis and been applied. */
   readonly ambiguous: boolean;
   /**
-   * HTTP status of the REST API's answer when it was not 2xx (e.g. 400, 401, 404, 429, 500);
-   * `undefined` when no answer came (network failure, time limit), when it was a 2xx with a
-   * bad body, or when the client does not report statuses (a client that is not
+   * HTTP status of the REST API's answer the request failed on (e.g. 400, 401, 404, 429, 500;
+   * 200 for a body that could not be read); `undefined` when no answer came (network failure,
+   * time limit), or when the client does not report statuses (a client that is not
    * `@upstash/redis`'s own, or one wrapped in a Proxy).
    */
   readonly status: number | undefined;

@@ -9,6 +9,7 @@ import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { EdgeLock } from "../src/client.js";
 import { EdgeLockClient } from "../src/core.js";
+import { ServiceLimitError, TransportError } from "../src/errors.js";
 import type { LockEvent } from "../src/events.js";
 import { withLock as lockMiddleware } from "../src/hono.js";
 import { getCountDownLatch } from "../src/locks/count-down-latch/entry.js";
@@ -220,6 +221,34 @@ describe("entries refuse bad input before any request", () => {
       RangeError,
     );
   });
+});
+
+describe("the errors every entry exports", () => {
+  const entries: [string, () => Promise<Record<string, unknown>>][] = [
+    ["edgelock", () => import("../src/index.js")],
+    ["edgelock/lock", () => import("../src/locks/lock/entry.js")],
+    ["edgelock/fair-lock", () => import("../src/locks/fair-lock/entry.js")],
+    ["edgelock/fenced-lock", () => import("../src/locks/fenced-lock/entry.js")],
+    ["edgelock/read-write-lock", () => import("../src/locks/read-write-lock/entry.js")],
+    ["edgelock/semaphore", () => import("../src/locks/semaphore/entry.js")],
+    [
+      "edgelock/permit-expirable-semaphore",
+      () => import("../src/locks/permit-expirable-semaphore/entry.js"),
+    ],
+    ["edgelock/count-down-latch", () => import("../src/locks/count-down-latch/entry.js")],
+    ["edgelock/idempotency", () => import("../src/locks/idempotency/entry.js")],
+    ["edgelock/multi-lock", () => import("../src/locks/multi-lock/entry.js")],
+    ["edgelock/redlock", () => import("../src/locks/redlock/entry.js")],
+  ];
+
+  it.each(entries)(
+    "%s: ServiceLimitError beside TransportError, the same class",
+    async (_, load) => {
+      const module = await load();
+      expect(module.TransportError).toBe(TransportError);
+      expect(module.ServiceLimitError).toBe(ServiceLimitError);
+    },
+  );
 });
 
 describe("each entry bundles only its own kind's scripts, and none EdgeLock", () => {

@@ -168,9 +168,7 @@ export class LeaseKeeper extends DurableObject<LeaseKeeperEnv> {
     }
     const ended = await storage.get<Tombstone>(ENDED + id);
     if (!ended) return { state: "unknown" };
-    const status: KeeperStatus = { state: ended.state };
-    if (ended.limit !== undefined) status.limit = ended.limit;
-    if (ended.error !== undefined) status.error = ended.error;
+    const { purgeAt: _, ...status } = ended;
     return status;
   }
 

@@ -380,7 +380,7 @@ export class Lease {
   }
 
   #reason(how: LeaseLostError["reason"]): LeaseLostError {
-    const refused = how === "lost" ? this.#refused : undefined;
+    const refused = this.#refused;
     return new LeaseLostError(this.name, how, refused && { refused });
   }
 }

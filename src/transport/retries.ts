@@ -92,9 +92,9 @@ function isOwnMethod(redis: RedisLike, key: "eval" | "evalsha"): boolean {
 }
 
 /**
- * The client's `request` with the HTTP status of an answer other than 2xx kept on the error it
- * throws (`status`, read by {@link statusOf}): the client's `UpstashError` holds only the body's
- * `error` text, so a 404 from a wrong URL and a 500 read alike. The client calls the global
+ * The client's `request` with the HTTP status of the answer kept on the error it throws (`status`,
+ * read by {@link statusOf}): the client's `UpstashError` holds only the body's `error` text, so a
+ * 404 from a wrong URL and a 500 read alike. The client calls the global
  * `fetch` before its first `await`, so `fetch` is wrapped for that synchronous stretch only and
  * put back before any other code can run. Where the global cannot be replaced, or a client
  * awaits before it fetches, the error goes without a status, as before.
@@ -128,7 +128,7 @@ function withStatus(request: (req: unknown) => Promise<unknown>) {
       if (wrapped) scope.fetch = original;
     }
     return sent.catch((error: unknown) => {
-      if (status !== undefined && (status < 200 || status > 299) && error instanceof Error) {
+      if (status !== undefined && error instanceof Error) {
         (error as Error & { status?: number }).status = status;
       }
       throw error;
@@ -138,14 +138,11 @@ function withStatus(request: (req: unknown) => Promise<unknown>) {
 
 /**
  * The HTTP status a client error carries (see {@link withStatus}; a subscription stream's
- * refusal carries its own), when it is one: an integer in [100, 599].
+ * refusal carries its own), if any.
  */
 export function statusOf(error: unknown): number | undefined {
-  if (typeof error !== "object" || error === null) return undefined;
-  const status = (error as { status?: unknown }).status;
-  return typeof status === "number" && Number.isInteger(status) && status >= 100 && status <= 599
-    ? status
-    : undefined;
+  const status = error instanceof Error ? (error as { status?: unknown }).status : undefined;
+  return typeof status === "number" ? status : undefined;
 }
 
 /** Error codes of a request that failed before its connection was made: nothing was sent. */

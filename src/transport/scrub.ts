@@ -32,22 +32,25 @@ export function isNoScriptError(error: unknown): boolean {
 }
 
 /**
- * The service's limits, by the start of its error text (Upstash docs, redis/troubleshooting):
- * the text goes on (`. Limit: 500000, Usage: 500000. See <url> for details`).
+ * The service's limits, by the start of its error text (Upstash docs, redis/troubleshooting),
+ * one group each in the order of {@link LIMIT_NAMES}; the text goes on (`. Limit: 500000,
+ * Usage: 500000. See <url> for details`). `Command failed: ` starts a pipeline entry's error.
  */
-const LIMITS: readonly (readonly [RegExp, ServiceLimit])[] = [
-  [/^ERR max (?:daily )?requests? limit exceeded/i, "requests"],
-  [/^ERR max concurrent connections exceeded/i, "connections"],
-  [/^ERR max request size exceeded/i, "request-size"],
-  [/^ERR max single record size exceeded/i, "record-size"],
-  [/^ERR max key size exceeded/i, "key-size"],
-  [/^ERR DB capacity quota exceeded/i, "storage"],
+const LIMIT_TEXT =
+  /^(?:Command failed: )?ERR (?:(max (?:daily )?requests? limit)|(max concurrent connections)|(max request size)|(max single record size)|(max key size)|(DB capacity quota)) exceeded/i;
+const LIMIT_NAMES: readonly ServiceLimit[] = [
+  "requests",
+  "connections",
+  "request-size",
+  "record-size",
+  "key-size",
+  "storage",
 ];
 
-/** The limit a client error's text names, if any (`Command failed: ` of a pipeline cut off). */
+/** The limit a client error's text names, if any. */
 function serviceLimitOf(message: string): ServiceLimit | undefined {
-  const text = message.replace(/^Command failed: /, "");
-  return LIMITS.find(([pattern]) => pattern.test(text))?.[1];
+  const groups = LIMIT_TEXT.exec(message);
+  return groups ? LIMIT_NAMES[groups.slice(1).findIndex(Boolean)] : undefined;
 }
 
 /**
@@ -64,8 +67,7 @@ const RETRYABLE_4XX = new Set([408, 425, 429]);
  * only adds load. Network errors are excluded: `@upstash/redis` has already retried those.
  */
 export function isHttpFailure(error: unknown): boolean {
-  if (!(error instanceof Error) || !error.name.startsWith("Upstash")) return false;
-  if (serviceLimitOf(error.message) !== undefined) return false;
+  if (!(error instanceof Error) || serviceLimitOf(error.message) !== undefined) return false;
   const status = statusOf(error);
   if (status !== undefined) return status >= 500 || RETRYABLE_4XX.has(status);
   return (
@@ -218,8 +220,7 @@ export function toTransportError(
   scrubbed.name = kind;
   const code = causeCode(error);
   if (code !== undefined) scrubbed.code = code;
-  const answered = kind.startsWith("Upstash");
-  const limit = answered ? serviceLimitOf(message) : undefined;
+  const limit = serviceLimitOf(message);
   if (limit !== undefined) {
     return new ServiceLimitError(name, limit, message.replace(/^Command failed: /, ""), {
       cause: scrubbed,
@@ -228,7 +229,7 @@ export function toTransportError(
   }
   const auth =
     status === 401 || status === 403 || (kind === "UpstashError" && AUTH_FAILURE.test(message));
-  const badUrl = BAD_URL.test(message) || status === 404 || status === 405;
+  const badUrl = BAD_URL.test(message);
   // Every 4xx was answered without running the request (408, 425 and 429 included: those are
   // resent once by the runner, and are definite when they come again).
   const refused =

@@ -383,6 +383,37 @@ describe("HTTP answers as they were", () => {
     );
   });
 
+  it("403 with any text is an auth failure: the token hint, definite", async () => {
+    const rec = await warmed();
+    const name = `${prefix}403`;
+    bridge.bridge.setFaults({ rules: [{ action: "fail", mode: "status", status: 403 }] });
+    const error = await failure(rec.edgelock.getLock(name).tryLock());
+    expect(error).toMatchObject({ status: 403, ambiguous: false });
+    expect(error.message).toBe(
+      `Redis request for "${name}" failed: bridge fault: injected failure (HTTP 401/403: check the REST token, UPSTASH_REDIS_REST_TOKEN)`,
+    );
+  });
+
+  it("the global fetch is only borrowed: put back after each request, and left alone when read-only", async () => {
+    const rec = await warmed({ requestTimeout: 300 });
+    const original = globalThis.fetch;
+    bridge.bridge.setFaults({ rules: [{ action: "fail", mode: "status", status: 418 }] });
+    expect(await failure(rec.edgelock.getLock(`${prefix}borrowed`).tryLock())).toMatchObject({
+      status: 418,
+    });
+    expect(globalThis.fetch).toBe(original);
+    Object.defineProperty(globalThis, "fetch", { value: original, writable: false });
+    try {
+      const error = await failure(rec.edgelock.getLock(`${prefix}read-only`).tryLock());
+      // No status then (so the answer is read as before: resent, ambiguous), but the call goes
+      // out and its text comes back.
+      expect(error.status).toBeUndefined();
+      expect(error.message).toMatch(/failed: bridge fault: injected failure \(sent/);
+    } finally {
+      Object.defineProperty(globalThis, "fetch", { value: original, writable: true });
+    }
+  });
+
   it("a 5xx after Redis applied the request: ambiguous, resent, its status kept", async () => {
     const rec = await warmed({ requestTimeout: 300 });
     const name = `${prefix}lost-502`;

@@ -180,16 +180,28 @@ describe("a limit of the service", () => {
     expect((error as ServiceLimitError).status).toBeUndefined();
   });
 
-  it("the text of a pipeline's entry (`Command failed: …`) names it as well", async () => {
-    // A pipeline answers 200 with one entry per command; the client words an entry's error so.
-    const redis = bridge.redis({ retry: { retries: 0 } });
-    const failed = await rejection(
-      redis.eval("return redis.error_reply('ERR max key size exceeded')", [], []),
-    );
-    expect((failed as Error).message).toMatch(/^Command failed: ERR max key size exceeded/);
-    const error = toTransportError(failed, "n", []);
-    expect(error).toBeInstanceOf(ServiceLimitError);
-    expect(error).toMatchObject({ limit: "key-size", reply: "ERR max key size exceeded" });
+  it.each([
+    ["ERR max daily request limit exceeded. Limit: 10000, Usage: 10001", "requests"],
+    ["ERR max requests limit exceeded.", "requests"],
+    ["ERR max concurrent connections exceeded", "connections"],
+    ["ERR max request size exceeded", "request-size"],
+    ["ERR max single record size exceeded", "record-size"],
+    ["ERR max key size exceeded", "key-size"],
+    ["ERR DB capacity quota exceeded", "storage"],
+    ["ERR max number of clients reached", undefined],
+  ])("the service's text %j, answered by Redis itself, is limit %s", async (text, limit) => {
+    // A script's error reply: 400 for a single command, and a pipeline's entry (200) is worded
+    // `Command failed: …` by the client.
+    const script = `return redis.error_reply('${text}')`;
+    for (const pipelined of [false, true]) {
+      const redis = bridge.redis({ retry: { retries: 0 }, enableAutoPipelining: pipelined });
+      const failed = await rejection(redis.eval(script, [], []));
+      if (pipelined) expect((failed as Error).message).toMatch(/^Command failed: ERR /);
+      const error = toTransportError(failed, "n", []);
+      expect(error.ambiguous).toBe(false);
+      if (limit === undefined) expect(error).not.toBeInstanceOf(ServiceLimitError);
+      else expect(error).toMatchObject({ name: "ServiceLimitError", limit, reply: text });
+    }
   });
 });
 
@@ -258,6 +270,24 @@ describe("a keep-alive renewal refused by a limit", () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(bridge.bridge.stats().requests).toBe(1);
     bridge.bridge.clearFaults();
+    expect(await lease.release()).toBe("released");
+  });
+
+  it("a keeper's status `refused` without a limit still ends the lease, with no cause", async () => {
+    const binding: LeaseKeeperBinding = {
+      getByName: () => ({
+        register: async () => ({ ok: true }),
+        unregister: async () => ({ ok: true }),
+        status: async () => ({ state: "refused" }),
+      }),
+    };
+    const rec = recordingEdgeLock({ keeper: binding, watchdogTimeout: 300 }, bridge.redis());
+    const lease = await rec.edgelock
+      .getLock(`${prefix}keeper-refused-bare`)
+      .lock({ keepAlive: { maxHoldTime: 5_000 } });
+    const reason = await aborted(lease.signal);
+    expect(reason).toBeInstanceOf(LeaseLostError);
+    expect((reason as LeaseLostError).cause).toBeUndefined();
     expect(await lease.release()).toBe("released");
   });
 
