@@ -102,7 +102,7 @@ export class LeaseLostError extends EdgeLockError {
       reason === "released"
         ? `lease on lock "${lockName}" was released`
         : settled && "refused" in settled
-          ? `lease on lock "${lockName}" is no longer renewed: the service refused its renewal (${LIMIT_MEANING[settled.refused.limit]}); treat it as lost, it runs out at its expiry`
+          ? `lease on lock "${lockName}" is no longer renewed: the service's "${settled.refused.limit}" limit refused its renewal; treat it as lost, it runs out at its expiry`
           : `lease on lock "${lockName}" was lost: it expired or another owner took the lock`,
       lockName,
       settled && "error" in settled
@@ -274,16 +274,6 @@ export type ServiceLimit =
   | "key-size"
   | "storage";
 
-/** What each limit means, in the words of the messages. */
-const LIMIT_MEANING: Record<ServiceLimit, string> = {
-  requests: "the database's request budget is used up",
-  connections: "too many requests to the database at once",
-  "request-size": "the request is larger than the database allows",
-  "record-size": "a value is larger than the database allows",
-  "key-size": "a key is longer than the database allows",
-  storage: "the database is full: its data size quota is reached",
-};
-
 /**
  * The service refused a request because one of its limits is reached (see {@link ServiceLimit}):
  * nothing was applied (`ambiguous` is always false), and edgelock does not resend it, since
@@ -308,7 +298,7 @@ export class ServiceLimitError extends TransportError {
   ) {
     super(
       resource,
-      `Redis request for "${resource}" refused by a limit of the service: ${LIMIT_MEANING[limit]} (${reply}); nothing was applied, and it is not resent`,
+      `Redis request for "${resource}" refused by the service's "${limit}" limit (${reply}); nothing was applied, and it is not resent`,
       false,
       options,
     );

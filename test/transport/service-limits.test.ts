@@ -94,7 +94,7 @@ describe("a limit of the service", () => {
       });
       expect(error.reply).toMatch(reply);
       expect(error.message).toContain(
-        `Redis request for "${name}" refused by a limit of the service`,
+        `Redis request for "${name}" refused by the service's "${limit}" limit (`,
       );
       expect(error.message).toContain(error.reply);
       expect(error.message).toMatch(/nothing was applied, and it is not resent$/);
@@ -215,16 +215,7 @@ describe("a keep-alive renewal refused by a limit", () => {
     expect(reason.cause).toBeInstanceOf(ServiceLimitError);
     expect(reason.cause).toMatchObject({ limit });
     expect(reason.message).toBe(
-      `lease on lock "${name}" is no longer renewed: the service refused its renewal (${
-        {
-          requests: "the database's request budget is used up",
-          connections: "too many requests to the database at once",
-          "request-size": "the request is larger than the database allows",
-          "record-size": "a value is larger than the database allows",
-          "key-size": "a key is longer than the database allows",
-          storage: "the database is full: its data size quota is reached",
-        }[limit]
-      }); treat it as lost, it runs out at its expiry`,
+      `lease on lock "${name}" is no longer renewed: the service's "${limit}" limit refused its renewal; treat it as lost, it runs out at its expiry`,
     );
   }
 

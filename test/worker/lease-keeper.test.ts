@@ -275,7 +275,9 @@ describe("failures", () => {
       expect(reason).toBeInstanceOf(LeaseLostError);
       expect((reason as LeaseLostError).cause).toBeInstanceOf(ServiceLimitError);
       expect((reason as LeaseLostError).cause).toMatchObject({ limit: "requests" });
-      expect((reason as Error).message).toMatch(/is no longer renewed: the service refused/);
+      expect((reason as Error).message).toMatch(
+        /is no longer renewed: the service's "requests" limit refused its renewal/,
+      );
       // Nobody renews it, and it runs until its expiry.
       expect(await lock.isHeldBy(lease.owner)).toBe(true);
     }
