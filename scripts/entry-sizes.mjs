@@ -88,7 +88,13 @@ export const SCENARIOS = [
   // its attempts is unanswered, and a semaphore's attempt began to name the attempt it follows
   // (a late copy of a cancelled attempt could take a hand-off over under its caller:
   // docs/waiting.md, "Late copies of a cancelled attempt").
-  { name: "edgelock", entries: ["edgelock"], base: REDIS, budget: 35.5, target: 27 },
+  // Every budget but redlock's and the console's (still under theirs) raised by the growth its
+  // entry measured (+0.77 to +1.03 kB, rounded up to 0.05 kB; measured on the commit before and
+  // after, nothing else changed) when the service's limits became a typed error and every HTTP
+  // answer kept its status and text (src/errors.ts ServiceLimitError, src/transport/scrub.ts,
+  // retries.ts: the status read from the client's own fetch; the keep-alives' stop on a limit:
+  // src/lease/).
+  { name: "edgelock", entries: ["edgelock"], base: REDIS, budget: 36.45, target: 27 },
   // 13.1 kB measured at the split, 13.6 kB after the JVM wake-ups, the shared Lua libraries and
   // the awaited leave of a waiter that gives up: 2.0 kB Lua, 11.6 kB JS, of which ~8 kB the core
   // client and the lease (the multi-lock entry). 14.1 kB with `restoreLockLease` (every entry that
@@ -98,7 +104,7 @@ export const SCENARIOS = [
   // locals have short names (lua/gen.mjs renameLocals). 13.8 kB (Lua 2.0 kB) since a waiter
   // that ends gives back a hand-off it missed (lua/lock/decline.lua) and passes on a wake-up it
   // missed (lib/wake.lua waiting_leave): 0.1-0.3 kB in every entry with waiters.
-  { name: "edgelock/lock", entries: ["edgelock/lock"], base: REDIS, budget: 20.7, target: 8 },
+  { name: "edgelock/lock", entries: ["edgelock/lock"], base: REDIS, budget: 21.7, target: 8 },
   {
     name: "edgelock/fair-lock",
     entries: ["edgelock/fair-lock"],
@@ -106,7 +112,7 @@ export const SCENARIOS = [
     // 12.7 kB at the split; 13.5 kB with the JVM wake-ups on Redisson's per-waiter channel;
     // 14.0 kB with `restoreFairLockLease`; 13.6 kB with short names for the shipped scripts'
     // locals (lua/gen.mjs renameLocals).
-    budget: 18.7,
+    budget: 19.65,
     target: 10,
   },
   {
@@ -116,7 +122,7 @@ export const SCENARIOS = [
     // 13.3 kB at the split; 13.8 kB with its own holds over the shared reentrant acquire;
     // 14.3 kB with `restoreFencedLockLease`; 13.7 kB with short names for the shipped scripts'
     // locals (lua/gen.mjs renameLocals).
-    budget: 20.35,
+    budget: 21.35,
     target: 10,
   },
   {
@@ -126,7 +132,7 @@ export const SCENARIOS = [
     // 13.7 kB at the split; 14.3 kB with the JVM wake-ups and the shared Lua libraries; 14.8 kB
     // with `restoreReadWriteLockLease`; 14.2 kB with short names for the shipped scripts'
     // locals (lua/gen.mjs renameLocals).
-    budget: 19.65,
+    budget: 20.65,
     target: 10,
   },
   {
@@ -136,7 +142,7 @@ export const SCENARIOS = [
     // 10.9 kB, 10.8 kB without the fair lock's second channel in the wait loop; 10.3 kB with
     // short names for the shipped scripts' locals (lua/gen.mjs renameLocals).
     // 15.0 kB measured with the release's hand-off and lua/semaphore/leave.lua.
-    budget: 16.3,
+    budget: 17.2,
     target: 10,
   },
   {
@@ -147,7 +153,7 @@ export const SCENARIOS = [
     // with `restorePermitLease`; 14.5 kB with short names for the shipped scripts' locals
     // (lua/gen.mjs renameLocals).
     // 21.0 kB measured with the hand-off in give_back and lua/permit-expirable-semaphore/leave.lua.
-    budget: 22.65,
+    budget: 23.6,
     target: 10,
   },
   {
@@ -158,7 +164,7 @@ export const SCENARIOS = [
     // names for the shipped scripts' locals (lua/gen.mjs renameLocals). 12.53 -> 12.55 kB with
     // the events' shared cost fields (src/events.ts: this entry has two of their uses and pays
     // for the helper), which left no headroom: budget 12.6.
-    budget: 13.6,
+    budget: 14.5,
     target: 10,
   },
   {
@@ -167,7 +173,7 @@ export const SCENARIOS = [
     base: REDIS,
     // 8.1 kB: the core client and the lease, no script of its own; 7.3 kB since the wake-up
     // hub is made at a client's first wait, not in the core.
-    budget: 8.85,
+    budget: 9.65,
     target: 10,
   },
   { name: "edgelock/redlock", entries: ["edgelock/redlock"], base: REDIS, budget: 10, target: 10 },
@@ -178,7 +184,7 @@ export const SCENARIOS = [
     name: "edgelock/idempotency",
     entries: ["edgelock/idempotency"],
     base: REDIS,
-    budget: 14.7,
+    budget: 15.7,
     target: 10,
   },
   // A Hono app's `withLock` with the lock entry's client, over Hono: 26.0 kB with EdgeLock.
@@ -189,7 +195,7 @@ export const SCENARIOS = [
     base: HONO,
     // 13.4 kB at the split, 13.8 kB with the JVM wake-ups, 13.75 kB with the lock's; 13.4 kB
     // with short names for the shipped scripts' locals (lua/gen.mjs renameLocals).
-    budget: 20.45,
+    budget: 21.45,
     target: 9,
   },
   // Both Vercel helpers (`lockWebhook`: an idempotency key, `lockCron`: a lock) with the lock
@@ -202,7 +208,7 @@ export const SCENARIOS = [
     entries: ["edgelock/vercel", "edgelock/lock"],
     pick: { "edgelock/vercel": ["lockWebhook", "lockCron"], "edgelock/lock": ["EdgeLockClient"] },
     base: REDIS,
-    budget: 21.65,
+    budget: 22.65,
     target: 9,
   },
   // The lock console over Hono: an operators' route, not a hot path. 43.8 kB measured when it
@@ -228,7 +234,7 @@ export const SCENARIOS = [
     name: "edgelock/cloudflare",
     entries: ["edgelock/cloudflare"],
     base: REDIS,
-    budget: 17.75,
+    budget: 18.8,
     target: 9,
   },
 ];
