@@ -124,9 +124,14 @@ elseif count then
   e = current
 elseif redis.call('exists', name) == 0 then
   local head = first_live()
-  if head and head ~= owner then
-    -- Free, but an earlier waiter is alive: it goes first (its holder expired unreleased).
-    hand_off(head)
+  -- Free, but an earlier waiter is alive: it goes first (its holder expired unreleased). A
+  -- queued owner behind it is back no earlier than a claim window after the expiry (src/wait/
+  -- backoff.ts, expiryBound), by when a live first waiter would have taken the lock: if nobody
+  -- hears that waiter's hand-off now (its client is gone), this owner takes the lock instead of
+  -- handing it to nobody for another claim window.
+  if head and head ~= owner
+    and hand_off(head, redis.call('lpos', queue, owner) ~= false) ~= false then
+    -- Handed over: this owner stays queued (below).
   else
     -- Also clears what a Redisson script left of this owner's wait: it drops waiters from the
     -- queue and the ZSET, never from our registry.

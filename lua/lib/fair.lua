@@ -127,8 +127,10 @@ end
 -- and is sent "<waiter>|<epoch>": it holds the lock from then on, and makes the TTL its lease with
 -- its first renewal (or its next attempt confirms the grant). When nobody heard that message,
 -- the next live waiter is woken too. A Redisson waiter is woken on its
--- channel and takes the lock itself. Nobody queued: one LINDEX, nothing else.
-local function hand_off(head)
+-- channel and takes the lock itself. Nobody queued: one LINDEX, nothing else. With `heard`, a
+-- hand-off nobody hears is not made: it returns false and changes nothing (the caller takes the
+-- lock itself); otherwise it returns true once the lock is handed (or told to a Redisson waiter).
+local function hand_off(head, heard)
   head = head or first_live()
   if not head then
     return
@@ -136,17 +138,22 @@ local function hand_off(head)
   local waiter = waiter_of(head)
   if not waiter then
     redis.call('publish', channel .. ':' .. head, 0)
-    return
+    return true
   end
-  leave(head)
   -- A new incarnation, on the server clock (no request of the waiter's names it). It expires at
   -- an absolute time on that clock, so that the waiter knows the expiry exactly
   -- (floor(epoch / 1000) + claimMs), not only from when its message arrived.
   local e = clock_us()
+  local told = redis.call('publish', fair_wake_channel(waiter), waiter .. '|' .. e) > 0
+  if heard and not told then
+    -- Nothing is changed: the message only names an epoch that was never made.
+    return false
+  end
+  leave(head)
   redis.call('hset', name, head, 1, GRANT, waiter, EPOCH, e)
   local at = clock_ms() + claimMs
   redis.call('pexpireat', name, at)
-  if redis.call('publish', fair_wake_channel(waiter), waiter .. '|' .. e) > 0 then
+  if told then
     fair_notify_first(at)
   else
     -- Nobody heard it here (its client may be gone): the next live waiter is told to come back,
@@ -161,4 +168,5 @@ local function hand_off(head)
       end
     end
   end
+  return true
 end
