@@ -17,14 +17,13 @@
 local name, queue, slots, waiters, channel = unpack(KEYS)
 local leaseMs = tonumber(ARGV[1])
 local claimMs = tonumber(ARGV[3])
-local held = redis.call('hmget', name, ARGV[2], 'edgelock:grant')
-if not held[1] then
+-- @include lib/renew-one.lua
+-- @include lib/fair.lua
+local confirmed = renew_one(ARGV[2], leaseMs)
+if confirmed == nil then
   return {0}
 end
-redis.call('pexpire', name, leaseMs, 'gt')
-if held[2] then
-  redis.call('hdel', name, 'edgelock:grant')
-  -- @include lib/fair.lua
+if confirmed then
   -- No earlier than the lock's expiry now: at least leaseMs from here (PEXPIRE GT).
   fair_notify_first(clock_ms() + leaseMs)
 end
