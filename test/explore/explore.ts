@@ -5,9 +5,11 @@
  * seed and path that replay it.
  */
 import fc from "fast-check";
+import * as sourceScripts from "../../src/lua.gen.js";
+import { restoreClock } from "./clock.js";
 import { type Command, commandArbitraries, type Model } from "./commands.js";
 import { type KindName, type KindSpec, SPECS } from "./kinds.js";
-import { type Session, Violation, World } from "./world.js";
+import { type EdgeLockModule, type Session, Violation, World } from "./world.js";
 
 /** Most commands in one run (before the final heal). */
 export const MAX_COMMANDS = 32;
@@ -45,6 +47,12 @@ export interface ExploreOptions {
   stats: ExploreStats;
   /** Called after each run with its number of steps and its log. */
   onRun?: (steps: number, failed: boolean, log: readonly string[]) => void;
+  /** Where the clients' edgelock comes from (default: src/; mutants.ts: a mutated copy). */
+  lib?: EdgeLockModule | undefined;
+  /** Its scripts (src/lua.gen.ts, or the copy's), loaded into Redis before the first run. */
+  scripts?: object | undefined;
+  /** Whether a failure is shrunk (default true); false reports the first failing run. */
+  shrink?: boolean | undefined;
 }
 
 /** The property over one kind, counting runs and steps into `stats`. */
@@ -54,7 +62,7 @@ function property(options: ExploreOptions, shrinking: { since: number | undefine
     fc.integer({ min: 2, max: 4 }),
     // A plain array, not fc.commands: its shrinking does not depend on which commands ran,
     // so a seed and a path replay the same sequence.
-    fc.array(fc.oneof(...commandArbitraries()), { maxLength: MAX_COMMANDS, size: "max" }),
+    fc.array(fc.oneof(...commandArbitraries(spec)), { maxLength: MAX_COMMANDS, size: "max" }),
     async (clients, commands) => {
       // Past its budget, shrinking skips its remaining candidates: the smallest failure so
       // far is the one reported.
@@ -63,11 +71,18 @@ function property(options: ExploreOptions, shrinking: { since: number | undefine
         fc.pre(Date.now() - since < options.shrinkLimitMs);
       }
       try {
-        await runSequence(spec, options.session, clients, commands, (steps, failed, log) => {
-          options.stats.runs++;
-          options.stats.steps += steps;
-          options.onRun?.(steps, failed, log);
-        });
+        await runSequence(
+          spec,
+          options.session,
+          clients,
+          commands,
+          (steps, failed, log) => {
+            options.stats.runs++;
+            options.stats.steps += steps;
+            options.onRun?.(steps, failed, log);
+          },
+          options.lib,
+        );
       } catch (error) {
         shrinking.since ??= Date.now();
         throw error;
@@ -87,8 +102,9 @@ export async function runSequence(
   clients: number,
   commands: Iterable<Command>,
   onRun?: (steps: number, failed: boolean, log: readonly string[]) => void,
+  lib?: EdgeLockModule,
 ): Promise<void> {
-  const world = await World.start(spec, session, clients);
+  const world = await World.start(spec, session, clients, lib);
   let failed = false;
   try {
     await fc.asyncModelRun(
@@ -105,8 +121,21 @@ export async function runSequence(
     const what = error instanceof Violation ? error.message : `run failed: ${String(error)}`;
     throw new Violation(`${what}\n  run (${clients} clients):\n    ${world.log.join("\n    ")}`);
   } finally {
+    restoreClock();
     await world.close();
     onRun?.(world.steps, failed, world.log);
+  }
+}
+
+/**
+ * Loads every script of `modules` into Redis (`SCRIPT LOAD`), as a Redis that has served the
+ * clients before has them: their requests are then one EVALSHA each, not a NOSCRIPT answer and
+ * an EVAL, and every network decision is about a request that does something.
+ */
+export async function loadScripts(session: Session, modules: object): Promise<void> {
+  for (const value of Object.values(modules) as unknown[]) {
+    const source = (value as { source?: unknown } | undefined)?.source;
+    if (typeof source === "string") await session.raw.scriptLoad(source);
   }
 }
 
@@ -115,6 +144,7 @@ export async function runSequence(
  * @returns the shrunk failure, or `undefined` when every run held.
  */
 export async function explore(options: ExploreOptions): Promise<ExploreFailure | undefined> {
+  await loadScripts(options.session, options.scripts ?? sourceScripts);
   const plugins: fc.Plugin<unknown>[] = [];
   if (options.timeLimitMs !== undefined) {
     plugins.push(fc.interruptAfterTimeLimit(options.timeLimitMs));
@@ -124,7 +154,7 @@ export async function explore(options: ExploreOptions): Promise<ExploreFailure |
     path: options.path,
     numRuns: options.path === undefined ? options.numRuns : 1,
     // A replay runs the sequence once, as printed, without shrinking it again.
-    endOnFailure: options.path !== undefined,
+    endOnFailure: options.path !== undefined || options.shrink === false,
     plugins,
   });
   if (!details.failed) return undefined;

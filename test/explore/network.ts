@@ -26,7 +26,21 @@ const HOP_BY_HOP = new Set(["host", "connection", "content-length", "keep-alive"
 
 /** Script digest → script name (`lock/acquire`), so that a trace says what a request was. */
 const SCRIPT_NAMES = new Map<string, string>();
-for (const module of [
+
+/** Names the scripts of `modules` (src/lua/*.gen.ts, or a mutated copy's) in traces. */
+export function registerScripts(modules: readonly object[]): void {
+  for (const module of modules) {
+    for (const value of Object.values(module) as unknown[]) {
+      const script = value as Partial<LuaScript>;
+      if (typeof script?.source === "string" && typeof script.name === "string") {
+        SCRIPT_NAMES.set(createHash("sha1").update(script.source).digest("hex"), script.name);
+        SCRIPT_NAMES.set(script.source, script.name);
+      }
+    }
+  }
+}
+
+registerScripts([
   lockScripts,
   fairScripts,
   fencedScripts,
@@ -34,15 +48,7 @@ for (const module of [
   semaphoreScripts,
   permitScripts,
   latchScripts,
-]) {
-  for (const value of Object.values(module) as unknown[]) {
-    const script = value as Partial<LuaScript>;
-    if (typeof script?.source === "string" && typeof script.name === "string") {
-      SCRIPT_NAMES.set(createHash("sha1").update(script.source).digest("hex"), script.name);
-      SCRIPT_NAMES.set(script.source, script.name);
-    }
-  }
-}
+]);
 
 /** What a request asked for, in a few words: `lock/acquire`, `pipeline[2]`, `get`. */
 function describe(path: string, body: string): string {
@@ -110,6 +116,8 @@ export class ControlledNetwork {
   #changed = new Set<() => void>();
   /** Every decision taken, in order. */
   readonly events: NetworkEvent[] = [];
+  /** Copies delivered to Redis that no client waited for (their answers reach nobody). */
+  readonly deliveredCopies: PendingRequest[] = [];
   /** Requests received in all. */
   received = 0;
   /** Requests received from each client (streams included). */
@@ -139,6 +147,11 @@ export class ControlledNetwork {
   /** Every held request, paused clients' included. */
   get held(): readonly PendingRequest[] {
     return this.#pending;
+  }
+
+  /** Requests being forwarded to the bridge now. */
+  get inFlight(): number {
+    return this.#inFlight;
   }
 
   /** The open subscription streams of `client`. */
@@ -406,6 +419,8 @@ export class ControlledNetwork {
     if (at < 0) return;
     this.#pending.splice(at, 1);
     this.events.push({ type: how, request });
+    if (request.response === undefined && how !== "lose-request")
+      this.deliveredCopies.push(request);
     this.#touch();
     if (how === "lose-request") {
       request.response?.destroy();

@@ -6,6 +6,7 @@
  *   npm run explore -- --minutes 10                  fresh seeds for 10 minutes
  *   npm run explore -- --kind lock --seed S --path P  replay one failure
  *   npm run explore -- --kind lock --seed S --runs N N runs from seed S
+ *   npm run explore -- --mutant ID ...               the same against a mutant (mutants.ts)
  *
  * The last line reads `explore: <runs> runs, <steps> steps, <violations> violations`; the
  * exit code is 1 when a property broke.
@@ -13,6 +14,7 @@
 import { parseArgs } from "node:util";
 import { type ExploreFailure, type ExploreStats, explore } from "./explore.js";
 import { KINDS, type KindName } from "./kinds.js";
+import { loadMutant, MUTATIONS, type Mutant } from "./mutants.js";
 import { SEEDS } from "./seeds.js";
 import { startSession } from "./world.js";
 
@@ -32,6 +34,8 @@ const { values } = parseArgs({
     minutes: { type: "string" },
     "shrink-seconds": { type: "string" },
     verbose: { type: "boolean" },
+    mutant: { type: "string" },
+    "no-shrink": { type: "boolean" },
   },
 });
 
@@ -58,6 +62,15 @@ if (values.path !== undefined && (seed === undefined || kinds.length !== 1)) {
 const shrinkLimitMs =
   (integer(values["shrink-seconds"], "shrink-seconds") ?? 0) * 1000 || SHRINK_LIMIT_MS;
 
+let mutant: Mutant | undefined;
+if (values.mutant !== undefined) {
+  const mutation =
+    MUTATIONS.find((m) => m.id === values.mutant) ??
+    fail(`unknown mutant ${values.mutant} (mutants: ${MUTATIONS.map((m) => m.id).join(", ")})`);
+  mutant = await loadMutant(mutation);
+  console.log(`mutant ${mutation.id}: ${mutation.what}`);
+}
+
 const stats: ExploreStats = { runs: 0, steps: 0, violations: 0 };
 const failures: ExploreFailure[] = [];
 const session = await startSession();
@@ -73,6 +86,9 @@ async function one(kind: KindName, s: number, numRuns: number, timeLimitMs?: num
     numRuns,
     timeLimitMs,
     shrinkLimitMs,
+    shrink: !values["no-shrink"],
+    lib: mutant?.lib,
+    scripts: mutant?.scripts,
     stats,
     onRun: values.verbose
       ? (steps, failed, log) =>
@@ -93,7 +109,7 @@ function report(f: ExploreFailure): string {
     `--- violation: ${f.kind}, seed ${f.seed}, path ${f.path}`,
     `counterexample: ${f.counterexample}`,
     f.message,
-    `replay: npm run explore -- --kind ${f.kind} --seed ${f.seed} --path ${f.path}`,
+    `replay: npm run explore -- --kind ${f.kind} --seed ${f.seed} --path ${f.path}${values.mutant === undefined ? "" : ` --mutant ${values.mutant}`}`,
     "---",
   ].join("\n");
 }
@@ -116,6 +132,7 @@ try {
   }
 } finally {
   await session.close();
+  mutant?.remove();
 }
 console.log(`explore: ${stats.runs} runs, ${stats.steps} steps, ${stats.violations} violations`);
 process.exitCode = stats.violations > 0 ? 1 : 0;
